@@ -1,0 +1,164 @@
+"""Pure builders for the engine's systemd unit and env file: a Target in, file contents out.
+
+`specops render` prints exactly what these return, and a deploy installs exactly that, so what an operator
+reviews is what runs. Golden tests pin the output.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from specops.commands.quoting import env_file_line, environment_directive, exec_arg, systemd_specifiers
+from specops.config import Target
+
+if TYPE_CHECKING:
+    import jinja2
+
+UNIT_TEMPLATE = "sglang.service.j2"
+SECRET_MASK = "***"
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def launch_argv(target: Target) -> list[str]:
+    """`python -m sglang.launch_server ...` with the host's model/port/tp and the profile's flags."""
+    host = target.host
+    argv = [host.python, "-m", "sglang.launch_server", "--model-path", host.model_path]
+    if host.served_model_name:
+        argv += ["--served-model-name", host.served_model_name]
+    argv += ["--host", host.listen, "--port", str(host.port), "--tp-size", str(host.tp_size)]
+    argv += _server_flags(target)
+    argv += _speculative_flags(target)
+    return argv + list(host.extra_args)
+
+
+def _server_flags(target: Target) -> list[str]:
+    server = target.profile.server
+    flags: list[str] = []
+    if server.dp_size != 1:
+        flags += ["--dp-size", str(server.dp_size)]
+    if server.pp_size != 1:
+        flags += ["--pp-size", str(server.pp_size)]
+    page_size = (
+        server.page_size if server.page_size is not None else (1 if target.profile.algorithm == "DDTREE" else None)
+    )
+    for flag, value in (
+        ("--page-size", page_size),
+        ("--mem-fraction-static", server.mem_fraction_static),
+        ("--context-length", server.context_length),
+        ("--max-running-requests", server.max_running_requests),
+    ):
+        if value is not None:
+            flags += [flag, str(value)]
+    for flag, enabled in (
+        ("--enable-dp-attention", server.enable_dp_attention),
+        ("--enable-metrics", server.enable_metrics),
+        ("--trust-remote-code", server.trust_remote_code),
+    ):
+        if enabled:
+            flags.append(flag)
+    return flags
+
+
+def _speculative_flags(target: Target) -> list[str]:
+    spec, profile = target.profile.speculative, target.profile
+    flags = ["--speculative-algorithm", profile.algorithm]
+    if target.host.draft_model_path:
+        flags += ["--speculative-draft-model-path", target.host.draft_model_path]
+    for flag, value in (
+        ("--speculative-num-steps", spec.num_steps),
+        ("--speculative-eagle-topk", spec.eagle_topk),
+        ("--speculative-num-draft-tokens", spec.num_draft_tokens),
+        ("--speculative-dflash-block-size", spec.dflash_block_size),
+        ("--speculative-draft-window-size", spec.draft_window_size),
+        ("--speculative-draft-attention-backend", spec.draft_attention_backend),
+        ("--speculative-ddtree-budget", spec.ddtree_budget),
+    ):
+        if value is not None:
+            flags += [flag, str(value)]
+    if spec.use_rejection_sampling:
+        flags.append("--speculative-use-rejection-sampling")
+    return flags
+
+
+def exec_start(argv: list[str]) -> str:
+    """ExecStart= value, one flag (with its value) per continued line so that diffs stay readable."""
+    words = [exec_arg(arg) for arg in argv]
+    lines, current = [" ".join(words[:3])], []
+    for word, arg in zip(words[3:], argv[3:], strict=True):
+        if arg.startswith("--") and current:
+            lines.append(" ".join(current))
+            current = []
+        current.append(word)
+    if current:
+        lines.append(" ".join(current))
+    return " \\\n    ".join(lines)
+
+
+def unit_environment(target: Target) -> dict[str, str]:
+    """Variables systemd's near-empty environment lacks: FlashInfer's JIT needs CUDA_HOME and nvcc on PATH."""
+    host = target.host
+    venv_bin = posixpath.dirname(host.python)
+    env = {
+        "PYTHONPATH": host.current_dir,
+        "PYTHONUNBUFFERED": "1",
+        "CUDA_HOME": host.cuda_home,
+        "PATH": f"{venv_bin}:{host.cuda_home}/bin:{_SYSTEM_PATH}",
+        "LD_LIBRARY_PATH": f"{host.cuda_home}/lib64",
+    }
+    if host.gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = host.gpus
+    return env
+
+
+def operator_environment(target: Target) -> dict[str, str]:
+    """The profile's variables overlaid with the host's: these go into the env file."""
+    return {**target.profile.env, **target.host.env}
+
+
+def render_unit(target: Target) -> str:
+    """The unit file a deploy installs for this host and profile."""
+    host, profile = target.host, target.profile
+    readiness = profile.readiness
+    context = {
+        "description": systemd_specifiers(
+            f"SGLang {profile.algorithm} server ({host.service}, profile {profile.name}) managed by specops"
+        ),
+        "working_directory": host.current_dir,
+        "environment": [environment_directive(k, v) for k, v in unit_environment(target).items()],
+        "env_file": host.env_file,
+        "exec_start": exec_start(launch_argv(target)),
+        "readiness": readiness,
+        "limit_nofile": host.limit_nofile,
+        "syslog_identifier": host.service,
+    }
+    return _template().render(**context)
+
+
+def render_env_file(target: Target, secrets: Mapping[str, str] | None = None) -> str:
+    """The 0600 env file; with `secrets=None` every secret is shown as *** (for `render --env`)."""
+    lines = ["# Managed by specops: the engine's environment (secrets included). Mode 0600, owner root."]
+    for name, value in operator_environment(target).items():
+        lines.append(env_file_line(name, value))
+    for name in target.host.secrets:
+        lines.append(f"{name}={SECRET_MASK}" if secrets is None else env_file_line(name, secrets[name]))
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _template() -> jinja2.Template:
+    import jinja2
+
+    from specops.resources import data_dir
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("units"))),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return environment.get_template(UNIT_TEMPLATE)

@@ -1,0 +1,217 @@
+"""Find and load specops.toml and the profiles; every mistake becomes a `file: path: message` line.
+
+Loading is strict (unknown keys are errors) and complete (all mistakes are reported at once, not the first
+one), because an operator fixing a config wants the whole list, and a typo must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from specops.errorfmt import toml_line, validation_lines
+from specops.errors import ConfigError, UsageError
+from specops.models import HostSettings, HostSpec, Inventory
+from specops.profile import Profile
+from specops.profile_store import LoadedProfile, apply_overrides, load_profiles
+
+CONFIG_NAME = "specops.toml"
+_TOP_KEYS = {"hosts", "groups", "defaults", "secrets_file"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A host together with the profile it would run (overrides applied, rules checked)."""
+
+    host: HostSpec
+    profile: Profile
+
+
+@dataclass(frozen=True)
+class Config:
+    """A loaded, validated specops.toml plus every profile it can use."""
+
+    path: Path
+    display: str
+    inventory: Inventory
+    profiles: dict[str, LoadedProfile]
+
+    def host(self, name: str) -> HostSpec:
+        if name not in self.inventory.hosts:
+            known = ", ".join(self.inventory.hosts) or "none"
+            raise UsageError(f"unknown host {name!r} in {self.display}", hint=f"known hosts: {known}")
+        return self.inventory.hosts[name]
+
+    def resolve(self, host_name: str, profile_name: str | None = None) -> Target:
+        """The host with its profile; raises ConfigError listing every broken rule."""
+        from specops.rules import check_profile_for_host
+
+        host = self.host(host_name)
+        name = profile_name or host.profile
+        if name is None:
+            raise UsageError(
+                f"host {host_name!r} has no default profile",
+                hint=f"pass --profile ({', '.join(self.profiles)}) or set hosts.{host_name}.profile",
+            )
+        if name not in self.profiles:
+            raise UsageError(f"unknown profile {name!r}", hint=f"known profiles: {', '.join(self.profiles)}")
+        override = host.overrides.get(name, {})
+        override_path = ["hosts", host_name, "overrides", name]
+        profile = apply_overrides(self.profiles[name], override, self.display, override_path)
+        override_source = f"{self.display}: {'.'.join(override_path)}"
+        lines = []
+        for violation in check_profile_for_host(profile, host):
+            if violation.scope == "host":
+                lines.append(f"{self.display}: hosts.{host_name}.{violation.path}: {violation.message}")
+            elif _overridden(override, violation.path):
+                lines.append(f"{override_source}.{violation.path}: {violation.message}")
+            else:
+                lines.append(f"{self.profiles[name].source}: {violation.path}: {violation.message}")
+        if lines:
+            raise ConfigError(lines, hint=f"these are SGLang's own start-up rules for {profile.algorithm}")
+        return Target(host=host, profile=profile)
+
+
+def _overridden(override: Mapping[str, Any], path: str) -> bool:
+    node: Any = override
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def find_config(explicit: Path | None, cwd: Path, environ: Mapping[str, str]) -> Path:
+    """--config, else ./specops.toml, else $SPECOPS_CONFIG, else ~/.config/specops/specops.toml."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError([f"{explicit}: no such file (given with --config)"])
+        return explicit
+    candidates = [cwd / CONFIG_NAME]
+    if environ.get("SPECOPS_CONFIG"):
+        env_path = Path(environ["SPECOPS_CONFIG"])
+        if not env_path.is_file():
+            raise ConfigError([f"{env_path}: no such file (named by $SPECOPS_CONFIG)"])
+        candidates.append(env_path)
+    candidates.append(Path(environ.get("HOME", "~")).expanduser() / ".config" / "specops" / CONFIG_NAME)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        [f"no {CONFIG_NAME} found (looked for ./{CONFIG_NAME}, $SPECOPS_CONFIG, ~/.config/specops/{CONFIG_NAME})"],
+        hint="run `specops init` to write a commented starter file, or pass --config PATH",
+    )
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """The path as the operator would type it: relative to the current directory when below it."""
+    try:
+        return str(path.resolve().relative_to(cwd.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_config(path: Path, cwd: Path) -> Config:
+    """Parse and validate the inventory and the profiles; all errors in one ConfigError."""
+    display = display_path(path, cwd)
+    raw = _read_toml(path, display)
+    profiles, lines = load_profiles(path.parent / "profiles", cwd)
+    lines += _unknown_top_keys(raw, display)
+    defaults = _validate_defaults(raw.get("defaults", {}), display, lines)
+    hosts = _validate_hosts(raw.get("hosts", {}), defaults, display, lines)
+    groups = raw.get("groups", {})
+    lines += _check_groups(groups, hosts, display)
+    lines += _check_profile_names(hosts, profiles, display)
+    if lines:
+        raise ConfigError(lines)
+    try:
+        inventory = Inventory(hosts=hosts, groups=groups, secrets_file=raw.get("secrets_file"))
+    except ValidationError as exc:
+        raise ConfigError(validation_lines(display, [], exc, Inventory)) from None
+    return Config(path=path, display=display, inventory=inventory, profiles=profiles)
+
+
+def _read_toml(path: Path, display: str) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([toml_line(display, exc)]) from None
+    except OSError as exc:
+        raise ConfigError([f"{display}: cannot read: {exc.strerror}"]) from None
+
+
+def _unknown_top_keys(raw: Mapping[str, Any], display: str) -> list[str]:
+    return [
+        f"{display}: {key}: unknown key (expected one of: {', '.join(sorted(_TOP_KEYS))})"
+        for key in raw
+        if key not in _TOP_KEYS
+    ]
+
+
+def _validate_defaults(raw: Any, display: str, lines: list[str]) -> dict[str, Any]:
+    try:
+        return HostSettings.model_validate(raw).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        lines += validation_lines(display, ["defaults"], exc, HostSettings)
+        return {}
+
+
+def _validate_hosts(raw: Any, defaults: dict[str, Any], display: str, lines: list[str]) -> dict[str, HostSpec]:
+    if not isinstance(raw, dict):
+        lines.append(f"{display}: hosts: expected a table of hosts like [hosts.llm-two]")
+        return {}
+    hosts = {}
+    for name, settings in raw.items():
+        if not isinstance(settings, dict):
+            lines.append(f"{display}: hosts.{name}: expected a table with at least ssh, python and model_path")
+            continue
+        merged = {**defaults, **settings, "name": name}
+        merged["env"] = {**defaults.get("env", {}), **settings.get("env", {})}
+        try:
+            hosts[name] = HostSpec.model_validate(merged)
+        except ValidationError as exc:
+            lines += validation_lines(display, ["hosts", name], exc, HostSpec)
+    return hosts
+
+
+def _check_groups(groups: Any, hosts: Mapping[str, HostSpec], display: str) -> list[str]:
+    if not isinstance(groups, dict):
+        return [f'{display}: groups: expected a table like gpu = ["llm-one", "llm-two"]']
+    lines = []
+    for group, members in groups.items():
+        if group in hosts:
+            lines.append(f"{display}: groups.{group}: a group cannot have the same name as a host")
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            lines.append(f"{display}: groups.{group}: expected a list of host names")
+            continue
+        lines += [f"{display}: groups.{group}: unknown host {member!r}" for member in members if member not in hosts]
+    return lines
+
+
+def _check_profile_names(
+    hosts: Mapping[str, HostSpec], profiles: Mapping[str, LoadedProfile], display: str
+) -> list[str]:
+    known = ", ".join(profiles)
+    lines = []
+    for name, host in hosts.items():
+        if host.profile is not None and host.profile not in profiles:
+            lines.append(f"{display}: hosts.{name}.profile: no profile named {host.profile!r} (known: {known})")
+        lines += [
+            f"{display}: hosts.{name}.overrides.{key}: no profile named {key!r} (known: {known})"
+            for key in host.overrides
+            if key not in profiles
+        ]
+    return lines
+
+
+def load(explicit: Path | None = None) -> Config:
+    """The CLI's entry point: find, then load, using the real cwd and environment."""
+    cwd = Path.cwd()
+    return load_config(find_config(explicit, cwd, os.environ), cwd)

@@ -1,0 +1,48 @@
+"""Turn pydantic and TOML errors into `file: dotted.path: message` lines an operator can act on."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+
+def dotted(parts: Iterable[Any]) -> str:
+    """('hosts', 'llm-two', 'port') -> 'hosts.llm-two.port'; empty parts are dropped."""
+    return ".".join(str(p) for p in parts if str(p) != "")
+
+
+def validation_lines(
+    source: str, prefix: Sequence[str], error: ValidationError, model: type[BaseModel] | None = None
+) -> list[str]:
+    """One line per pydantic error, path-qualified, with typo suggestions for unknown keys."""
+    lines = []
+    for item in error.errors(include_url=False):
+        path = dotted([*prefix, *item["loc"]])
+        lines.append(f"{source}: {path}: {_message(item, model)}")
+    return lines
+
+
+def _message(item: Any, model: type[BaseModel] | None) -> str:
+    kind, msg = item["type"], str(item["msg"])
+    if kind == "extra_forbidden":
+        return _unknown_key_message(str(item["loc"][-1]), model if len(item["loc"]) == 1 else None)
+    if kind == "missing":
+        return "required setting is missing"
+    return msg.removeprefix("Value error, ")
+
+
+def _unknown_key_message(key: str, model: type[BaseModel] | None) -> str:
+    message = "unknown key (specops rejects unknown keys to catch typos)"
+    if model is not None:
+        close = difflib.get_close_matches(key, list(model.model_fields), n=1)
+        if close:
+            message += f"; did you mean {close[0]!r}?"
+    return message
+
+
+def toml_line(source: str, error: Exception) -> str:
+    """tomllib says 'Expected ... (at line 3, column 7)'; keep its words, prefix the file."""
+    return f"{source}: {error}"

@@ -1,0 +1,104 @@
+"""Constrained string types for values that end up in a shell command or a systemd unit.
+
+An inventory value travels into `ssh` argv, into ExecStart= and into an EnvironmentFile. Quoting handles
+ordinary content, but some content has no safe spelling in one of those places (a newline ends a unit
+directive, a NUL truncates a C string, `%` and `$` are systemd specifiers). Rejecting such values when the
+config is loaded is the only way to guarantee nothing is injected later, so every field uses one of these.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_PATH = re.compile(r"/[A-Za-z0-9_.+@=,:/-]*")
+_HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_SSH_TARGET = re.compile(
+    r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*@)?(?:[A-Za-z0-9][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
+)
+_GPU_LIST = re.compile(r"[0-9]{1,3}(?:,[0-9]{1,3})*")
+
+
+def _no_control(value: str) -> str:
+    match = _CONTROL.search(value)
+    if match:
+        raise ValueError(
+            f"contains a control character ({match.group()!r}); newlines, NUL and other control "
+            "characters could inject into a shell command or a unit file"
+        )
+    return value
+
+
+def _name(value: str) -> str:
+    _no_control(value)
+    if not _NAME.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a valid name: use letters, digits, '.', '_' and '-', starting with a letter "
+            "or digit, at most 64 characters"
+        )
+    return value
+
+
+def _service_name(value: str) -> str:
+    _name(value)
+    if value.endswith(".service"):
+        raise ValueError(f"{value!r}: give the unit name without '.service'")
+    return value
+
+
+def _abs_path(value: str) -> str:
+    _no_control(value)
+    if not _PATH.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not an absolute path specops can quote safely: it must start with '/' and use only "
+            "letters, digits and . _ + @ = , : / -"
+        )
+    if "/../" in value + "/" or value.endswith("/.."):
+        raise ValueError(f"{value!r} contains '..'; give the real path")
+    return value
+
+
+def _model_ref(value: str) -> str:
+    if value.startswith("/"):
+        return _abs_path(value)
+    _no_control(value)
+    if not _HF_REPO.fullmatch(value):
+        raise ValueError(f"{value!r} is neither an absolute path nor a Hugging Face repo id like 'org/name'")
+    return value
+
+
+def _env_name(value: str) -> str:
+    _no_control(value)
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError(f"{value!r} is not a valid environment variable name (letters, digits, '_')")
+    return value
+
+
+def _ssh_target(value: str) -> str:
+    _no_control(value)
+    if value.startswith("-"):
+        raise ValueError(f"{value!r} starts with '-' and would be read as an ssh option")
+    if not _SSH_TARGET.fullmatch(value):
+        raise ValueError(f"{value!r} is not an ssh alias or user@host[:port]")
+    return value
+
+
+def _gpu_list(value: str) -> str:
+    if not _GPU_LIST.fullmatch(value):
+        raise ValueError(f"{value!r} is not a GPU index list like '0' or '0,1,2,3'")
+    return value
+
+
+PlainText = Annotated[str, AfterValidator(_no_control)]
+Name = Annotated[str, AfterValidator(_name)]
+ServiceName = Annotated[str, AfterValidator(_service_name)]
+AbsPath = Annotated[str, AfterValidator(_abs_path)]
+ModelRef = Annotated[str, AfterValidator(_model_ref)]
+EnvName = Annotated[str, AfterValidator(_env_name)]
+SshTarget = Annotated[str, AfterValidator(_ssh_target)]
+GpuList = Annotated[str, AfterValidator(_gpu_list)]

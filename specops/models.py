@@ -1,0 +1,123 @@
+"""The inventory: hosts, groups and defaults from specops.toml (pydantic v2, unknown keys forbidden)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from specops.fields import AbsPath, EnvName, GpuList, ModelRef, Name, PlainText, ServiceName, SshTarget
+
+_HOST_SETTINGS_DOC = {
+    "python": "the interpreter of the host's venv that runs SGLang (and the doctor's probe)",
+    "service": "systemd unit name, without .service",
+    "base_dir": "where releases live on the host: <base_dir>/<service>/releases/<id>",
+    "listen": "address the engine binds (--host); SGLang's default is 127.0.0.1",
+    "port": "engine HTTP port (--port)",
+    "gpus": "CUDA_VISIBLE_DEVICES for the unit, e.g. '0,1'",
+    "model_path": "target model: an absolute path on the host or a Hugging Face repo id",
+    "draft_model_path": "draft model for DFLASH/DDTREE (and optional for EAGLE)",
+    "served_model_name": "name served by /v1/models",
+    "tp_size": "tensor parallel size (--tp-size)",
+    "profile": "default profile for this host",
+    "env": "plain environment variables for the engine (written to the host's env file)",
+    "secrets": "names of variables read from the operator's environment or secrets_file; never printed",
+    "extra_args": "further sglang.launch_server arguments, each one list item",
+    "cuda_home": "CUDA toolkit root; CUDA_HOME, PATH and LD_LIBRARY_PATH in the unit are built from it",
+    "limit_nofile": "LimitNOFILE= of the unit",
+    "keep_releases": "how many releases to keep on the host (current and last verified are never deleted)",
+    "overrides": "per-profile overrides: [hosts.NAME.overrides.PROFILE] with profile fields",
+}
+
+
+class HostSettings(BaseModel):
+    """Everything a host can set; also the shape of [defaults], where every field is optional."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    python: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["python"])
+    service: ServiceName | None = Field(default=None, description=_HOST_SETTINGS_DOC["service"])
+    base_dir: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["base_dir"])
+    listen: PlainText | None = Field(default=None, description=_HOST_SETTINGS_DOC["listen"])
+    port: int | None = Field(default=None, ge=1, le=65535, description=_HOST_SETTINGS_DOC["port"])
+    gpus: GpuList | None = Field(default=None, description=_HOST_SETTINGS_DOC["gpus"])
+    model_path: ModelRef | None = Field(default=None, description=_HOST_SETTINGS_DOC["model_path"])
+    draft_model_path: ModelRef | None = Field(default=None, description=_HOST_SETTINGS_DOC["draft_model_path"])
+    served_model_name: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["served_model_name"])
+    tp_size: int | None = Field(default=None, ge=1, le=64, description=_HOST_SETTINGS_DOC["tp_size"])
+    profile: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["profile"])
+    env: dict[EnvName, PlainText] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["env"])
+    secrets: list[EnvName] = Field(default_factory=list, description=_HOST_SETTINGS_DOC["secrets"])
+    extra_args: list[PlainText] = Field(default_factory=list, description=_HOST_SETTINGS_DOC["extra_args"])
+    cuda_home: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["cuda_home"])
+    limit_nofile: int | None = Field(default=None, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
+    keep_releases: int | None = Field(default=None, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
+    overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
+
+
+class HostSpec(BaseModel):
+    """One host after [defaults] are applied: every field has its final value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+    ssh: SshTarget = Field(description="an alias from ~/.ssh/config, or [user@]host[:port]")
+    python: AbsPath
+    service: ServiceName = "sglang"
+    base_dir: AbsPath = "/opt/specops"
+    listen: PlainText = "127.0.0.1"
+    port: int = Field(default=30000, ge=1, le=65535)
+    gpus: GpuList | None = None
+    model_path: ModelRef
+    draft_model_path: ModelRef | None = None
+    served_model_name: Name | None = None
+    tp_size: int = Field(default=1, ge=1, le=64)
+    profile: Name | None = None
+    env: dict[EnvName, PlainText] = {}
+    secrets: list[EnvName] = []
+    extra_args: list[PlainText] = []
+    cuda_home: AbsPath = "/usr/local/cuda"
+    limit_nofile: int = Field(default=65536, ge=1024, le=1048576)
+    keep_releases: int = Field(default=5, ge=2, le=100)
+    overrides: dict[Name, dict[str, Any]] = {}
+
+    @property
+    def service_dir(self) -> str:
+        return f"{self.base_dir}/{self.service}"
+
+    @property
+    def current_dir(self) -> str:
+        return f"{self.service_dir}/current"
+
+    @property
+    def env_file(self) -> str:
+        return f"{self.service_dir}/env"
+
+    @property
+    def unit_name(self) -> str:
+        return f"{self.service}.service"
+
+
+class Inventory(BaseModel):
+    """The whole specops.toml after validation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hosts: dict[Name, HostSpec] = {}
+    groups: dict[Name, list[Name]] = {}
+    secrets_file: str | None = None
+
+    def select(self, names: list[str]) -> list[HostSpec]:
+        """Hosts for HOST|GROUP arguments, in inventory order, each once."""
+        wanted: set[str] = set()
+        for name in names:
+            if name in self.hosts:
+                wanted.add(name)
+            elif name in self.groups:
+                wanted.update(self.groups[name])
+            else:
+                from specops.errors import UsageError
+
+                known = ", ".join([*self.hosts, *self.groups]) or "none"
+                raise UsageError(f"unknown host or group {name!r}", hint=f"known: {known}")
+        return [spec for key, spec in self.hosts.items() if key in wanted]
