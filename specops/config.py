@@ -42,6 +42,12 @@ class Config:
     inventory: Inventory
     profiles: dict[str, LoadedProfile]
 
+    @property
+    def secrets_path(self) -> Path | None:
+        """The secrets file named in the config, relative to the config's folder."""
+        name = self.inventory.secrets_file
+        return (self.path.parent / name) if name else None
+
     def host(self, name: str) -> HostSpec:
         if name not in self.inventory.hosts:
             known = ", ".join(self.inventory.hosts) or "none"

@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     UNREACHABLE = 4
     REMOTE_FAILED = 5
     LOCK_HELD = 6
+    INTERNAL = 70
     INTERRUPTED = 130
 
 
@@ -31,6 +32,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.UNREACHABLE: "a host could not be reached over SSH",
     ExitCode.REMOTE_FAILED: "a command on a host failed",
     ExitCode.LOCK_HELD: "another specops holds the host's lock",
+    ExitCode.INTERNAL: "internal error in specops (a bug: re-run with --debug and report it)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 

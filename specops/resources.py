@@ -17,3 +17,8 @@ def data_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"specops data folder {name!r} is missing from this installation ({_PACKAGE_DIR})")
+
+
+def starter_config() -> str:
+    """The commented specops.toml that `specops init` writes (also the documented example)."""
+    return (_PACKAGE_DIR / "starter.toml").read_text(encoding="utf-8")

@@ -86,7 +86,8 @@ def _speculative_flags(target: Target) -> list[str]:
 def exec_start(argv: list[str]) -> str:
     """ExecStart= value, one flag (with its value) per continued line so that diffs stay readable."""
     words = [exec_arg(arg) for arg in argv]
-    lines, current = [" ".join(words[:3])], []
+    lines: list[str] = [" ".join(words[:3])]
+    current: list[str] = []
     for word, arg in zip(words[3:], argv[3:], strict=True):
         if arg.startswith("--") and current:
             lines.append(" ".join(current))

@@ -1,0 +1,5 @@
+"""`python -m specops` is the same as the `specops` command."""
+
+from specops.cli.main import entry
+
+entry()

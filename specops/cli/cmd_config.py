@@ -1,0 +1,67 @@
+"""`specops config check`: validate specops.toml, every profile, and every host/profile pair."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import typer
+
+from specops.cli.output import print_json
+from specops.cli.state import state
+from specops.errors import ConfigError, SpecopsError
+
+if TYPE_CHECKING:
+    from specops.config import Config
+
+app = typer.Typer(help="Inspect and validate the configuration.", no_args_is_help=True)
+
+
+@app.command("check")
+def check(ctx: typer.Context) -> None:
+    """Validate everything a deploy would need from the config; exit 0 when valid, 3 when not."""
+    app_state = state(ctx)
+    config = app_state.load_config()
+    lines = _pair_errors(config) + _secret_errors(config)
+    if lines:
+        raise ConfigError(lines)
+    hosts, groups, profiles = len(config.inventory.hosts), len(config.inventory.groups), sorted(config.profiles)
+    if app_state.json:
+        print_json({"config": config.display, "hosts": hosts, "groups": groups, "profiles": profiles, "valid": True})
+    else:
+        typer.echo(
+            f"{config.display}: valid ({_count(hosts, 'host')}, {_count(groups, 'group')}, "
+            f"profiles: {', '.join(profiles)})"
+        )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _pair_errors(config: Config) -> list[str]:
+    """Each host with its default profile and with every profile it overrides."""
+    lines: list[str] = []
+    for name, host in config.inventory.hosts.items():
+        profiles = dict.fromkeys([*([host.profile] if host.profile else []), *host.overrides])
+        for profile in profiles:
+            try:
+                config.resolve(name, profile)
+            except SpecopsError as error:
+                lines += getattr(error, "lines", [error.message])
+    return lines
+
+
+def _secret_errors(config: Config) -> list[str]:
+    from specops.secrets import resolve_secrets
+
+    path = config.secrets_path
+    lines: list[str] = []
+    if path is not None and not path.is_file():
+        return [f"{config.display}: secrets_file: {path} does not exist"]
+    for name, host in config.inventory.hosts.items():
+        try:
+            resolve_secrets(host.secrets, os.environ, path, f"{config.display}: hosts.{name}.secrets")
+        except ConfigError as error:
+            lines += error.lines
+    return lines

@@ -1,0 +1,68 @@
+"""`specops hosts`: the inventory, with each ssh target resolved through ~/.ssh/config."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from specops.cli.output import print_json, stdout_console
+from specops.cli.state import state
+
+if TYPE_CHECKING:
+    from specops.config import Config
+    from specops.models import HostSpec
+
+
+def hosts(
+    ctx: typer.Context,
+    names: Annotated[list[str] | None, typer.Argument(help="Hosts or groups (default: all).")] = None,
+) -> None:
+    """List hosts: where specops will connect (host, user, port, key), the profile and the groups."""
+    app_state = state(ctx)
+    config = app_state.load_config()
+    selected = config.inventory.select(names) if names else list(config.inventory.hosts.values())
+    rows = [_row(config, spec) for spec in selected]
+    if app_state.json:
+        print_json({"hosts": rows})
+        return
+    _print_table(rows)
+
+
+def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
+    from specops.host.ssh import resolve_ssh_target
+
+    target = resolve_ssh_target(spec.ssh)
+    groups = [group for group, members in config.inventory.groups.items() if spec.name in members]
+    return {
+        "name": spec.name,
+        "ssh": spec.ssh,
+        "hostname": target.hostname,
+        "user": target.user,
+        "port": target.port,
+        "keys": list(target.identity_files),
+        "profile": spec.profile,
+        "service": spec.service,
+        "groups": groups,
+    }
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "PROFILE", "SERVICE", "GROUPS"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["ssh"],
+            row["hostname"],
+            row["user"],
+            str(row["port"]),
+            ", ".join(row["keys"]) or "(ssh defaults)",
+            row["profile"] or "-",
+            row["service"],
+            ", ".join(row["groups"]) or "-",
+        )
+    stdout_console().print(table)

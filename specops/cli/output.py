@@ -1,0 +1,62 @@
+"""How results and errors look: rich on a terminal, plain JSON with --json. Only the CLI prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from specops.errors import ExitCode, SpecopsError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def stdout_console() -> Console:
+    """Tables for people; when piped, wide enough that nothing is cut or wrapped."""
+    from rich.console import Console
+
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 400)
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output: one JSON document on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def print_raw(text: str) -> None:
+    """Exact text (a unit file) with no markup, no wrapping, so it can be piped to a file."""
+    sys.stdout.write(text)
+
+
+def report_error(error: SpecopsError, as_json: bool) -> None:
+    """The one place an error reaches the user: red lines, a hint, no traceback."""
+    if as_json:
+        lines = getattr(error, "lines", [error.message])
+        print_json({"error": {"message": error.message, "lines": lines, "hint": error.hint,
+                              "exit_code": int(error.exit_code)}})  # fmt: skip
+        return
+    from rich.markup import escape
+
+    console = stderr_console()
+    for line in error.message.splitlines() or [type(error).__name__]:
+        console.print(f"[bold red]error:[/] {escape(line)}")
+    if error.hint:
+        console.print(f"[yellow]hint:[/] {escape(error.hint)}")
+
+
+def report_internal_error(error: BaseException) -> int:
+    """A bug in specops: say so in one line and how to get the traceback."""
+    from rich.markup import escape
+
+    stderr_console().print(
+        f"[bold red]internal error:[/] {escape(type(error).__name__)}: {escape(str(error))}\n"
+        "[yellow]hint:[/] re-run with --debug for the traceback, and report it"
+    )
+    return int(ExitCode.INTERNAL)

@@ -1,0 +1,35 @@
+"""Parse an inventory `ssh` value: an alias, `host`, `user@host`, `host:port` or `[v6]:port`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and as whom to connect, after ~/.ssh/config is applied."""
+
+    alias: str
+    hostname: str
+    user: str
+    port: int
+    identity_files: tuple[str, ...]
+    known_hosts_files: tuple[str, ...] = ()
+    proxy_jump: str | None = None
+
+
+def split_ssh_spec(spec: str) -> tuple[str | None, str, int | None]:
+    """`user@host:port` -> (user, host, port); parts that are absent come back as None."""
+    user: str | None = None
+    if "@" in spec:
+        user, spec = spec.split("@", 1)
+    port: int | None = None
+    if spec.startswith("["):
+        host, _, rest = spec[1:].partition("]")
+        if rest.startswith(":"):
+            port = int(rest[1:])
+        return user, host, port
+    if spec.count(":") == 1:
+        spec, port_text = spec.split(":")
+        port = int(port_text)
+    return user, spec, port
