@@ -75,8 +75,8 @@ class Config:
         for violation in check_profile_for_host(profile, host):
             if violation.scope == "host":
                 lines.append(f"{self.display}: hosts.{host_name}.{violation.path}: {violation.message}")
-            elif _overridden(override, violation.path):
-                lines.append(f"{override_source}.{violation.path}: {violation.message}")
+            elif blamed := next((p for p in violation.paths if _overridden(override, p)), None):
+                lines.append(f"{override_source}.{blamed}: {violation.message}")
             else:
                 lines.append(f"{self.profiles[name].source}: {violation.path}: {violation.message}")
         if lines:
@@ -127,13 +127,13 @@ def load_config(path: Path, cwd: Path) -> Config:
     """Parse and validate the inventory and the profiles; all errors in one ConfigError."""
     display = display_path(path, cwd)
     raw = _read_toml(path, display)
-    profiles, lines = load_profiles(path.parent / "profiles", cwd)
+    profiles, failed_profiles, lines = load_profiles(path.parent / "profiles", cwd)
     lines += _unknown_top_keys(raw, display)
     defaults = _validate_defaults(raw.get("defaults", {}), display, lines)
     hosts = _validate_hosts(raw.get("hosts", {}), defaults, display, lines)
     groups = raw.get("groups", {})
     lines += _check_groups(groups, hosts, display)
-    lines += _check_profile_names(hosts, profiles, display)
+    lines += _check_profile_names(hosts, {*profiles, *failed_profiles}, profiles, display)
     if lines:
         raise ConfigError(lines)
     try:
@@ -202,17 +202,18 @@ def _check_groups(groups: Any, hosts: Mapping[str, HostSpec], display: str) -> l
 
 
 def _check_profile_names(
-    hosts: Mapping[str, HostSpec], profiles: Mapping[str, LoadedProfile], display: str
+    hosts: Mapping[str, HostSpec], existing: set[str], profiles: Mapping[str, LoadedProfile], display: str
 ) -> list[str]:
+    """Hosts may only name profiles that exist (a profile that failed to load was already reported)."""
     known = ", ".join(profiles)
     lines = []
     for name, host in hosts.items():
-        if host.profile is not None and host.profile not in profiles:
+        if host.profile is not None and host.profile not in existing:
             lines.append(f"{display}: hosts.{name}.profile: no profile named {host.profile!r} (known: {known})")
         lines += [
             f"{display}: hosts.{name}.overrides.{key}: no profile named {key!r} (known: {known})"
             for key in host.overrides
-            if key not in profiles
+            if key not in existing
         ]
     return lines
 

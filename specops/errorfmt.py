@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -10,8 +11,8 @@ from pydantic import BaseModel, ValidationError
 
 
 def dotted(parts: Iterable[Any]) -> str:
-    """('hosts', 'llm-two', 'port') -> 'hosts.llm-two.port'; empty parts are dropped."""
-    return ".".join(str(p) for p in parts if str(p) != "")
+    """('hosts', 'llm-two', 'port') -> 'hosts.llm-two.port'; empty and pydantic's '[key]' parts dropped."""
+    return ".".join(str(p) for p in parts if str(p) not in ("", "[key]"))
 
 
 def validation_lines(
@@ -31,6 +32,8 @@ def _message(item: Any, model: type[BaseModel] | None) -> str:
         return _unknown_key_message(str(item["loc"][-1]), model if len(item["loc"]) == 1 else None)
     if kind == "missing":
         return "required setting is missing"
+    if kind.endswith(("_parsing", "_type")) and not isinstance(item.get("input"), dict | list):
+        return f"{msg.split(',')[0]} (got {item.get('input')!r})"
     return msg.removeprefix("Value error, ")
 
 
@@ -44,5 +47,8 @@ def _unknown_key_message(key: str, model: type[BaseModel] | None) -> str:
 
 
 def toml_line(source: str, error: Exception) -> str:
-    """tomllib says 'Expected ... (at line 3, column 7)'; keep its words, prefix the file."""
+    """tomllib says 'Invalid value (at line 3, column 7)'; print it as 'file: line 3, column 7: Invalid value'."""
+    match = re.fullmatch(r"(.*) \(at (line \d+, column \d+)\)", str(error))
+    if match:
+        return f"{source}: {match.group(2)}: {match.group(1)}"
     return f"{source}: {error}"

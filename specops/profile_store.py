@@ -29,9 +29,10 @@ class LoadedProfile:
     raw: dict[str, Any]
 
 
-def load_profiles(user_dir: Path, cwd: Path) -> tuple[dict[str, LoadedProfile], list[str]]:
-    """Built-in profiles, then the user's; returns the profiles and the error lines."""
+def load_profiles(user_dir: Path, cwd: Path) -> tuple[dict[str, LoadedProfile], set[str], list[str]]:
+    """Built-in profiles, then the user's; returns the profiles, the names that failed, the error lines."""
     profiles: dict[str, LoadedProfile] = {}
+    failed: set[str] = set()
     lines: list[str] = []
     folders = [(data_dir("profiles"), True)]
     if user_dir.is_dir():
@@ -40,9 +41,11 @@ def load_profiles(user_dir: Path, cwd: Path) -> tuple[dict[str, LoadedProfile], 
         for file in sorted(folder.glob("*.toml")):
             source = f"(built-in) profiles/{file.name}" if builtin else _display(file, cwd)
             loaded = _load_one(file, source, lines)
-            if loaded is not None:
+            if loaded is None:
+                failed.add(file.stem)
+            else:
                 profiles[loaded.profile.name] = loaded
-    return profiles, lines
+    return profiles, failed, lines
 
 
 def _display(path: Path, cwd: Path) -> str:

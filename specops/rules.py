@@ -35,6 +35,12 @@ class Violation:
     scope: Literal["profile", "host"]
     path: str
     message: str
+    related: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every field involved, the main one first (an override of any of them is to blame)."""
+        return (self.path, *self.related)
 
 
 def check_profile_for_host(profile: Profile, host: HostSpec) -> list[Violation]:
@@ -88,6 +94,7 @@ def _eagle_rules(profile: Profile) -> list[Violation]:
                 "speculative.num_draft_tokens",
                 f"with eagle_topk = 1 SGLang forces num_draft_tokens to num_steps + 1 = {spec.num_steps + 1}; "
                 f"got {spec.num_draft_tokens}",
+                related=("speculative.num_steps", "speculative.eagle_topk"),
             )
         )
     if spec.use_rejection_sampling and spec.eagle_topk not in (None, 1):
@@ -109,6 +116,7 @@ def _dflash_rules(profile: Profile, host: HostSpec) -> list[Violation]:
                 "profile",
                 "speculative.num_draft_tokens",
                 f"{algo} needs dflash_block_size = num_draft_tokens; got {block} and {spec.num_draft_tokens}",
+                related=("speculative.dflash_block_size",),
             )
         )
     block = block or spec.num_draft_tokens
@@ -118,6 +126,7 @@ def _dflash_rules(profile: Profile, host: HostSpec) -> list[Violation]:
                 "profile",
                 "speculative.draft_window_size",
                 f"{algo} needs draft_window_size >= block size {block}; got {spec.draft_window_size}",
+                related=("speculative.dflash_block_size", "speculative.num_draft_tokens"),
             )
         )
     for field in ("num_steps", "eagle_topk"):
@@ -161,4 +170,6 @@ def _family_only_fields(profile: Profile) -> list[Violation]:
 
 
 def _foreign_field(profile: Profile, field: str, owner: str) -> Violation:
-    return Violation("profile", f"speculative.{field}", f"only {owner} use {field}; {profile.algorithm} does not")
+    return Violation(
+        "profile", f"speculative.{field}", f"{field} is only for {owner}; {profile.algorithm} does not use it"
+    )
