@@ -62,24 +62,24 @@ class HostSpec(BaseModel):
 
     name: Name
     ssh: SshTarget = Field(description="an alias from ~/.ssh/config, or [user@]host[:port]")
-    python: AbsPath
-    service: ServiceName = "sglang"
-    base_dir: AbsPath = "/opt/specops"
-    listen: PlainText = "127.0.0.1"
-    port: int = Field(default=30000, ge=1, le=65535)
-    gpus: GpuList | None = None
-    model_path: ModelRef
-    draft_model_path: ModelRef | None = None
-    served_model_name: Name | None = None
-    tp_size: int = Field(default=1, ge=1, le=64)
-    profile: Name | None = None
-    env: dict[EnvName, PlainText] = {}
-    secrets: list[EnvName] = []
-    extra_args: list[PlainText] = []
-    cuda_home: AbsPath = "/usr/local/cuda"
-    limit_nofile: int = Field(default=65536, ge=1024, le=1048576)
-    keep_releases: int = Field(default=5, ge=2, le=100)
-    overrides: dict[Name, dict[str, Any]] = {}
+    python: AbsPath = Field(description=_HOST_SETTINGS_DOC["python"])
+    service: ServiceName = Field(default="sglang", description=_HOST_SETTINGS_DOC["service"])
+    base_dir: AbsPath = Field(default="/opt/specops", description=_HOST_SETTINGS_DOC["base_dir"])
+    listen: PlainText = Field(default="127.0.0.1", description=_HOST_SETTINGS_DOC["listen"])
+    port: int = Field(default=30000, ge=1, le=65535, description=_HOST_SETTINGS_DOC["port"])
+    gpus: GpuList | None = Field(default=None, description=_HOST_SETTINGS_DOC["gpus"])
+    model_path: ModelRef = Field(description=_HOST_SETTINGS_DOC["model_path"])
+    draft_model_path: ModelRef | None = Field(default=None, description=_HOST_SETTINGS_DOC["draft_model_path"])
+    served_model_name: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["served_model_name"])
+    tp_size: int = Field(default=1, ge=1, le=64, description=_HOST_SETTINGS_DOC["tp_size"])
+    profile: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["profile"])
+    env: dict[EnvName, PlainText] = Field(default={}, description=_HOST_SETTINGS_DOC["env"])
+    secrets: list[EnvName] = Field(default=[], description=_HOST_SETTINGS_DOC["secrets"])
+    extra_args: list[PlainText] = Field(default=[], description=_HOST_SETTINGS_DOC["extra_args"])
+    cuda_home: AbsPath = Field(default="/usr/local/cuda", description=_HOST_SETTINGS_DOC["cuda_home"])
+    limit_nofile: int = Field(default=65536, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
+    keep_releases: int = Field(default=5, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
+    overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])
 
     @property
     def service_dir(self) -> str:

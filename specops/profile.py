@@ -26,28 +26,38 @@ class _Strict(BaseModel):
 class Speculative(_Strict):
     """The `--speculative-*` flags; None means "not passed, SGLang decides"."""
 
-    num_steps: int | None = Field(default=None, ge=1)
-    eagle_topk: int | None = Field(default=None, ge=1)
-    num_draft_tokens: int | None = Field(default=None, ge=1)
-    dflash_block_size: int | None = Field(default=None, ge=1)
-    draft_window_size: int | None = Field(default=None, ge=1)
-    draft_attention_backend: AttentionBackend | None = None
-    ddtree_budget: int | None = Field(default=None, ge=1)
-    use_rejection_sampling: bool = False
+    num_steps: int | None = Field(default=None, ge=1, description="--speculative-num-steps (EAGLE family)")
+    eagle_topk: int | None = Field(default=None, ge=1, description="--speculative-eagle-topk (EAGLE family)")
+    num_draft_tokens: int | None = Field(default=None, ge=1, description="--speculative-num-draft-tokens")
+    dflash_block_size: int | None = Field(
+        default=None, ge=1, description="--speculative-dflash-block-size (DFLASH/DDTREE; = num_draft_tokens)"
+    )
+    draft_window_size: int | None = Field(
+        default=None, ge=1, description="--speculative-draft-window-size (DFLASH/DDTREE; >= block size)"
+    )
+    draft_attention_backend: AttentionBackend | None = Field(
+        default=None, description="--speculative-draft-attention-backend"
+    )
+    ddtree_budget: int | None = Field(
+        default=None, ge=1, description="--speculative-ddtree-budget: tree nodes besides the root (DDTREE)"
+    )
+    use_rejection_sampling: bool = Field(
+        default=False, description="--speculative-use-rejection-sampling (EAGLE family, topk 1)"
+    )
 
 
 class Server(_Strict):
     """Server flags that the speculative rules depend on, plus common tuning knobs."""
 
-    page_size: int | None = Field(default=None, ge=1)
-    dp_size: int = Field(default=1, ge=1)
-    pp_size: int = Field(default=1, ge=1)
-    enable_dp_attention: bool = False
-    mem_fraction_static: float | None = Field(default=None, gt=0, lt=1)
-    context_length: int | None = Field(default=None, ge=1)
-    max_running_requests: int | None = Field(default=None, ge=1)
-    enable_metrics: bool = True
-    trust_remote_code: bool = False
+    page_size: int | None = Field(default=None, ge=1, description="--page-size (DDTREE needs 1; passed as 1)")
+    dp_size: int = Field(default=1, ge=1, description="--dp-size")
+    pp_size: int = Field(default=1, ge=1, description="--pp-size (DFLASH/DDTREE need 1)")
+    enable_dp_attention: bool = Field(default=False, description="--enable-dp-attention (not with DFLASH/DDTREE)")
+    mem_fraction_static: float | None = Field(default=None, gt=0, lt=1, description="--mem-fraction-static")
+    context_length: int | None = Field(default=None, ge=1, description="--context-length")
+    max_running_requests: int | None = Field(default=None, ge=1, description="--max-running-requests")
+    enable_metrics: bool = Field(default=True, description="--enable-metrics (/metrics for the gates)")
+    trust_remote_code: bool = Field(default=False, description="--trust-remote-code")
 
 
 class Readiness(_Strict):
@@ -63,25 +73,29 @@ class Readiness(_Strict):
 class Smoke(_Strict):
     """What a healthy server must show: real generation, fast enough, with drafts accepted."""
 
-    prompt: PlainText = "Explain in three sentences why the sky is blue."
-    max_new_tokens: int = Field(default=256, ge=1, le=8192)
-    min_tokens_per_s: float = Field(default=20.0, ge=0)
-    min_accept_length: float = Field(default=1.5, ge=1.0)
-    max_regression_pct: float = Field(default=25.0, ge=0, le=100)
+    prompt: PlainText = Field(
+        default="Explain in three sentences why the sky is blue.", description="prompt sent at temperature 0"
+    )
+    max_new_tokens: int = Field(default=256, ge=1, le=8192, description="tokens to generate (ignore_eos)")
+    min_tokens_per_s: float = Field(default=20.0, ge=0, description="gate: completion tokens / e2e latency")
+    min_accept_length: float = Field(default=1.5, ge=1.0, description="gate: meta_info.spec_accept_length")
+    max_regression_pct: float = Field(
+        default=25.0, ge=0, le=100, description="gate: allowed drop vs the previous verified release"
+    )
 
 
 class Profile(_Strict):
     """A named recipe; `name` comes from the file name, never from its content."""
 
     name: Name
-    description: PlainText = ""
-    algorithm: Algorithm
-    needs_draft_model: bool = False
-    speculative: Speculative = Speculative()
-    server: Server = Server()
-    env: dict[EnvName, PlainText] = {}
-    readiness: Readiness = Readiness()
-    smoke: Smoke = Smoke()
+    description: PlainText = Field(default="", description="one line shown in listings")
+    algorithm: Algorithm = Field(description="passed to --speculative-algorithm")
+    needs_draft_model: bool = Field(default=False, description="hosts must set draft_model_path")
+    speculative: Speculative = Field(default=Speculative(), description="[speculative] table")
+    server: Server = Field(default=Server(), description="[server] table")
+    env: dict[EnvName, PlainText] = Field(default={}, description="environment for the engine (host env wins)")
+    readiness: Readiness = Field(default=Readiness(), description="[readiness] table")
+    smoke: Smoke = Field(default=Smoke(), description="[smoke] table")
 
     @property
     def is_dflash_family(self) -> bool:

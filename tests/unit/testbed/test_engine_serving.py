@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.testbed.engine import DDTREE_PATCH, copy_build
-from tests.testbed.engine.local import LocalEngine, http_get, http_post_json
+from tests.testbed.engine.local import LocalEngine, hide_ffmpeg_prefix, http_get, http_post_json
 
 pytestmark = pytest.mark.testbed_venv
 
@@ -23,9 +25,13 @@ SMOKE = {
 def start(testbed_python: str, tmp_path: Path) -> Iterator:
     engines: list[LocalEngine] = []
 
-    def _start(args: list[str], build: Path | None = None, env: dict[str, str] | None = None) -> LocalEngine:
+    def _start(
+        args: list[str], build: Path | None = None, env: dict[str, str] | None = None, prefix: list[str] | None = None
+    ) -> LocalEngine:
         kwargs = {"build": build} if build else {}
-        engine = LocalEngine(testbed_python, args, tmp_path / f"engine{len(engines)}.log", env=env, **kwargs)
+        engine = LocalEngine(
+            testbed_python, args, tmp_path / f"engine{len(engines)}.log", env=env, prefix=prefix, **kwargs
+        )
         engines.append(engine)
         return engine
 
@@ -177,3 +183,19 @@ def test_out_of_range_layer_ids_and_crash_after_load_exit_nonzero(start, models:
     assert "target_layer_ids contains 77" in bad_ids.log_text()
     assert crash.wait_exit() == 1
     assert "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB" in crash.log_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root + unshare to hide FFmpeg")
+def test_multimodal_target_without_ffmpeg_dies_with_torchcodec_error(start, models, tmp_path: Path) -> None:
+    engine = start(
+        ["--model-path", str(models["target"])],
+        env={"SGLANG_TESTENGINE_LOAD_SECONDS": "0"},
+        prefix=hide_ffmpeg_prefix(tmp_path / "no-ffmpeg"),
+    )
+    assert engine.wait_exit() != 0
+    log = engine.log_text()
+    assert "RuntimeError: Could not load libtorchcodec. Likely causes:" in log
+    assert "OSError: libavutil.so.57: cannot open shared object file: No such file or directory" in log
+    assert "OSError: Could not load this library: " in log and "libtorchcodec_core5.so" in log
+    assert "sglang/srt/multimodal/processors/mimo_v2.py" in log
+    assert "Uvicorn running" not in log
