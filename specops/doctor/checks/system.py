@@ -1,0 +1,35 @@
+"""Checks about the host itself: reachability, the interpreter, systemd, disk, ports, limits."""
+
+from __future__ import annotations
+
+from specops.doctor.model import CheckContext, CheckResult, failed, passed, skipped
+from specops.doctor.registry import check
+
+
+@check("python.interpreter", "the configured interpreter runs and is Python >= 3.10")
+def python_interpreter(ctx: CheckContext) -> CheckResult:
+    py = ctx.facts.python
+    major, minor = (int(part) for part in py.version.split(".")[:2])
+    if (major, minor) < (3, 10):
+        return failed(
+            "python.interpreter",
+            f"Python {py.version} at {py.executable} is too old for SGLang",
+            "point hosts.NAME.python at a venv with Python >= 3.10",
+            [f"sys.executable = {py.executable}", f"sys.prefix = {py.prefix}"],
+        )
+    return passed("python.interpreter", f"Python {py.version} ({py.executable})", [f"sys.prefix = {py.prefix}"])
+
+
+@check("systemd.present", "systemd is PID 1 and new enough for the unit specops installs")
+def systemd_present(ctx: CheckContext) -> CheckResult:
+    system = ctx.facts.system
+    if system.systemd_version is None:
+        if ctx.host is None:
+            return skipped("systemd.present", "no systemd found (not needed for --local)")
+        return failed(
+            "systemd.present",
+            "systemd is not running on this host",
+            "specops runs SGLang as a systemd service; use a host booted with systemd",
+            [ctx.facts.errors.get("systemd", "systemctl --version failed")],
+        )
+    return passed("systemd.present", f"systemd {system.systemd_version}", [system.systemd_version_text or ""])

@@ -1,0 +1,83 @@
+"""What a check is and what it returns.
+
+A check is a small pure function: (facts, profile, host) in, CheckResult out. It never raises on purpose;
+if it crashes anyway the runner reports ERROR for it and the other checks still run (flutter's lesson:
+one broken validator must not hide the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from specops.models import HostSpec
+from specops.probe.facts import DeepFacts, HostFacts
+from specops.profile import Profile
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One verdict: a one-line summary, the evidence behind it, and what the operator can do."""
+
+    id: str
+    status: Status
+    summary: str
+    evidence: list[str] = field(default_factory=list)
+    hint: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "status": self.status.value,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "hint": self.hint,
+        }
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What every check may read. `profile` is None when no profile applies (doctor without one)."""
+
+    host: HostSpec | None
+    facts: HostFacts
+    profile: Profile | None = None
+    deep: DeepFacts | None = None
+    gpu_host: bool = True  # the host is declared to serve on GPUs (False for `doctor --local` on a CPU box)
+
+
+CheckFn = Callable[[CheckContext], CheckResult]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A registered check: its id, a one-line description for `--list`, and the function."""
+
+    id: str
+    description: str
+    fn: CheckFn
+
+
+def passed(check_id: str, summary: str, evidence: list[str] | None = None) -> CheckResult:
+    return CheckResult(check_id, Status.PASS, summary, evidence or [])
+
+
+def warned(check_id: str, summary: str, hint: str, evidence: list[str] | None = None) -> CheckResult:
+    return CheckResult(check_id, Status.WARN, summary, evidence or [], hint)
+
+
+def failed(check_id: str, summary: str, hint: str, evidence: list[str] | None = None) -> CheckResult:
+    return CheckResult(check_id, Status.FAIL, summary, evidence or [], hint)
+
+
+def skipped(check_id: str, summary: str) -> CheckResult:
+    return CheckResult(check_id, Status.SKIP, summary)

@@ -1,0 +1,193 @@
+"""Typed facts about one host, built from the probe's JSON by pure parsers (specops/probe/parse.py).
+
+The probe (specops/probe/script.py) runs on the host with the host's own interpreter in ONE round trip and
+prints raw observations; everything that needs interpretation (nvidia-smi text, version strings) is parsed
+here, on the operator's side, so recorded outputs can drive unit tests. Checks read only these models.
+A field is None when the probe could not observe it; `errors` says why.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Facts(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PythonFacts(_Facts):
+    executable: str
+    version: str  # "3.11.7"
+    prefix: str
+    site_packages: list[str] = []
+
+
+class SystemFacts(_Facts):
+    hostname: str = ""
+    kernel: str = ""
+    os_release: str = ""  # PRETTY_NAME
+    systemd_version: int | None = None  # 252
+    systemd_version_text: str | None = None  # "systemd 252 (252.38-1~deb12u1)"
+
+
+class NativeLib(_Facts):
+    """One ELF shared library and whether the dynamic loader could satisfy it on this host."""
+
+    path: str
+    needed: list[str] = []  # DT_NEEDED sonames
+    missing_libs: list[str] = []  # DT_NEEDED entries no search path resolves
+    missing_torch_symbols: list[str] = []  # undefined c10/at/torch/aoti symbols torch does not export
+    error: str | None = None  # unreadable / not ELF
+
+
+class TorchFacts(_Facts):
+    found: bool
+    path: str | None = None
+    version: str | None = None  # "2.13.0+cpu"
+    cuda: str | None = None  # "13.0"; None for a CPU build
+    has_libc10_cuda: bool = False
+
+
+class TorchcodecFacts(_Facts):
+    found: bool
+    path: str | None = None
+    version: str | None = None  # "0.13.0+cpu"
+    libs: dict[str, NativeLib] = {}  # file name -> lib, e.g. "libtorchcodec_core5.so"
+
+
+class NativeExtFacts(_Facts):
+    """A torch C++ extension package (sgl_kernel, flashinfer): its version and its .so files."""
+
+    found: bool
+    version: str | None = None
+    libs: dict[str, NativeLib] = {}
+
+
+class GpuFacts(_Facts):
+    index: int
+    name: str
+    driver_version: str
+    compute_cap: str | None = None  # "9.0"
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    uuid: str | None = None
+
+
+class GpuProcess(_Facts):
+    pid: int
+    process_name: str
+    used_memory_mib: int | None = None
+    gpu_uuid: str | None = None
+
+
+class NvidiaFacts(_Facts):
+    smi_found: bool = False
+    smi_error: str | None = None  # nvidia-smi ran but failed (text)
+    driver_version: str | None = None  # from the header or the query
+    cuda_version: str | None = None  # max CUDA the driver supports ("12.8"), from the header
+    gpus: list[GpuFacts] = []
+    processes: list[GpuProcess] = []
+    proc_driver_version: str | None = None  # /proc/driver/nvidia/version first line
+
+
+class FfmpegFacts(_Facts):
+    cli_version: str | None = None  # "5.1.9-0+deb12u1" from `ffmpeg -version`
+    libs: dict[str, str] = {}  # soname -> resolved path, e.g. "libavutil.so.57" -> "/usr/lib/.../libavutil.so.57"
+    conda_prefix: str | None = None
+
+
+class CudaUserspaceFacts(_Facts):
+    """Majors of CUDA user-space libraries the loader can reach (ldconfig, LD_LIBRARY_PATH, site-packages/nvidia)."""
+
+    libs: dict[str, list[str]] = {}  # "libcudart" -> ["/usr/local/cuda-12.8/lib64/libcudart.so.12", ...]
+    nvcc_version: str | None = None  # "12.8"
+
+
+class SpecInfoFacts(_Facts):
+    """What one sglang build's `SpeculativeAlgorithm` enum says (import in a subprocess, else AST fallback)."""
+
+    root: str  # the folder holding the sglang package
+    label: str  # "current", "previous", "candidate", "venv"
+    found: bool
+    version: str | None = None  # sglang.__version__ / version.py
+    members: dict[str, int | str] = {}  # name -> value, definition order
+    is_dflash: dict[str, bool] = {}  # member -> is_dflash()
+    aliases: dict[str, str] = {}  # "NEXTN" -> "EAGLE" (from_string)
+    method: str = "import"  # "import" or "ast"
+    error: str | None = None
+
+
+class ModelFacts(_Facts):
+    role: str  # "target" | "draft"
+    path: str
+    exists: bool
+    readable: bool = False
+    config: dict[str, object] = {}  # selected config.json fields
+    tensors: dict[str, list[int]] = {}  # selected safetensors header shapes, e.g. {"fc.weight": [5120, 25600]}
+    error: str | None = None
+
+
+class PortFacts(_Facts):
+    port: int
+    in_use: bool
+    holder: str | None = None  # "pid 1234 python3" when known
+
+
+class DiskFacts(_Facts):
+    path: str  # the path asked about
+    checked: str  # the nearest existing ancestor that was measured
+    free_bytes: int
+    total_bytes: int
+
+
+class LimitsFacts(_Facts):
+    nofile_soft: int | None = None
+    nofile_hard: int | None = None
+    memlock_soft: int | None = None  # -1 = unlimited
+    memlock_hard: int | None = None
+
+
+class UnitFacts(_Facts):
+    """`systemctl show` of the service unit (absent when not installed)."""
+
+    name: str
+    exists: bool = False
+    active_state: str | None = None
+    sub_state: str | None = None
+    environment: dict[str, str] = {}
+    need_daemon_reload: bool = False
+
+
+class HostFacts(_Facts):
+    """Everything one probe saw on one host."""
+
+    probe_version: int
+    probe_seconds: float = 0.0
+    python: PythonFacts
+    system: SystemFacts = SystemFacts()
+    env: dict[str, str] = {}  # LD_LIBRARY_PATH, CUDA_HOME, PATH, CUDA_VISIBLE_DEVICES, CONDA_PREFIX
+    torch: TorchFacts = TorchFacts(found=False)
+    torchcodec: TorchcodecFacts = TorchcodecFacts(found=False)
+    native_ext: dict[str, NativeExtFacts] = {}
+    nvidia: NvidiaFacts = NvidiaFacts()
+    ffmpeg: FfmpegFacts = FfmpegFacts()
+    cuda_userspace: CudaUserspaceFacts = CudaUserspaceFacts()
+    sglang: list[SpecInfoFacts] = []
+    models: list[ModelFacts] = []
+    ports: list[PortFacts] = []
+    disks: list[DiskFacts] = []
+    limits: LimitsFacts = LimitsFacts()
+    unit: UnitFacts | None = None
+    errors: dict[str, str] = Field(default_factory=dict)  # section -> why it could not be observed
+
+
+class DeepFacts(_Facts):
+    """`--deep`: what really happened when torch and torchcodec were imported (in a subprocess, with a timeout)."""
+
+    torch_ok: bool | None = None
+    torch_cuda_available: bool | None = None
+    torch_error: str | None = None
+    torchcodec_ok: bool | None = None
+    torchcodec_error: str | None = None
+    torchcodec_ffmpeg_major: int | None = None
+    seconds: float = 0.0
