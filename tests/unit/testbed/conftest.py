@@ -9,35 +9,44 @@ import pytest
 
 from tests.testbed.models import write_model_fixtures
 
-HOST_VENV_PYTHON = Path("/var/cache/specops-testbed/venv/bin/python")
-SCRATCH_VENV_PYTHON = Path("/tmp/engine-venv/bin/python")
-
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "testbed_venv: runs the test engine with the hosts' venv python (torch + torchcodec); "
-        "set SPECOPS_TESTBED_PYTHON (required when CI=true)",
+        "built/cached by tests.testbed.pyenv, or SPECOPS_TESTBED_PYTHON naming a venv python",
+    )
+
+
+def _has_torch_and_torchcodec(python: str) -> bool:
+    """True when `python` belongs to a venv whose site-packages hold torch and torchcodec (no import)."""
+    lib = Path(python).parent.parent / "lib"
+    return any(
+        (site / "torch").is_dir() and (site / "torchcodec").is_dir() for site in lib.glob("python3*/site-packages")
     )
 
 
 @pytest.fixture(scope="session")
 def testbed_python() -> str:
-    """The python of a venv with torch 2.13 CPU + torchcodec 0.13.0, never silently missing in CI."""
+    """The hosts' venv python (torch 2.13 CPU + torchcodec 0.13.0); fails loudly rather than skipping.
+
+    SPECOPS_TESTBED_PYTHON may name that venv's python directly. Otherwise (or when it names a bare
+    base interpreter, which is what tests.testbed.pyenv reads it as) the cached hosts' venv is used,
+    built on first use by tests.testbed.pyenv (about a minute).
+    """
     configured = os.environ.get("SPECOPS_TESTBED_PYTHON")
-    if configured:
-        if not os.access(configured, os.X_OK):
-            pytest.fail(f"SPECOPS_TESTBED_PYTHON={configured} is not an executable python")
+    if configured and _has_torch_and_torchcodec(configured):
         return configured
-    if os.environ.get("CI") == "true":
+    from tests.testbed import pyenv
+
+    try:
+        venv = pyenv.ensure_host_venv()
+    except Exception as exc:  # the build's own message says which step failed
         pytest.fail(
-            "CI=true but SPECOPS_TESTBED_PYTHON is unset: build the hosts' venv "
-            "(torch==2.13.0 torchcodec==0.13.0) and point SPECOPS_TESTBED_PYTHON at its python"
+            f"cannot get the hosts' venv (torch==2.13.0 torchcodec==0.13.0): {exc}; "
+            "set SPECOPS_TESTBED_PYTHON to a venv python that has both"
         )
-    for candidate in (HOST_VENV_PYTHON, SCRATCH_VENV_PYTHON):
-        if candidate.exists():
-            return str(candidate)
-    pytest.skip("no venv with torch+torchcodec: set SPECOPS_TESTBED_PYTHON")
+    return str(pyenv.venv_python(venv))
 
 
 @pytest.fixture(scope="session")

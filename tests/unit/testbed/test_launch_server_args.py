@@ -15,7 +15,7 @@ def launch(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=30,
-        env={"PYTHONPATH": str(BUILD_PYTHON)},
+        env={"PYTHONPATH": str(BUILD_PYTHON), "PYTHONDONTWRITEBYTECODE": "1"},
     )
 
 

@@ -32,7 +32,7 @@ def probe(build: Path) -> dict:
         text=True,
         check=True,
         timeout=30,
-        env={"PYTHONPATH": str(build)},
+        env={"PYTHONPATH": str(build), "PYTHONDONTWRITEBYTECODE": "1"},
     )
     return json.loads(out.stdout)
 

@@ -1,0 +1,125 @@
+"""`python -m sglang.launch_server`: the test engine's start-up, in SGLang's order and words.
+
+Order: parse/validate args -> import torch (+ torchcodec for multimodal archs) -> load weights
+(slowly, with progress lines) -> bind HTTP (`Uvicorn running on ...`) -> warmup generate ->
+`The server is fired up and ready to roll!`. Health endpoints answer 503 until that last line.
+
+Env knobs (all optional; tests use them to stay fast or to provoke failures):
+  SGLANG_TESTENGINE_LOAD_SECONDS       weight-load time, default 2
+  SGLANG_TESTENGINE_WARMUP_SECONDS     extra time before the warmup request, default 1
+  SGLANG_TESTENGINE_TOKENS_PER_SECOND  generation speed with a working draft, default 100
+  SGLANG_TESTENGINE_MISMATCH_TOKENS_PER_SECOND  speed with the feature-dim mismatch, default 2
+  SGLANG_TESTENGINE_ACCEPT_LENGTH      accept length with a working draft (default 3.2 DFLASH/DDTREE, 2.5 EAGLE)
+  SGLANG_TESTENGINE_CRASH_AFTER_LOAD   if set, raise RuntimeError(<value>) right after the weights load
+  SGLANG_TESTENGINE_TORCHCODEC         fatal (default: a broken torchcodec kills start-up), warn (log
+                                       upstream's "Ignore import error" line and go on) or skip
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+from sglang.srt.server_args import ServerArgs, parse_server_args, server_args_dict
+from sglang.srt.testengine_log import log, uvicorn_log
+
+MIMO_PROCESSOR = "sglang.srt.multimodal.processors.mimo_v2"
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name, "")
+    return float(value) if value else default
+
+
+def _import_multimodal_processors() -> None:
+    """Import the processors like TokenizerManager does for a multimodal architecture."""
+    mode = os.environ.get("SGLANG_TESTENGINE_TORCHCODEC", "fatal")
+    if mode == "skip":
+        return
+    try:
+        __import__(MIMO_PROCESSOR)
+    except (ImportError, RuntimeError) as exc:
+        if mode == "fatal":
+            raise
+        log(f"Ignore import error when loading {MIMO_PROCESSOR}: {exc}")
+
+
+def _load_weights(args: ServerArgs) -> object:
+    from sglang.srt.model_loader import load_model
+
+    seconds = _env_float("SGLANG_TESTENGINE_LOAD_SECONDS", 2.0)
+    log("Load weight begin. avail mem=78.50 GB")
+    shards = 4
+    for shard in range(1, shards + 1):
+        time.sleep(seconds / shards)
+        log(f"Loading safetensors checkpoint shards: {shard * 100 // shards}% Completed | {shard}/{shards}")
+    model = load_model(args)
+    log(f"Load weight end. type={model.architecture}, dtype=torch.bfloat16, avail mem=24.10 GB, mem usage=54.40 GB.")
+    crash = os.environ.get("SGLANG_TESTENGINE_CRASH_AFTER_LOAD")
+    if crash:
+        raise RuntimeError(crash)
+    return model
+
+
+def _warmup(state: object, args: ServerArgs) -> None:
+    """Wait, send SGLang's warmup request (8 tokens), then mark the server Up."""
+    from sglang.srt.http_server import EngineState
+
+    assert isinstance(state, EngineState)
+    time.sleep(_env_float("SGLANG_TESTENGINE_WARMUP_SECONDS", 1.0))
+    if not args.skip_server_warmup:
+        state.generator.generate("The capital city of France is", 8)
+    state.up.set()
+    log("The server is fired up and ready to roll!")
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def launch_server(args: ServerArgs) -> None:
+    import torch  # noqa: F401 - SGLang imports torch at start-up; so does the test engine
+
+    from sglang.srt.generator import Generator
+    from sglang.srt.http_server import EngineState, make_server
+    from sglang.srt.model_loader import LoadedModel
+
+    model = _load_weights(args)
+    assert isinstance(model, LoadedModel)
+    if model.is_multimodal:
+        _import_multimodal_processors()
+    state = EngineState(args, Generator(model, args.speculative_num_draft_tokens), model.context_length)
+    try:
+        server = make_server(state)
+    except OSError as exc:
+        sys.stdout.write(
+            f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
+            f"('{args.host}', {args.port}): {exc.strerror.lower() if exc.strerror else exc}\n"
+        )
+        sys.stdout.flush()
+        raise SystemExit(1) from None
+    uvicorn_log(f"Started server process [{os.getpid()}]")
+    uvicorn_log("Waiting for application startup.")
+    uvicorn_log("Application startup complete.")
+    uvicorn_log(f"Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+    threading.Thread(target=_warmup, args=(state, args), daemon=True).start()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_server_args(sys.argv[1:] if argv is None else argv)
+    fields = ", ".join(f"{key}={value!r}" for key, value in server_args_dict(args).items())
+    log(f"server_args=ServerArgs({fields})")
+    launch_server(args)
+
+
+if __name__ == "__main__":
+    main()

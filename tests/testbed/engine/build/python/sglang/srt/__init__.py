@@ -1,0 +1,1 @@
+"""Server runtime of the test engine (shaped like sglang.srt)."""

@@ -1,0 +1,1 @@
+"""Multimodal pieces: importing them loads torchcodec, as SGLang does for multimodal archs."""

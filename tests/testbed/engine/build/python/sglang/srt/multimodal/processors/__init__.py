@@ -1,0 +1,1 @@
+"""Multimodal processors (only the one whose import pulls in torchcodec)."""

@@ -1,0 +1,1 @@
+"""Speculative decoding pieces of the test engine."""

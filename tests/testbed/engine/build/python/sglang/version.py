@@ -1,0 +1,1 @@
+__version__ = "0.5.20.dev0+specops.testengine"
