@@ -8,6 +8,10 @@ core never prints and never calls sys.exit.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specops.host.base import Result
 
 
 class ExitCode(IntEnum):
@@ -74,3 +78,35 @@ class ChecksFailed(SpecopsError):
     """A doctor check or a gate failed; the details were already reported."""
 
     exit_code = ExitCode.CHECKS_FAILED
+
+
+class CommandFailed(SpecopsError):
+    """A command on a host exited non-zero; carries its Result and shows the last lines of its stderr."""
+
+    exit_code = ExitCode.REMOTE_FAILED
+
+    def __init__(self, result: Result, host: str = "", hint: str = "", tail_lines: int = 20) -> None:
+        self.result = result
+        self.host = host
+        where = f"{host}: " if host else ""
+        message = f"{where}`{result.short_command}` exited with {result.exit_code}"
+        tail = result.err_tail(tail_lines) or result.out_tail(tail_lines)
+        if tail:
+            message += "\n" + "\n".join(f"  | {line}" for line in tail.splitlines())
+        super().__init__(message, hint)
+
+
+class RemoteTimeout(SpecopsError):
+    """A command on a host ran past its timeout and was killed."""
+
+    exit_code = ExitCode.REMOTE_FAILED
+
+    def __init__(self, command: str, timeout_s: float, host: str = "", hint: str = "") -> None:
+        self.command = command
+        self.timeout_s = timeout_s
+        self.host = host
+        where = f"{host}: " if host else ""
+        super().__init__(
+            f"{where}`{command}` did not finish within {timeout_s:g}s and was killed",
+            hint or "the host may be overloaded or the command stuck; raise the timeout only if it is known to be slow",
+        )

@@ -16,6 +16,15 @@ class SshTarget:
     identity_files: tuple[str, ...]
     known_hosts_files: tuple[str, ...] = ()
     proxy_jump: str | None = None
+    proxy_command: str | None = None
+    identities_only: bool = False
+    connect_timeout: float | None = None
+
+    @property
+    def address(self) -> str:
+        """`user@host:port`, the way errors name the place specops tried to reach."""
+        host = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
+        return f"{self.user}@{host}:{self.port}"
 
 
 def split_ssh_spec(spec: str) -> tuple[str | None, str, int | None]:

@@ -1,0 +1,219 @@
+"""What every transport offers the core: run an argv, put/get a file, close; and the Result it returns.
+
+The core (deploy, doctor, rollback) only ever sees `Host`, so it runs the same against SSH, the local machine
+(`doctor --local`) and a recording (dry-run, unit tests). Commands are argv lists, quoted exactly ONCE, here
+at the edge (`wire_command`), because a remote command line is re-parsed by the login shell on the host:
+a caller never builds a shell string, so a space, quote or `$` in a path cannot turn into a second command.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+from specops.errors import CommandFailed
+
+DEFAULT_TIMEOUT_S = 60.0
+SHORT_COMMAND_CHARS = 160
+KILL_AFTER_S = 5.0
+TIMED_OUT_CODES = (124, 137)  # coreutils `timeout`: the command got TERM (124) or, ignoring it, KILL (128+9)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# Atomic write: the bytes land in a temp file next to the target (same filesystem), get their mode, and only
+# then replace the target with rename(2), so a reader (systemd, the engine) never sees half a file. umask 077
+# keeps a secret's temp copy private even before chmod runs.
+PUT_SCRIPT = (
+    'umask 077; tmp="$1.specops-tmp.$$"; trap \'rm -f "$tmp"\' EXIT; '
+    'cat > "$tmp" && chmod "$2" "$tmp" && mv -f "$tmp" "$1"'
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One finished command: a plain value (what ran, how it ended, what it printed, how long it took).
+
+    The stdin `input` is deliberately NOT kept: it is how secrets travel, and a Result ends up in errors,
+    logs and --json output. Args that are `specops.secrets.Secret` print as *** in `command` and repr.
+    """
+
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: bytes = field(repr=False)
+    stderr: bytes = field(repr=False)
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def text(self) -> str:
+        """stdout as text; undecodable bytes become U+FFFD instead of raising in the middle of a deploy."""
+        return self.stdout.decode("utf-8", errors="replace")
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace")
+
+    @property
+    def command(self) -> str:
+        """The command for people (logs, errors): shell-quoted, secrets masked."""
+        return display_command(self.argv)
+
+    @property
+    def short_command(self) -> str:
+        """`command`, cut to one readable line (a `python -c` probe can be kilobytes long)."""
+        return shorten(self.command)
+
+    def err_tail(self, n: int = 20) -> str:
+        """The last n lines of stderr: where a failing tool says why."""
+        return _tail(self.stderr_text, n)
+
+    def out_tail(self, n: int = 20) -> str:
+        return _tail(self.text, n)
+
+    def __repr__(self) -> str:
+        return (
+            f"Result(argv={self.command!r}, exit_code={self.exit_code}, stdout=<{len(self.stdout)} bytes>, "
+            f"stderr=<{len(self.stderr)} bytes>, duration_s={self.duration_s:.3f})"
+        )
+
+
+@runtime_checkable
+class Tunnel(Protocol):
+    """A socket-like byte stream to a port on (or near) the host; `close()` it when done."""
+
+    def sendall(self, data: bytes, /) -> None: ...
+    def recv(self, size: int, /) -> bytes: ...
+    def settimeout(self, timeout: float | None, /) -> None: ...
+    def close(self) -> None: ...
+
+
+class Host(Protocol):
+    """A machine the core can act on. Implementations: SshHost, LocalHost, RecordingHost."""
+
+    name: str
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> Result: ...
+
+    def put(self, data: bytes, remote_path: str, mode: int = 0o644) -> None: ...
+    def get(self, remote_path: str) -> bytes: ...
+    def open_tunnel(self, remote_host: str, remote_port: int) -> Tunnel: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+class HostBase:
+    """Shared behaviour of the real transports: argv checks, check=True, put/get via run, context manager."""
+
+    name: str
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> Result:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def put(self, data: bytes, remote_path: str, mode: int = 0o644, *, timeout: float = 300) -> None:
+        """Write `data` to `remote_path` atomically with `mode`; the parent directory must exist."""
+        argv = ["sh", "-c", PUT_SCRIPT, "specops-put", remote_path, f"{mode:o}"]
+        self.run(argv, input=data, timeout=timeout, check=True)
+
+    def get(self, remote_path: str, *, timeout: float = 300) -> bytes:
+        return self.run(["cat", "--", remote_path], timeout=timeout, check=True).stdout
+
+    def finish(self, result: Result, check: bool) -> Result:
+        """Apply `check=True`: a non-zero exit becomes CommandFailed (exit 5) naming this host."""
+        if check and not result.ok:
+            raise CommandFailed(result, host=self.name)
+        return result
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def checked_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Reject what would be misquoted: a shell string instead of a list, an empty argv, NUL bytes, bad env names."""
+    if isinstance(argv, str | bytes):
+        raise TypeError("argv must be a list of words, not a shell string: use ['ls', '-l', path]")
+    words = tuple(argv)
+    if not words:
+        raise ValueError("argv is empty")
+    for word in words:
+        if not isinstance(word, str):
+            raise TypeError(f"argv words must be str, got {type(word).__name__}")
+        if "\0" in word:
+            raise ValueError("an argv word contains a NUL byte, which no command line can carry")
+    for name in env or {}:
+        if not _ENV_NAME.fullmatch(name):
+            raise ValueError(f"not an environment variable name: {name!r}")
+    return words
+
+
+def with_env(argv: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
+    """Prefix `env NAME=value` (sshd ignores SendEnv unless AcceptEnv allows it). Values show in the remote
+    process list, so secrets must go through `input`, never `env`."""
+    if not env:
+        return list(argv)
+    return ["env", *(f"{name}={reveal(value)}" for name, value in env.items()), *argv]
+
+
+def with_deadline(argv: Sequence[str], timeout: float) -> list[str]:
+    """Prefix coreutils `timeout`, so the HOST kills the command (and its process group) when its time is up.
+
+    Closing the SSH channel does not stop a command that is not writing, and sshd refuses the RFC 4254
+    "signal" request for root logins (no privilege separation after auth), so the host enforces the deadline
+    itself: TERM at `timeout`, KILL KILL_AFTER_S later, also if specops itself dies mid-command.
+    """
+    return ["timeout", "-k", f"{KILL_AFTER_S:g}", f"{timeout:.3f}", *argv]
+
+
+def wire_command(argv: Sequence[str]) -> str:
+    """The one place argv becomes a command line for the remote POSIX login shell (real values, not ***)."""
+    return shlex.join(reveal(word) for word in argv)
+
+
+def display_command(argv: Sequence[str]) -> str:
+    """The command for people: like `wire_command`, but a Secret word prints as *** (its __str__)."""
+    return shlex.join(str(word) for word in argv)
+
+
+def reveal(word: str) -> str:
+    """The real characters of a word, also for str subclasses (Secret) whose __str__ masks them."""
+    return str.__str__(word)
+
+
+def shorten(text: str, limit: int = SHORT_COMMAND_CHARS) -> str:
+    one_line = text.replace("\n", "\\n")
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def _tail(text: str, n: int) -> str:
+    lines = text.rstrip("\n").splitlines()
+    return "\n".join(lines[-n:]) if n > 0 else ""

@@ -1,0 +1,95 @@
+"""LocalHost: the Host protocol on this machine, by subprocess (`specops doctor --local`, and tests).
+
+It behaves like SshHost where the caller can tell: a missing program is exit 127 with a shell-like message
+(not a Python exception), a timeout kills the whole process group (sshd kills the session's group too) and
+raises RemoteTimeout, and put() is the same atomic temp-file-and-rename as over SSH.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+from specops.errors import ConnectError, RemoteTimeout
+from specops.host.base import (
+    DEFAULT_TIMEOUT_S,
+    HostBase,
+    Result,
+    Tunnel,
+    checked_argv,
+    display_command,
+    reveal,
+    shorten,
+)
+
+COMMAND_NOT_FOUND = 127
+
+
+class LocalHost(HostBase):
+    """This machine as a Host; `name` is what errors call it (default "localhost")."""
+
+    def __init__(self, name: str = "localhost") -> None:
+        self.name = name
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> Result:
+        words = checked_argv(argv, env)
+        started = time.monotonic()
+        environment = {**os.environ, **{name: reveal(value) for name, value in (env or {}).items()}}
+        try:
+            process = subprocess.Popen(
+                [reveal(word) for word in words],
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=environment,
+                start_new_session=True,  # its own process group, so a timeout can kill the children too
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
+            message = f"{words[0]}: {error.strerror or error}\n".encode()
+            result = Result(words, COMMAND_NOT_FOUND, b"", message, time.monotonic() - started)
+            return self.finish(result, check)
+        stdout, stderr = self._communicate(process, words, input, timeout)
+        result = Result(words, process.returncode, stdout, stderr, time.monotonic() - started)
+        return self.finish(result, check)
+
+    def _communicate(
+        self, process: subprocess.Popen[bytes], words: tuple[str, ...], input: bytes | None, timeout: float
+    ) -> tuple[bytes, bytes]:
+        try:
+            return process.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # a daemonized grandchild holds the pipes
+                process.communicate(timeout=5)
+            raise RemoteTimeout(shorten(display_command(words)), timeout, host=self.name) from None
+
+    def open_tunnel(self, remote_host: str, remote_port: int) -> Tunnel:
+        """A plain TCP connection: on the local machine "the host's port" is just a local port."""
+        try:
+            return socket.create_connection((remote_host, remote_port), timeout=10)
+        except OSError as error:
+            raise ConnectError(
+                f"{self.name}: cannot connect to {remote_host}:{remote_port}: {error.strerror or error}",
+                hint="is the server listening on that address and port?",
+            ) from None
+
+    def close(self) -> None:
+        """Nothing to release; present so LocalHost is a drop-in for SshHost."""
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
