@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from specops import __version__
-from specops.cli import cmd_config, cmd_hosts, cmd_init, cmd_render
+from specops.cli import cmd_config, cmd_doctor, cmd_hosts, cmd_init, cmd_render
 from specops.cli.state import AppState
 from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError
 
@@ -31,6 +31,7 @@ app = typer.Typer(
 app.command("init")(cmd_init.init)
 app.command("render")(cmd_render.render)
 app.command("hosts")(cmd_hosts.hosts)
+app.command("doctor")(cmd_doctor.doctor)
 app.add_typer(cmd_config.app, name="config")
 
 

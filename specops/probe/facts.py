@@ -1,8 +1,9 @@
 """Typed facts about one host, built from the probe's JSON by pure parsers (specops/probe/parse.py).
 
-The probe (specops/probe/script.py) runs on the host with the host's own interpreter in ONE round trip and
-prints raw observations; everything that needs interpretation (nvidia-smi text, version strings) is parsed
-here, on the operator's side, so recorded outputs can drive unit tests. Checks read only these models.
+The probe (specops/probe/remote/, bundled by specops/probe/bundle.py) runs on the host with the host's own
+interpreter in ONE round trip and prints raw observations; everything that needs interpretation (nvidia-smi
+text, version strings) is parsed here, on the operator's side, so recorded outputs can drive unit tests.
+Checks read only these models.
 A field is None when the probe could not observe it; `errors` says why.
 """
 
@@ -101,6 +102,9 @@ class CudaUserspaceFacts(_Facts):
 
     libs: dict[str, list[str]] = {}  # "libcudart" -> ["/usr/local/cuda-12.8/lib64/libcudart.so.12", ...]
     nvcc_version: str | None = None  # "12.8"
+    # forward-compat driver libs: `*/compat/libcuda.so*` reachable via LD_LIBRARY_PATH or ld.so.conf,
+    # e.g. "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06" (doctor-facts §2 forward compatibility)
+    compat_libcuda: list[str] = []
 
 
 class SpecInfoFacts(_Facts):
@@ -158,6 +162,17 @@ class UnitFacts(_Facts):
     need_daemon_reload: bool = False
 
 
+class ReleaseFacts(_Facts):
+    """Releases under `<base_dir>/<service>`: what `current` points at, and the newest VERIFIED other one."""
+
+    service_dir: str = ""
+    current_id: str | None = None
+    current_path: str | None = None
+    previous_id: str | None = None  # newest release with manifest verified=true (by created_at), not current
+    previous_path: str | None = None
+    ids: list[str] = []
+
+
 class HostFacts(_Facts):
     """Everything one probe saw on one host."""
 
@@ -178,6 +193,7 @@ class HostFacts(_Facts):
     disks: list[DiskFacts] = []
     limits: LimitsFacts = LimitsFacts()
     unit: UnitFacts | None = None
+    releases: ReleaseFacts = ReleaseFacts()
     errors: dict[str, str] = Field(default_factory=dict)  # section -> why it could not be observed
 
 
@@ -185,9 +201,12 @@ class DeepFacts(_Facts):
     """`--deep`: what really happened when torch and torchcodec were imported (in a subprocess, with a timeout)."""
 
     torch_ok: bool | None = None
+    torch_version: str | None = None  # torch.__version__ as imported
+    torch_cuda: str | None = None  # torch.version.cuda as imported
     torch_cuda_available: bool | None = None
     torch_error: str | None = None
     torchcodec_ok: bool | None = None
+    torchcodec_version: str | None = None
     torchcodec_error: str | None = None
     torchcodec_ffmpeg_major: int | None = None
     seconds: float = 0.0

@@ -1,5 +1,12 @@
 """Importing this package registers every check (order here = order in the output)."""
 
-from specops.doctor.checks import (  # noqa: F401
+from specops.doctor.checks import (  # noqa: F401, I001 (import order = output order)
     system,
+    gpu,
+    cuda,
+    torchcodec,
+    native,
+    sglang,
+    models,
+    resources,
 )

@@ -1,9 +1,22 @@
-"""Checks about the host itself: reachability, the interpreter, systemd, disk, ports, limits."""
+"""Checks about the host itself: reachability, the interpreter, systemd (resources.py: disk, ports, limits)."""
 
 from __future__ import annotations
 
 from specops.doctor.model import CheckContext, CheckResult, failed, passed, skipped
 from specops.doctor.registry import check
+
+
+@check("ssh.reachable", "the host answers over SSH and the probe runs there")
+def ssh_reachable(ctx: CheckContext) -> CheckResult:
+    """The runner reports FAIL itself when it cannot connect; reaching this function means the probe ran."""
+    facts = ctx.facts
+    where = f"{ctx.host.name} ({ctx.host.ssh})" if ctx.host else "this machine (--local)"
+    hostname = facts.system.hostname or "unknown hostname"
+    evidence = [f"hostname: {hostname}", f"probe version {facts.probe_version}, {facts.probe_seconds:.2f} s"]
+    if facts.system.os_release:
+        evidence.append(f"os: {facts.system.os_release}, kernel {facts.system.kernel or '?'}")
+    evidence += [f"could not observe {section}: {why}" for section, why in sorted(facts.errors.items())]
+    return passed("ssh.reachable", f"probed {where}: {hostname} in {facts.probe_seconds:.1f} s", evidence)
 
 
 @check("python.interpreter", "the configured interpreter runs and is Python >= 3.10")

@@ -1,0 +1,116 @@
+"""`specops doctor`: verdicts and fixes for the things that broke the seed's night, one round trip per host."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from specops.cli.output import print_json
+from specops.cli.state import state
+from specops.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from specops.config import Config
+    from specops.doctor.runner import DoctorTarget, HostReport
+    from specops.host.base import Host
+    from specops.models import HostSpec
+
+
+def doctor(
+    ctx: typer.Context,
+    names: Annotated[list[str] | None, typer.Argument(help="Hosts or groups to examine.")] = None,
+    all_hosts: Annotated[bool, typer.Option("--all", help="Every host in the inventory.")] = False,
+    local: Annotated[bool, typer.Option("--local", help="This machine, with this Python (no config needed).")] = False,
+    profile: Annotated[str | None, typer.Option("--profile", "-p", help="Check for this profile.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
+    deep: Annotated[bool, typer.Option("--deep", help="Also import torch/torchcodec for real.")] = False,
+    only: Annotated[str | None, typer.Option("--only", help="Comma-separated check ids or prefixes.")] = None,
+    list_checks: Annotated[bool, typer.Option("--list", help="List the checks and exit.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Check hosts before a deploy: native libraries, CUDA, the SGLang build, the models, the system."""
+    from specops.cli.doctor_view import print_check_list, print_reports
+    from specops.doctor.registry import all_checks, select
+    from specops.doctor.runner import examine_all
+
+    app_state = state(ctx)
+    as_json = app_state.json or json_output
+    if list_checks:
+        print_check_list(all_checks(), as_json)
+        return
+    checks = select(only.split(",") if only else None)
+    targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
+    if not local:
+        targets = _inventory_targets(app_state.load_config(), names or [], all_hosts, profile)
+    reports = examine_all(targets, checks, deep)
+    if as_json:
+        print_json({"hosts": {name: _report_json(report) for name, report in reports.items()}})
+    else:
+        print_reports(reports, verbose=app_state.verbose)
+    raise typer.Exit(int(_exit_code(reports, strict)))
+
+
+def _inventory_targets(config: Config, names: list[str], all_hosts: bool, profile: str | None) -> list[DoctorTarget]:
+    from specops.doctor.runner import DoctorTarget
+
+    if not names and not all_hosts:
+        raise UsageError("name hosts or groups, or pass --all (or --local for this machine)")
+    specs = list(config.inventory.hosts.values()) if all_hosts else config.inventory.select(names)
+    targets = []
+    for spec in specs:
+        chosen = profile or spec.profile
+        resolved = config.resolve(spec.name, chosen).profile if chosen else None
+        targets.append(
+            DoctorTarget(name=spec.name, spec=spec, profile=resolved, open_host=_ssh_opener(spec), python=spec.python)
+        )
+    return targets
+
+
+def _ssh_opener(spec: HostSpec) -> Callable[[], AbstractContextManager[Host]]:
+    """Connect lazily, inside the worker thread, so hosts connect in parallel."""
+
+    def open_host() -> AbstractContextManager[Host]:
+        from specops.host.ssh import connect
+
+        return connect(spec)
+
+    return open_host
+
+
+def _local_target(config: Config | None, profile: str | None) -> DoctorTarget:
+    from specops.doctor.runner import DoctorTarget
+    from specops.host.local import LocalHost
+
+    chosen = None
+    if profile is not None:
+        if config is None or profile not in config.profiles:
+            raise UsageError(f"unknown profile {profile!r}")
+        chosen = config.profiles[profile].profile
+    return DoctorTarget(
+        name="local", spec=None, profile=chosen, open_host=LocalHost, python=sys.executable, gpu_host=False
+    )
+
+
+def _report_json(report: HostReport) -> dict[str, object]:
+    return {
+        "checks": [result.to_json() for result in report.results],
+        "facts": report.facts.model_dump(mode="json") if report.facts else None,
+        "deep": report.deep.model_dump(mode="json") if report.deep else None,
+        "unreachable": report.unreachable,
+        "seconds": round(report.seconds, 3),
+    }
+
+
+def _exit_code(reports: dict[str, HostReport], strict: bool) -> ExitCode:
+    from specops.doctor.model import Status
+
+    if any(report.unreachable for report in reports.values()):
+        return ExitCode.UNREACHABLE
+    bad = (Status.FAIL, Status.ERROR, Status.WARN) if strict else (Status.FAIL, Status.ERROR)
+    if any(report.count(*bad) for report in reports.values()):
+        return ExitCode.CHECKS_FAILED
+    return ExitCode.OK

@@ -1,0 +1,60 @@
+"""How doctor results look on a terminal: `[✓] [!] [✗]` lines, the fix under each problem, a closing count."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specops.cli.output import print_json, stdout_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from specops.doctor.model import CheckResult, CheckSpec
+    from specops.doctor.runner import HostReport
+
+_MARKS = {
+    "pass": "[green][✓][/]",
+    "warn": "[yellow]\\[!][/]",
+    "fail": "[red][✗][/]",
+    "skip": "[dim][-][/]",
+    "error": "[magenta][☠][/]",
+}
+
+
+def print_check_list(checks: list[CheckSpec], as_json: bool) -> None:
+    if as_json:
+        print_json({"checks": [{"id": spec.id, "description": spec.description} for spec in checks]})
+        return
+    console = stdout_console()
+    width = max(len(spec.id) for spec in checks)
+    for spec in checks:
+        console.print(f"{spec.id:<{width}}  {spec.description}", markup=False)
+
+
+def print_reports(reports: dict[str, HostReport], verbose: int) -> None:
+    from specops.doctor.model import Status
+
+    console = stdout_console()
+    for name, report in reports.items():
+        console.print(f"[bold]{name}[/]  [dim]({report.seconds:.1f} s)[/]")
+        for result in report.results:
+            _print_result(console, result, verbose)
+        console.print()
+    total = sum(len(report.results) for report in reports.values())
+    passed = sum(report.count(Status.PASS) for report in reports.values())
+    skipped = sum(report.count(Status.SKIP) for report in reports.values())
+    counted = total - skipped
+    hosts = len(reports)
+    console.print(f"{passed}/{counted} checks passed on {hosts} host{'s' if hosts != 1 else ''}", highlight=False)
+
+
+def _print_result(console: Console, result: CheckResult, verbose: int) -> None:
+    from rich.markup import escape
+
+    console.print(f"  {_MARKS[result.status.value]} {result.id:<24} {escape(result.summary)}")
+    show_evidence = verbose > 0 or result.status.value in ("warn", "fail", "error")
+    if show_evidence:
+        for line in result.evidence:
+            console.print(f"        [dim]{escape(line)}[/]")
+    if result.hint and result.status.value != "pass":
+        console.print(f"        [cyan]fix:[/] {escape(result.hint)}")

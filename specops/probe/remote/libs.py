@@ -1,0 +1,192 @@
+"""Native-library facts: where sonames resolve, which torch symbols a library needs that torch lacks.
+
+Why: torchcodec's "Could not load libtorchcodec" hides two different causes (FFmpeg libs missing, or a
+torch ABI mismatch) behind one message; both are visible in the files. Resolution follows the loader's
+order (RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, default dirs) plus the places torch itself puts on the
+table once imported (torch/lib, `<pkg>.libs`, sys.prefix/lib).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+import re
+import sys
+from typing import Any
+
+from specops.probe.remote.common import first_found, package_dir, package_version, read_text
+from specops.probe.remote.elf import ElfError, read_elf
+
+TORCH_SYMBOL_RE = re.compile(r"^(?:_Z(?:T[VIS])?N?K?(?:3c10|2at|5torch)|aoti_torch_|torch_)")
+MULTIARCH = platform.machine() + "-linux-gnu"  # x86_64-linux-gnu, aarch64-linux-gnu (GH200 hosts)
+DEFAULT_LIB_DIRS = ["/lib/" + MULTIARCH, "/usr/lib/" + MULTIARCH, "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+LDCONFIG_ABI = {"x86_64": "x86-64", "aarch64": "AArch64"}  # the `(libc6,x86-64)` tag of `ldconfig -p` lines
+FFMPEG_SONAME_RE = re.compile(r"^lib(avutil|avcodec|avformat|avdevice|avfilter|swscale|swresample)\.so\.\d+$")
+CUDA_LIB_FAMILIES = ("libcudart", "libnvrtc", "libnppicc", "libcublas")
+MAX_EXT_LIBS = 40
+_CACHE: dict[str, Any] = {}
+
+
+def ldconfig_cache() -> dict[str, str]:
+    """soname -> path from `ldconfig -p` (first entry of this machine's ABI wins, like the loader); cached."""
+    if "ldconfig" not in _CACHE:
+        listing = first_found([["ldconfig", "-p"], ["/sbin/ldconfig", "-p"], ["/usr/sbin/ldconfig", "-p"]])
+        entries: dict[str, str] = {}
+        for line in listing["out"].splitlines():
+            match = re.match(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)", line)
+            abi = LDCONFIG_ABI.get(platform.machine(), "")
+            if match and abi in match.group(2) and match.group(1) not in entries:
+                entries[match.group(1)] = match.group(3)
+        _CACHE["ldconfig"] = entries
+    result: dict[str, str] = _CACHE["ldconfig"]
+    return result
+
+
+def ld_library_path() -> list[str]:
+    return [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+
+
+def torch_lib_dir() -> str | None:
+    torch = package_dir("torch")
+    return os.path.join(torch, "lib") if torch else None
+
+
+def resolve_soname(soname: str, lib_path: str, elf: dict[str, Any]) -> str | None:
+    """The file the loader (with torch already imported) would use for soname, or None."""
+    origin = os.path.dirname(os.path.abspath(lib_path))
+    expand = [p.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for p in elf["rpath"] + elf["runpath"]]
+    package = os.path.dirname(lib_path)
+    # torch/lib and sibling libraries are already loaded (by soname) when torchcodec/sgl_kernel load theirs
+    extra = [p for p in (torch_lib_dir(), package, package + ".libs", os.path.join(sys.prefix, "lib")) if p]
+    for folder in (expand if not elf["runpath"] else []) + ld_library_path() + expand:
+        if os.path.exists(os.path.join(folder, soname)):
+            return os.path.join(folder, soname)
+    cached = ldconfig_cache().get(soname)
+    if cached:
+        return cached
+    for folder in DEFAULT_LIB_DIRS + extra:
+        if os.path.exists(os.path.join(folder, soname)):
+            return os.path.join(folder, soname)
+    return None
+
+
+def torch_exports() -> set[str]:
+    """Every dynamic symbol torch's own libraries define (read once; libtorch*.so and libc10*.so)."""
+    if "torch_exports" not in _CACHE:
+        exports: set[str] = set()
+        folder = torch_lib_dir()
+        if folder:
+            for path in sorted(glob.glob(os.path.join(folder, "libtorch*.so")) + glob.glob(folder + "/libc10*.so")):
+                try:
+                    exports |= read_elf(path, want_defined=True)["defined"]
+                except ElfError:
+                    continue
+        _CACHE["torch_exports"] = exports
+    result: set[str] = _CACHE["torch_exports"]
+    return result
+
+
+def analyze_library(path: str) -> dict[str, Any]:
+    """NativeLib-shaped facts: needed, missing_libs, missing_torch_symbols, error."""
+    info: dict[str, Any] = {"path": path, "needed": [], "missing_libs": [], "missing_torch_symbols": [], "error": None}
+    try:
+        elf = read_elf(path)
+    except ElfError as exc:
+        info["error"] = str(exc)
+        return info
+    info["needed"] = elf["needed"]
+    info["missing_libs"] = [name for name in elf["needed"] if resolve_soname(name, path, elf) is None]
+    wanted = sorted({name for name in elf["undefined"] if TORCH_SYMBOL_RE.match(name)})
+    if wanted and torch_lib_dir():
+        exports = torch_exports()
+        info["missing_torch_symbols"] = [name for name in wanted if name not in exports]
+    return info
+
+
+def gather_torch() -> dict[str, Any]:
+    folder = package_dir("torch")
+    if folder is None:
+        return {"found": False}
+    return {
+        "found": True,
+        "path": folder,
+        "version_text": read_text(os.path.join(folder, "version.py"), 20000),
+        "has_libc10_cuda": os.path.exists(os.path.join(folder, "lib", "libc10_cuda.so")),
+    }
+
+
+def gather_torchcodec() -> dict[str, Any]:
+    folder = package_dir("torchcodec")
+    if folder is None:
+        return {"found": False}
+    libs = sorted(glob.glob(os.path.join(folder, "libtorchcodec*.so")))
+    return {
+        "found": True,
+        "path": folder,
+        "version_text": read_text(os.path.join(folder, "version.py"), 20000),
+        "libs": {os.path.basename(p): analyze_library(p) for p in libs},
+    }
+
+
+def gather_native_ext(names: list[str]) -> dict[str, Any]:
+    """sgl_kernel / flashinfer: version and every .so in the package (absent packages: found False)."""
+    facts: dict[str, Any] = {}
+    for name in names:
+        folder = package_dir(name)
+        if folder is None:
+            facts[name] = {"found": False}
+            continue
+        paths: list[str] = []
+        for root, _dirs, files in os.walk(folder):
+            paths.extend(os.path.join(root, f) for f in files if f.endswith(".so") or ".so." in f)
+        libs = {os.path.relpath(p, folder): analyze_library(p) for p in sorted(paths)[:MAX_EXT_LIBS]}
+        facts[name] = {"found": True, "path": folder, "version": package_version(folder), "libs": libs}
+    return facts
+
+
+def _scan_dirs(folders: list[str], pattern: Any) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for folder in folders:
+        try:
+            entries = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if pattern.match(entry) and entry not in found:
+                found[entry] = os.path.join(folder, entry)
+    return found
+
+
+def gather_ffmpeg() -> dict[str, Any]:
+    """`ffmpeg -version` and the FFmpeg sonames the loader reaches (LD_LIBRARY_PATH first, then the cache)."""
+    conda = os.environ.get("CONDA_PREFIX")
+    libs = _scan_dirs(ld_library_path(), FFMPEG_SONAME_RE)
+    for soname, path in sorted(ldconfig_cache().items()):
+        if FFMPEG_SONAME_RE.match(soname):
+            libs.setdefault(soname, path)
+    if conda:
+        for soname, path in _scan_dirs([os.path.join(conda, "lib")], FFMPEG_SONAME_RE).items():
+            libs.setdefault(soname, path)
+    cli = first_found([["ffmpeg", "-version"]])
+    cli["out"] = "\n".join(cli["out"].splitlines()[:1])  # the version line; the build configuration is noise
+    return {"cli": cli, "libs": libs, "conda_prefix": conda}
+
+
+def gather_cuda_userspace(cuda_home: str | None, sites: list[str]) -> dict[str, Any]:
+    """libcudart/libnvrtc/libnppicc/libcublas files reachable, and `nvcc --version`."""
+    pattern = re.compile(r"^({})\.so\.\d+$".format("|".join(CUDA_LIB_FAMILIES)))
+    folders = [*ld_library_path(), os.path.join(cuda_home, "lib64")] if cuda_home else ld_library_path()
+    for site in sites:
+        folders += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))
+    libs: dict[str, list[str]] = {}
+    candidates = list(_scan_dirs(folders, pattern).values())
+    candidates += [p for name, p in sorted(ldconfig_cache().items()) if pattern.match(name)]
+    for path in candidates:
+        family = os.path.basename(path).split(".so")[0]
+        if path not in libs.setdefault(family, []):
+            libs[family].append(path)
+    nvcc_argvs = [["nvcc", "--version"]] + (
+        [[os.path.join(cuda_home, "bin", "nvcc"), "--version"]] if cuda_home else []
+    )
+    return {"libs": libs, "nvcc": first_found(nvcc_argvs)}

@@ -1,0 +1,138 @@
+"""The probe's entry point: `main(request)` gathers every section and prints ONE JSON document.
+
+Why so defensive: the operator parses stdout as JSON, so nothing else may reach stdout (stray prints go
+to stderr while sections run) and no exception may escape (each section records its own error).
+`--deep` (request["deep"]) is a separate round trip that really imports torch and torchcodec, each in a
+subprocess with a timeout, and reports what they printed.
+
+Request (built by specops/probe/run.py:build_request): python, base_dir, service, unit, listen, ports [int],
+cuda_home, models {role: abs path}, disk_paths [path], sglang_roots {label: folder holding `sglang/`},
+proc_driver_version_path, deep (bool), deep_timeout_s. Answer: {probe_version, seconds, errors {section: why},
+python, system, env, torch, torchcodec, native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models,
+ports, disks, limits, unit}; commands appear raw as {found, rc, out, err, timed_out}. --deep answers
+{probe_version, seconds, errors, torch, torchcodec}, each a command whose stdout has a `SPECOPS_DEEP {json}` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from specops.probe.remote.common import PROBE_VERSION, guarded, package_dir, run_command, site_packages
+from specops.probe.remote.gpu import gather_nvidia
+from specops.probe.remote.hoststate import (
+    gather_disks,
+    gather_env,
+    gather_limits,
+    gather_models,
+    gather_ports,
+    gather_python,
+    gather_system,
+    gather_unit,
+)
+from specops.probe.remote.libs import (
+    gather_cuda_userspace,
+    gather_ffmpeg,
+    gather_native_ext,
+    gather_torch,
+    gather_torchcodec,
+)
+from specops.probe.remote.sglang import gather_releases, gather_sglang
+
+DEEP_TIMEOUT_S = 120.0
+NATIVE_EXTENSIONS = ["sgl_kernel", "flashinfer"]
+DEEP_TORCH = r"""
+import json, warnings
+warnings.simplefilter("always")
+import torch
+out = {"version": torch.__version__, "cuda": torch.version.cuda}
+try:
+    out["cuda_available"] = bool(torch.cuda.is_available())
+    torch.cuda.init()
+except Exception as exc:
+    out["cuda_error"] = "%s: %s" % (type(exc).__name__, exc)
+print("SPECOPS_DEEP " + json.dumps(out), flush=True)
+"""
+DEEP_TORCHCODEC = r"""
+import json, re
+import torch
+import torchcodec
+from torchcodec.decoders import VideoDecoder
+out = {"version": getattr(torchcodec, "__version__", None), "ffmpeg_major": None}
+with open("/proc/self/maps") as maps:
+    for line in maps:
+        found = re.search(r"libtorchcodec_core(\d+)\.so", line)
+        if found:
+            out["ffmpeg_major"] = int(found.group(1))
+print("SPECOPS_DEEP " + json.dumps(out), flush=True)
+"""
+
+
+def in_background(result: dict[str, Any], section: str, gather: Callable[[], Any]) -> threading.Thread:
+    """Run a section that mostly waits on subprocesses (nvidia-smi, imports) while the others read files."""
+    thread = threading.Thread(target=guarded, args=(result, section, gather), daemon=True)
+    thread.start()
+    return thread
+
+
+def gather_all(request: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {"probe_version": PROBE_VERSION, "errors": {}}
+    nvidia = in_background(result, "nvidia", lambda: gather_nvidia(request))
+    guarded(result, "python", gather_python)
+    guarded(result, "system", gather_system)
+    guarded(result, "env", gather_env)
+    guarded(result, "torch", gather_torch)
+    guarded(result, "torchcodec", gather_torchcodec)
+    guarded(result, "native_ext", lambda: gather_native_ext(NATIVE_EXTENSIONS))
+    guarded(result, "ffmpeg", gather_ffmpeg)
+    guarded(result, "cuda_userspace", lambda: gather_cuda_userspace(request.get("cuda_home"), site_packages()))
+    guarded(result, "releases", lambda: gather_releases(request))
+    venv_package = package_dir("sglang")
+    venv_root = os.path.dirname(venv_package) if venv_package else None
+    guarded(result, "sglang", lambda: gather_sglang(request, result.get("releases") or {}, venv_root))
+    guarded(result, "models", lambda: gather_models(request))
+    guarded(result, "ports", lambda: gather_ports(request))
+    guarded(result, "disks", lambda: gather_disks(request))
+    guarded(result, "limits", gather_limits)
+    guarded(result, "unit", lambda: gather_unit(request))
+    nvidia.join()
+    return result
+
+
+def deep_import(snippet: str, timeout: float) -> dict[str, Any]:
+    """Run one import snippet in a fresh interpreter; its output and how long it took."""
+    started = time.time()
+    done = run_command([sys.executable, "-c", snippet], timeout)
+    done["seconds"] = round(time.time() - started, 3)
+    return done
+
+
+def gather_deep(request: dict[str, Any]) -> dict[str, Any]:
+    """Both imports at once (separate processes, so one crash cannot hide the other's error)."""
+    timeout = float(request.get("deep_timeout_s") or DEEP_TIMEOUT_S)
+    result: dict[str, Any] = {"probe_version": PROBE_VERSION, "errors": {}}
+    codec = in_background(result, "torchcodec", lambda: deep_import(DEEP_TORCHCODEC, timeout))
+    guarded(result, "torch", lambda: deep_import(DEEP_TORCH, timeout))
+    codec.join()
+    return result
+
+
+def main(request: dict[str, Any]) -> None:
+    """Gather (facts, or deep when request["deep"]) and print exactly one JSON document on stdout."""
+    started = time.time()
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # anything a section prints must not corrupt the JSON
+    try:
+        result = gather_deep(request) if request.get("deep") else gather_all(request)
+    except BaseException as exc:  # the operator must always get a JSON document
+        result = {"probe_version": PROBE_VERSION, "errors": {"probe": f"{type(exc).__name__}: {exc}"}}
+    finally:
+        sys.stdout = real_stdout
+    result["seconds"] = round(time.time() - started, 3)
+    real_stdout.write(json.dumps(result, default=str, sort_keys=True) + "\n")
+    real_stdout.flush()

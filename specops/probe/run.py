@@ -1,0 +1,186 @@
+"""Run the probe on a host: build the request, send the bundled script over ONE `run`, parse the answer.
+
+Why `python -I -`: the host's configured interpreter (its venv) is what SGLang runs with, so the probe sees
+the same packages; `-I` keeps the user's PYTHONPATH/PYTHONSTARTUP out, and `-` reads the script from stdin,
+so nothing is written on the host and each probe costs one SSH round trip (`--deep`: one more).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from specops.errors import SpecopsError
+from specops.host.base import Result
+from specops.models import HostSpec
+from specops.probe.bundle import build_script
+from specops.probe.facts import DeepFacts, HostFacts
+from specops.probe.parse import parse_deep, parse_host_facts
+from specops.profile import Profile
+
+PROBE_TIMEOUT_S = 60.0
+DEEP_IMPORT_TIMEOUT_S = 120.0
+PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
+COMMAND_NOT_FOUND = (126, 127)
+
+
+class ProbeError(SpecopsError):
+    """The probe could not run on a host, or did not answer with its JSON document."""
+
+
+class CommandRunner(Protocol):
+    """The part of specops.host.base.Host the probe needs (SshHost, LocalHost and RecordingHost have it)."""
+
+    name: str
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float = 60,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> Result: ...
+
+
+def _local_path(path: str | None) -> str | None:
+    """A model path the probe can look at; a Hugging Face repo id is not a folder on the host."""
+    return path if path and path.startswith("/") else None
+
+
+def build_request(
+    host: HostSpec, profile: Profile | None, extra_roots: dict[str, str] | None = None, deep: bool = False
+) -> dict[str, Any]:
+    """The JSON request the host-side `main()` reads (see the module docstring of specops/probe/remote/main.py)."""
+    models = {role: path for role, path in (("target", host.model_path), ("draft", host.draft_model_path)) if path}
+    local_models = {role: p for role, path in models.items() if (p := _local_path(path))}
+    return {
+        "python": host.python,
+        "base_dir": host.base_dir,
+        "service": host.service,
+        "unit": host.unit_name,
+        "listen": host.listen,
+        "ports": [host.port],
+        "cuda_home": host.cuda_home,
+        "models": local_models,
+        "disk_paths": [host.base_dir, *local_models.values()],
+        "sglang_roots": dict(extra_roots or {}),
+        "profile": profile.name if profile else None,
+        "proc_driver_version_path": PROC_DRIVER_VERSION,
+        "deep": deep,
+        "deep_timeout_s": DEEP_IMPORT_TIMEOUT_S,
+    }
+
+
+def local_request(python: str, profile: Profile | None, extra_roots: dict[str, str] | None = None) -> dict[str, Any]:
+    """The request for `doctor --local`: this machine's interpreter, no inventory (no models, unit or port)."""
+    return {
+        "python": python,
+        "models": {},
+        "ports": [],
+        "disk_paths": [],
+        "sglang_roots": dict(extra_roots or {}),
+        "profile": profile.name if profile else None,
+        "proc_driver_version_path": PROC_DRIVER_VERSION,
+        "deep": False,
+        "deep_timeout_s": DEEP_IMPORT_TIMEOUT_S,
+    }
+
+
+def run_request(
+    host_obj: CommandRunner, spec: HostSpec | None, python: str, request: dict[str, Any], timeout: float
+) -> dict[str, Any]:
+    """Send the script for `request` to `python` on the host; the parsed JSON document it printed."""
+    name = spec.name if spec else host_obj.name
+    script = build_script(request).encode("utf-8")
+    result = host_obj.run([python, "-I", "-"], input=script, timeout=timeout)
+    if result.exit_code in COMMAND_NOT_FOUND:
+        raise ProbeError(
+            f"{name}: the interpreter {python} cannot be run on the host ({_last_line(result)})",
+            hint=f"set hosts.{name}.python in specops.toml to the python of the venv that runs SGLang",
+        )
+    if result.exit_code != 0:
+        raise ProbeError(
+            f"{name}: the probe failed with exit {result.exit_code}:\n{_indent(result.err_tail(15))}",
+            hint=f"run `{python} -V` on the host; the probe needs Python >= 3.8",
+        )
+    return _document(name, result)
+
+
+def _document(name: str, result: Result) -> dict[str, Any]:
+    lines = [line for line in result.text.splitlines() if line.startswith("{")]
+    try:
+        document = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise ProbeError(
+            f"{name}: the probe did not print its JSON document:\n{_indent(result.out_tail(5) or result.err_tail(10))}",
+            hint="something on the host writes to stdout before the probe (a login script?); see the text above",
+        )
+    return document
+
+
+def _last_line(result: Result) -> str:
+    tail = result.err_tail(1) or result.out_tail(1)
+    return tail.strip() or f"exit {result.exit_code}"
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  | {line}" for line in text.splitlines()) or "  | (no output)"
+
+
+def probe(
+    host_obj: CommandRunner,
+    spec: HostSpec | None,
+    profile: Profile | None = None,
+    *,
+    python: str | None = None,
+    extra_roots: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    timeout: float = PROBE_TIMEOUT_S,
+) -> HostFacts:
+    """Facts about one host in ONE round trip; `overrides` replace request keys (tests point at fake files).
+
+    `spec=None` probes without an inventory (`doctor --local`) with the interpreter `python`.
+    """
+    interpreter = _interpreter(spec, python)
+    if spec is None:
+        request = local_request(interpreter, profile, extra_roots)
+    else:
+        request = build_request(spec, profile, extra_roots)
+    request.update(overrides or {})
+    document = run_request(host_obj, spec, interpreter, request, timeout)
+    try:
+        return parse_host_facts(document)
+    except ValidationError as error:
+        raise ProbeError(
+            f"{host_obj.name}: the probe's answer does not match this specops version: {error.errors()[0]['msg']}",
+            hint="a bug in specops (the probe and its parser ship together): re-run with --debug and report it",
+        ) from error
+
+
+def probe_deep(
+    host_obj: CommandRunner,
+    spec: HostSpec | None,
+    *,
+    python: str | None = None,
+    import_timeout: float = DEEP_IMPORT_TIMEOUT_S,
+) -> DeepFacts:
+    """`--deep`: really import torch, then torchcodec, each in a subprocess with a timeout; what went wrong."""
+    request = {"deep": True, "deep_timeout_s": import_timeout}
+    document = run_request(host_obj, spec, _interpreter(spec, python), request, timeout=2 * import_timeout + 30)
+    return parse_deep(document)
+
+
+def _interpreter(spec: HostSpec | None, python: str | None) -> str:
+    """The host's configured interpreter, or the one given for a probe without inventory."""
+    if python is not None:
+        return python
+    if spec is None:
+        raise ValueError("probe without a HostSpec needs python=")
+    return spec.python

@@ -1,0 +1,43 @@
+"""The probe against the test hosts' real venv (torch 2.13 CPU + torchcodec 0.13), run on this machine.
+
+Why: the torchcodec verdicts (which FFmpeg core resolves, which torch symbols are missing) must be right on
+real wheels, and `--deep` must agree with them; no test host is needed for the healthy case.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specops.host.local import LocalHost
+from specops.probe.run import probe, probe_deep
+from tests.testbed.pyenv import venv_python
+from tests.testbed.pyenv_fixtures import host_venv  # noqa: F401 - the fixture
+from tests.unit.probe.conftest import host_spec
+
+
+def test_static_probe_sees_torch_and_core5_resolving(host_venv: Path) -> None:  # noqa: F811
+    facts = probe(LocalHost(), host_spec(str(venv_python(host_venv))))
+    assert facts.torch.found and facts.torch.version == "2.13.0+cpu" and facts.torch.cuda is None
+    assert facts.torch.has_libc10_cuda is False
+    codec = facts.torchcodec
+    assert codec.found and codec.version == "0.13.0+cpu"
+    core5 = codec.libs["libtorchcodec_core5.so"]
+    assert core5.missing_libs == [] and core5.missing_torch_symbols == [] and core5.error is None
+    assert "libavutil.so.57" in core5.needed
+    assert codec.libs["libtorchcodec_core8.so"].missing_libs[0] == "libavutil.so.60"
+    assert codec.libs["libtorchcodec_custom_ops5.so"].missing_libs == []  # its sibling core5 is loaded first
+    assert facts.ffmpeg.libs["libavutil.so.57"].endswith("/libavutil.so.57")
+    assert facts.ffmpeg.cli_version is not None and facts.ffmpeg.cli_version.startswith("5.")
+    assert facts.native_ext["sgl_kernel"].found is False
+    print(f"static probe with the host venv: {facts.probe_seconds:.2f}s")
+    assert facts.probe_seconds < 2.0
+
+
+def test_deep_probe_agrees(host_venv: Path) -> None:  # noqa: F811
+    deep = probe_deep(LocalHost(), host_spec(str(venv_python(host_venv))))
+    print(f"deep probe: {deep.seconds:.2f}s")
+    assert deep.torch_ok and deep.torch_version == "2.13.0+cpu" and deep.torch_cuda is None
+    assert deep.torch_cuda_available is False
+    assert deep.torch_error == "AssertionError: Torch not compiled with CUDA enabled"
+    assert deep.torchcodec_ok and deep.torchcodec_version == "0.13.0+cpu" and deep.torchcodec_error is None
+    assert deep.torchcodec_ffmpeg_major == 5
