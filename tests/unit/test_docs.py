@@ -20,5 +20,5 @@ def test_generated_tables_are_current(name: str) -> None:
 
 def test_readme_gives_the_two_setup_commands() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "python3 -m pip install . && specops" in readme
+    assert "python3 -m pip install . && specops doctor --local" in readme
     assert "bash .ci/run" in readme
