@@ -50,3 +50,13 @@ def test_installed_specops_renders_the_example(installed: Path, tmp_path: Path) 
         [str(installed / "bin" / "python"), "-m", "specops", "--version"], capture_output=True, text=True, check=True
     )
     assert module.stdout.startswith("specops ")
+
+
+def test_readme_first_command_doctor_local_passes(installed: Path) -> None:
+    """`python3 -m pip install . && specops doctor --local` on a machine without GPUs or torch exits 0."""
+    result = subprocess.run(
+        [str(installed / "bin" / "specops"), "doctor", "--local"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[✓] python.interpreter" in result.stdout
+    assert result.stdout.rstrip().splitlines()[-1].endswith("checks passed on 1 host")
