@@ -110,3 +110,30 @@ class RemoteTimeout(SpecopsError):
             f"{where}`{command}` did not finish within {timeout_s:g}s and was killed",
             hint or "the host may be overloaded or the command stuck; raise the timeout only if it is known to be slow",
         )
+
+
+class LockHeld(SpecopsError):
+    """Another specops holds the host's deploy lock (and is alive); the message names the holder."""
+
+    exit_code = ExitCode.LOCK_HELD
+
+
+class BuildError(SpecopsError):
+    """The build cannot be staged: no sglang package, a bad wheel, a patch that does not apply."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ReleaseError(SpecopsError):
+    """A release operation on a host was refused or failed (push, switch, prune, manifest update)."""
+
+    exit_code = ExitCode.REMOTE_FAILED
+
+
+class ReleaseVerifyFailed(ReleaseError):
+    """The pushed release's tree hash differs from the staged one; the release stays `unfinished`."""
+
+    def __init__(self, message: str, expected: str, actual: str, hint: str = "") -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(message, hint)

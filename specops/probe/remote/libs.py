@@ -13,10 +13,12 @@ import os
 import platform
 import re
 import sys
+import threading
 from typing import Any
 
 from specops.probe.remote.common import first_found, package_dir, package_version, read_text
 from specops.probe.remote.elf import ElfError, read_elf
+from specops.probe.remote.elfhash import defined_in_library
 
 TORCH_SYMBOL_RE = re.compile(r"^(?:_Z(?:T[VIS])?N?K?(?:3c10|2at|5torch)|aoti_torch_|torch_)")
 MULTIARCH = platform.machine() + "-linux-gnu"  # x86_64-linux-gnu, aarch64-linux-gnu (GH200 hosts)
@@ -26,10 +28,20 @@ FFMPEG_SONAME_RE = re.compile(r"^lib(avutil|avcodec|avformat|avdevice|avfilter|s
 CUDA_LIB_FAMILIES = ("libcudart", "libnvrtc", "libnppicc", "libcublas")
 MAX_EXT_LIBS = 40
 _CACHE: dict[str, Any] = {}
+_LDCONFIG_LOCK = threading.Lock()
 
 
 def ldconfig_cache() -> dict[str, str]:
-    """soname -> path from `ldconfig -p` (first entry of this machine's ABI wins, like the loader); cached."""
+    """soname -> path from `ldconfig -p` (first entry of this machine's ABI wins, like the loader); cached.
+
+    Locked: the ffmpeg section runs in a background thread while torchcodec's libraries are resolved, and
+    `ldconfig -p` should run once, not once per thread.
+    """
+    with _LDCONFIG_LOCK:
+        return _ldconfig_cache_unlocked()
+
+
+def _ldconfig_cache_unlocked() -> dict[str, str]:
     if "ldconfig" not in _CACHE:
         listing = first_found([["ldconfig", "-p"], ["/sbin/ldconfig", "-p"], ["/usr/sbin/ldconfig", "-p"]])
         entries: dict[str, str] = {}
@@ -48,8 +60,12 @@ def ld_library_path() -> list[str]:
 
 
 def torch_lib_dir() -> str | None:
-    torch = package_dir("torch")
-    return os.path.join(torch, "lib") if torch else None
+    """torch/lib of this interpreter; cached: resolve_soname asks for every DT_NEEDED of every library."""
+    if "torch_lib_dir" not in _CACHE:
+        torch = package_dir("torch")
+        _CACHE["torch_lib_dir"] = os.path.join(torch, "lib") if torch else None
+    folder: str | None = _CACHE["torch_lib_dir"]
+    return folder
 
 
 def resolve_soname(soname: str, lib_path: str, elf: dict[str, Any]) -> str | None:
@@ -71,20 +87,33 @@ def resolve_soname(soname: str, lib_path: str, elf: dict[str, Any]) -> str | Non
     return None
 
 
-def torch_exports() -> set[str]:
-    """Every dynamic symbol torch's own libraries define (read once; libtorch*.so and libc10*.so)."""
-    if "torch_exports" not in _CACHE:
-        exports: set[str] = set()
-        folder = torch_lib_dir()
-        if folder:
-            for path in sorted(glob.glob(os.path.join(folder, "libtorch*.so")) + glob.glob(folder + "/libc10*.so")):
-                try:
-                    exports |= read_elf(path, want_defined=True)["defined"]
-                except ElfError:
-                    continue
-        _CACHE["torch_exports"] = exports
-    result: set[str] = _CACHE["torch_exports"]
-    return result
+def torch_libraries() -> list[str]:
+    """torch's own libraries that define its symbols (libtorch*.so and libc10*.so in torch/lib)."""
+    folder = torch_lib_dir()
+    if not folder:
+        return []
+    return sorted(glob.glob(os.path.join(folder, "libtorch*.so")) + glob.glob(folder + "/libc10*.so"))
+
+
+def torch_defines(names: list[str]) -> set[str]:
+    """Which of names torch's libraries export: each name is looked up in their hash tables once (cached).
+
+    Why not read all exports: libtorch_cpu.so has ~10^5 of them (0.3-0.5 s in pure Python on a host), while
+    torchcodec or sgl_kernel need a few hundred; elfhash.py finds each with one hash-chain walk.
+    """
+    known: dict[str, bool] = _CACHE.setdefault("torch_symbols", {})
+    pending = {name for name in names if name not in known}
+    for path in torch_libraries():
+        if not pending:
+            break
+        try:
+            found = defined_in_library(path, pending)
+        except ElfError:
+            continue
+        known.update(dict.fromkeys(found, True))
+        pending -= found
+    known.update(dict.fromkeys(pending, False))
+    return {name for name in names if known[name]}
 
 
 def analyze_library(path: str) -> dict[str, Any]:
@@ -99,7 +128,7 @@ def analyze_library(path: str) -> dict[str, Any]:
     info["missing_libs"] = [name for name in elf["needed"] if resolve_soname(name, path, elf) is None]
     wanted = sorted({name for name in elf["undefined"] if TORCH_SYMBOL_RE.match(name)})
     if wanted and torch_lib_dir():
-        exports = torch_exports()
+        exports = torch_defines(wanted)
         info["missing_torch_symbols"] = [name for name in wanted if name not in exports]
     return info
 
@@ -159,7 +188,13 @@ def _scan_dirs(folders: list[str], pattern: Any) -> dict[str, str]:
 
 
 def gather_ffmpeg() -> dict[str, Any]:
-    """`ffmpeg -version` and the FFmpeg sonames the loader reaches (LD_LIBRARY_PATH first, then the cache)."""
+    """`ffmpeg -version` and the FFmpeg sonames the loader reaches (LD_LIBRARY_PATH first, then the cache).
+
+    The command runs first: this section runs in a background thread, so `ffmpeg -version` overlaps with
+    the main thread's `ldconfig -p` instead of waiting for it.
+    """
+    cli = first_found([["ffmpeg", "-version"]])
+    cli["out"] = "\n".join(cli["out"].splitlines()[:1])  # the version line; the build configuration is noise
     conda = os.environ.get("CONDA_PREFIX")
     libs = _scan_dirs(ld_library_path(), FFMPEG_SONAME_RE)
     for soname, path in sorted(ldconfig_cache().items()):
@@ -168,8 +203,6 @@ def gather_ffmpeg() -> dict[str, Any]:
     if conda:
         for soname, path in _scan_dirs([os.path.join(conda, "lib")], FFMPEG_SONAME_RE).items():
             libs.setdefault(soname, path)
-    cli = first_found([["ffmpeg", "-version"]])
-    cli["out"] = "\n".join(cli["out"].splitlines()[:1])  # the version line; the build configuration is noise
     return {"cli": cli, "libs": libs, "conda_prefix": conda}
 
 

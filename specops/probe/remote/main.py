@@ -83,13 +83,13 @@ def in_background(result: dict[str, Any], section: str, gather: Callable[[], Any
 def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"probe_version": PROBE_VERSION, "errors": {}}
     nvidia = in_background(result, "nvidia", lambda: gather_nvidia(request))
+    ffmpeg = in_background(result, "ffmpeg", gather_ffmpeg)  # `ffmpeg -version` takes 0.1-0.3 s on a host
     guarded(result, "python", gather_python)
     guarded(result, "system", gather_system)
     guarded(result, "env", gather_env)
     guarded(result, "torch", gather_torch)
     guarded(result, "torchcodec", gather_torchcodec)
     guarded(result, "native_ext", lambda: gather_native_ext(NATIVE_EXTENSIONS))
-    guarded(result, "ffmpeg", gather_ffmpeg)
     guarded(result, "cuda_userspace", lambda: gather_cuda_userspace(request.get("cuda_home"), site_packages()))
     guarded(result, "releases", lambda: gather_releases(request))
     venv_package = package_dir("sglang")
@@ -101,6 +101,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     guarded(result, "limits", gather_limits)
     guarded(result, "unit", lambda: gather_unit(request))
     nvidia.join()
+    ffmpeg.join()
     return result
 
 

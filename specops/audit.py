@@ -1,0 +1,162 @@
+"""The audit log: one JSON line per deploy/rollback/lock action, on the host AND on the operator's machine.
+
+    audit.record(host, spec, audit.new_entry("deploy", outcome="ok", from_release=a, to_release=b, ...))
+    audit.read(host, spec, limit=20)    # the host's last entries, oldest first
+
+The host copy (`<service_dir>/audit.jsonl`) answers "who changed this box, when, from what to what" for
+whoever logs in next, whatever laptop did it (Kamal's and Capistrano's per-host logs). The local copy
+(`$XDG_STATE_HOME/specops/audit.jsonl`, with the host's name) survives a host that is reinstalled.
+Each line is appended with ONE write(2) on an O_APPEND descriptor, so concurrent writers never interleave
+inside a line. Entries are built from non-secret data only, and `record` refuses a `Secret` anywhere in one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from specops.errors import CommandFailed
+from specops.lock import local_who, utc_now
+from specops.secrets import Secret
+
+if TYPE_CHECKING:
+    from specops.host.base import Host
+    from specops.models import HostSpec
+
+AUDIT_FILE = "audit.jsonl"
+MAX_LINE_BYTES = 256 * 1024
+COMMAND_TIMEOUT_S = 30.0
+MISSING_PROGRAM = (126, 127)
+
+# stdlib only, run with -I by the host's configured interpreter: one O_APPEND write of the whole line.
+APPEND_SCRIPT = """\
+import os, sys
+path = sys.argv[1]
+data = sys.stdin.buffer.read()
+os.makedirs(os.path.dirname(path), exist_ok=True)
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+try:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+finally:
+    os.close(fd)
+"""
+# When that interpreter is missing (a broken or not-yet-installed venv is exactly when an audit line matters):
+# dd gathers the whole input (iflag=fullblock) and appends it with a single write.
+APPEND_FALLBACK = (
+    'mkdir -p -- "$(dirname -- "$1")" && exec dd of="$1" oflag=append conv=notrunc bs=1M iflag=fullblock status=none'
+)
+READ_SCRIPT = '[ -e "$1" ] || exit 0; exec tail -n "$2" -- "$1"'
+
+
+class SecretInAuditEntry(TypeError):
+    """A Secret reached an audit entry: a bug in the caller; nothing was written."""
+
+
+def new_entry(
+    action: str,
+    *,
+    outcome: str,
+    from_release: str | None = None,
+    to_release: str | None = None,
+    profile: str | None = None,
+    phases: Mapping[str, float] | None = None,
+    gates: Mapping[str, Any] | None = None,
+    forced: bool = False,
+    message: str = "",
+) -> dict[str, Any]:
+    """An entry with the standard fields (who/when filled in); callers may add more keys."""
+    return {
+        "when": utc_now(), "who": local_who(), "action": action, "from": from_release, "to": to_release,
+        "profile": profile, "phases": dict(phases or {}), "gates": dict(gates or {}), "outcome": outcome,
+        "forced": forced, "message": message,
+    }  # fmt: skip
+
+
+def host_audit_path(spec: HostSpec) -> str:
+    return f"{spec.service_dir}/{AUDIT_FILE}"
+
+
+def local_audit_path() -> Path:
+    """$XDG_STATE_HOME/specops/audit.jsonl, default ~/.local/state (a relative XDG path is ignored, per spec)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
+    return root / "specops" / AUDIT_FILE
+
+
+def record(host: Host, spec: HostSpec, entry: Mapping[str, Any]) -> None:
+    """Append `entry` to the host's log, then (always, even if the host failed) to the local one."""
+    refuse_secrets(entry)
+    full = {"when": utc_now(), "who": local_who(), **entry}
+    line = encode_line(full)
+    try:
+        append_on_host(host, host_audit_path(spec), line, spec.python)
+    finally:
+        append_locally(local_audit_path(), encode_line({**full, "host": host.name}))
+
+
+def encode_line(entry: Mapping[str, Any]) -> bytes:
+    """One line of JSON (no raw newline can appear inside: json escapes them)."""
+    data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    if len(data) > MAX_LINE_BYTES:
+        raise ValueError(f"audit entry of {len(data)} bytes is over {MAX_LINE_BYTES}: keep details elsewhere")
+    return data
+
+
+def refuse_secrets(value: object, where: str = "entry") -> None:
+    """Walk the entry; a Secret key or value anywhere raises before anything is written."""
+    if isinstance(value, Secret):
+        raise SecretInAuditEntry(f"audit {where} holds a Secret value; audit entries must not carry secrets")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            refuse_secrets(key, f"{where} key")
+            refuse_secrets(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple | set | frozenset):
+        for index, item in enumerate(value):
+            refuse_secrets(item, f"{where}[{index}]")
+
+
+def append_on_host(host: Host, path: str, line: bytes, python: str | None = None) -> None:
+    """One O_APPEND write on the host, by `python` (the host's interpreter) or dd when it is missing."""
+    result = None
+    if python:
+        result = host.run([python, "-I", "-c", APPEND_SCRIPT, path], input=line, timeout=COMMAND_TIMEOUT_S)
+    if result is None or result.exit_code in MISSING_PROGRAM:
+        argv = ["sh", "-c", APPEND_FALLBACK, "specops-audit", path]
+        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S)
+    if not result.ok:
+        raise CommandFailed(result, host=host.name, hint=f"could not append to the audit log {path}")
+
+
+def append_locally(path: Path, line: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        view = memoryview(line)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
+    """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}."""
+    if limit <= 0:
+        return []
+    path = host_audit_path(spec)
+    result = host.run(["sh", "-c", READ_SCRIPT, "specops-audit", path, str(limit)], timeout=COMMAND_TIMEOUT_S)
+    if not result.ok:
+        raise CommandFailed(result, host=host.name, hint=f"could not read the audit log {path}")
+    return [parse_line(line) for line in result.text.splitlines() if line.strip()]
+
+
+def parse_line(line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return {"unreadable": line[:500]}
+    return value if isinstance(value, dict) else {"unreadable": line[:500]}

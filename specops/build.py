@@ -1,0 +1,213 @@
+"""Local staging of a build: the exact tree a release will hold, patched and hashed, before any host is touched.
+
+Why stage at all: a patch that does not apply must fail here, with the rejected hunk on screen, not halfway
+through a deploy; and the tree hash that the host verifies is computed once, from these very bytes.
+Why hard links: an SGLang tree is ~5,800 files; linking them into the stage costs a fraction of copying,
+keeps the source's inode and mtime (so the hash cache hits on the next deploy), and a file a patch touches
+is first replaced by a private copy, so the source folder is never modified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from specops.buildhash import HashCache, default_cache_file
+from specops.buildpatch import apply_patch, patch_sha256
+from specops.commands.release_remote import tree_hash, tree_line
+from specops.errors import BuildError
+
+SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")  # build junk; a wheel's .dist-info is kept (metadata, entry points)
+NOT_HASHED = ("manifest.json", "unfinished")
+MANIFEST_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class StagedBuild:
+    """A staged release tree: `files` is the manifest's files map, `tree_hash` what the host must reproduce."""
+
+    root: Path
+    tree_hash: str
+    files: dict[str, dict[str, Any]]
+    source: dict[str, str]
+    patches: list[dict[str, str]]
+    staged_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(int(entry.get("size", 0)) for entry in self.files.values())
+
+    def release_id(self, now: datetime | None = None) -> str:
+        """`YYYYmmddTHHMMSSZ-<tree_hash[:12]>` (UTC): sorts by time, and names the content."""
+        moment = (now or datetime.now(UTC)).astimezone(UTC)
+        return f"{moment:%Y%m%dT%H%M%SZ}-{self.tree_hash[:12]}"
+
+    def manifest(self, release_id: str, **fields: Any) -> dict[str, Any]:
+        """The release's manifest.json as the push writes it; `fields` adds profile, unit_sha256, deployed_by,
+        facts. The deploy sets verified/verified_at/gates after its gates (update_manifest)."""
+        try:
+            created = datetime.strptime(release_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        except ValueError:  # an id chosen by the caller (tests): the manifest still says when
+            created = datetime.now(UTC)
+        manifest: dict[str, Any] = {
+            "schema": MANIFEST_SCHEMA,
+            "id": release_id,
+            "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "tree_hash": self.tree_hash,
+            "source": dict(self.source),
+            "patches": [dict(patch) for patch in self.patches],
+            "profile": "",
+            "unit_sha256": "",
+            "deployed_by": "",
+            "facts": {},
+            "gates": {},
+            "verified": False,
+            "verified_at": None,
+        }
+        manifest.update(fields)
+        manifest["files"] = self.files
+        return manifest
+
+
+def stage_build(build: Path, patches: list[Path], workdir: Path, cache_file: Path | None = None) -> StagedBuild:
+    """Stage `build` (a folder holding the `sglang` package, or a wheel) with `patches` into `workdir/stage`."""
+    build = build.expanduser().resolve()
+    if not build.exists():
+        raise BuildError(f"--build {build}: no such file or folder", hint="point --build at sglang's python/ folder")
+    if build.is_file():
+        source_root = _unpacked_wheel(build, workdir)
+        source = {"kind": "wheel", "path": str(build)}
+    else:
+        source_root = _package_root(build)
+        source = {"kind": "dir", "path": str(build)}
+    stage = workdir / "stage"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    _link_tree(source_root, stage)
+    for patch in patches:
+        apply_patch(stage, patch)
+    cache = HashCache(cache_file or default_cache_file())
+    files, lines = _scan(stage, cache)
+    cache.save()
+    patch_list = [{"name": patch.name, "sha256": patch_sha256(patch)} for patch in patches]
+    return StagedBuild(stage, tree_hash(lines), files, source, patch_list)
+
+
+def _package_root(build: Path) -> Path:
+    """The folder holding `sglang/`: the folder itself, or its python/ (an sglang checkout's root)."""
+    for candidate in (build, build / "python"):
+        if (candidate / "sglang" / "__init__.py").is_file():
+            return candidate
+    raise BuildError(
+        f"--build {build}: no `sglang` package inside (expected {build}/sglang/__init__.py)",
+        hint="pass the folder that holds the sglang package (in a checkout: sglang/python), or a .whl file",
+    )
+
+
+def _unpacked_wheel(wheel: Path, workdir: Path) -> Path:
+    """Unzip a wheel once per content (keyed by its sha256), so re-staging the same wheel hits the hash cache."""
+    if wheel.suffix != ".whl":
+        raise BuildError(f"--build {wheel}: a file must be a wheel (.whl)", hint="or pass a folder")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    target = workdir / "wheels" / digest[:16]
+    if not target.is_dir():
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                for info in archive.infolist():
+                    _extract_zip_member(archive, info, partial)
+        except zipfile.BadZipFile as error:
+            raise BuildError(f"--build {wheel}: not a valid wheel ({error})") from None
+        partial.rename(target)
+    return _package_root(target)
+
+
+def _extract_zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, root: Path) -> None:
+    name = info.filename
+    if name.startswith("/") or ".." in name.split("/"):
+        raise BuildError(f"wheel member {name!r} has an absolute or '..' path; refusing to unpack it")
+    path = root / name
+    if info.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with archive.open(info) as source, open(path, "wb") as handle:
+        shutil.copyfileobj(source, handle, 1 << 20)
+    mode = (info.external_attr >> 16) & 0o777
+    path.chmod(mode | 0o644 if mode else 0o644)
+    mtime = datetime(*info.date_time).timestamp()
+    os.utime(path, (mtime, mtime))
+
+
+def _skipped(name: str, is_dir: bool) -> bool:
+    return (is_dir and name in SKIP_DIRS) or name.endswith(SKIP_SUFFIXES)
+
+
+def _link_tree(source: Path, stage: Path) -> None:
+    """Mirror `source` into `stage` by hard links (copies across filesystems), without build junk."""
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = sorted(name for name in dirs if not _skipped(name, True))
+        relative = Path(folder).relative_to(source)
+        (stage / relative).mkdir(exist_ok=True)
+        for name in dirs:
+            if (Path(folder) / name).is_symlink():
+                _copy_symlink(source, Path(folder) / name, stage / relative / name)
+        for name in sorted(files):
+            if _skipped(name, False):
+                continue
+            path = Path(folder) / name
+            if path.is_symlink():
+                _copy_symlink(source, path, stage / relative / name)
+            elif path.is_file():
+                _link_or_copy(path, stage / relative / name)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _copy_symlink(root: Path, link: Path, target: Path) -> None:
+    """Keep a symlink only if it points inside the tree (the release must be self-contained)."""
+    destination = os.readlink(link)
+    resolved = os.path.normpath(link.parent / destination)
+    if os.path.isabs(destination) or not resolved.startswith(str(root) + os.sep):
+        raise BuildError(
+            f"{link}: symlink to {destination!r} points outside the build",
+            hint="a release must be self-contained: replace the link by the file it points to",
+        )
+    os.symlink(destination, target)
+
+
+def _scan(stage: Path, cache: HashCache) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The files map and the tree-hash lines of the staged tree (same rules as the host's verification)."""
+    files: dict[str, dict[str, Any]] = {}
+    lines: list[str] = []
+    for folder, dirs, names in os.walk(stage):
+        dirs.sort()
+        for name in [*dirs, *names]:
+            path = os.path.join(folder, name)
+            relpath = os.path.relpath(path, stage)
+            if relpath in NOT_HASHED:
+                continue
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                files[relpath] = {"link": os.readlink(path)}
+                lines.append(tree_line(relpath, "l", files[relpath]["link"]))
+            elif stat.S_ISREG(info.st_mode):
+                sha = cache.sha256(path, info)
+                files[relpath] = {"size": info.st_size, "mode": stat.S_IMODE(info.st_mode), "sha256": sha}
+                lines.append(tree_line(relpath, "x" if info.st_mode & 0o111 else "-", sha))
+    return files, lines

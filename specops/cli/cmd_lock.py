@@ -1,0 +1,123 @@
+"""`specops lock status HOST` and `specops lock release HOST [--force]`: see and clear a host's deploy lock."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from specops.cli.output import print_json, stderr_console, stdout_console
+from specops.cli.state import state
+from specops.errors import LockHeld, SpecopsError
+
+if TYPE_CHECKING:
+    from specops.host.base import Host
+    from specops.lock import LockInfo, Released
+    from specops.models import HostSpec
+
+app = typer.Typer(help="See or clear a host's deploy lock.", no_args_is_help=True)
+
+HostArg = Annotated[str, typer.Argument(help="The host (as named in specops.toml).")]
+StaleAfter = Annotated[
+    float, typer.Option("--stale-after", help="Seconds without a heartbeat after which a lock is stale.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+@app.command("status")
+def lock_status(
+    ctx: typer.Context, host: HostArg, stale_after: StaleAfter = 90.0, json_output: JsonOpt = False
+) -> None:
+    """Who holds the host's lock, since when, its last heartbeat, and whether it is stale (exit 0 either way)."""
+    from specops.lock import status
+
+    app_state = state(ctx)
+    spec = app_state.load_config().host(host)
+    with _connect(spec) as connected:
+        info = status(connected, stale_after_s=stale_after)
+    if app_state.json or json_output:
+        print_json({"host": spec.name, "locked": info is not None, "lock": info.to_json() if info else None})
+        return
+    _print_status(spec.name, info)
+
+
+@app.command("release")
+def lock_release(
+    ctx: typer.Context,
+    host: HostArg,
+    force: Annotated[bool, typer.Option("--force", help="Release even a live holder's lock.")] = False,
+    stale_after: StaleAfter = 90.0,
+    json_output: JsonOpt = False,
+) -> None:
+    """Remove a stale lock (or your own crashed one); --force removes any lock. The release is audited."""
+    from specops.lock import lock_held_error, release
+
+    app_state = state(ctx)
+    spec = app_state.load_config().host(host)
+    with _connect(spec) as connected:
+        outcome = release(connected, force=force, stale_after_s=stale_after)
+        if outcome.released:
+            _audit_release(connected, spec, outcome, force)
+    if outcome.info is not None and not outcome.released:
+        error = lock_held_error(outcome.info)
+        raise LockHeld(
+            f"{error.message}: not released, {outcome.reason}",
+            hint=f"if you are sure no deploy is running there: specops lock release {spec.name} --force",
+        )
+    if app_state.json or json_output:
+        print_json({"host": spec.name, "released": outcome.released, "reason": outcome.reason,
+                    "lock": outcome.info.to_json() if outcome.info else None})  # fmt: skip
+        return
+    if outcome.released and outcome.info is not None:
+        typer.echo(f"{spec.name}: released the lock held by {outcome.info.describe()}")
+    else:
+        typer.echo(f"{spec.name}: {outcome.reason}, nothing to release")
+
+
+def _connect(spec: HostSpec) -> Host:
+    from specops.host.ssh import connect
+
+    return connect(spec)
+
+
+def _audit_release(host: Host, spec: HostSpec, outcome: Released, force: bool) -> None:
+    """Leave a trace of who removed whose lock; a failure to write it is a warning, the release stands."""
+    from specops import audit
+
+    assert outcome.info is not None
+    entry = audit.new_entry("lock-release", outcome="released", forced=force, message=outcome.info.describe())
+    try:
+        audit.record(host, spec, entry)
+    except (SpecopsError, OSError) as error:
+        stderr_console().print(f"[yellow]warning:[/] the release was not audited: {error}", markup=True)
+
+
+def _print_status(name: str, info: LockInfo | None) -> None:
+    console = stdout_console()
+    if info is None:
+        console.print(f"{name}: free", markup=False)
+        return
+    holder = info.holder
+    beat = "never" if info.heartbeat_age_s is None else f"{format_age(info.heartbeat_age_s)} ago"
+    rows = [("holder", "unknown (holder.json missing or unreadable)")]
+    if holder is not None:
+        since = holder.started_at + (f" ({format_age(info.age_s)} ago)" if info.age_s is not None else "")
+        rows = [("holder", f"{holder.who} pid {holder.pid}"), ("command", holder.command), ("since", since),
+                ("version", f"specops {holder.version}")]  # fmt: skip
+    stale = f"yes (no heartbeat for over {info.stale_after_s:g}s)" if info.stale else "no"
+    rows += [("heartbeat", beat), ("stale", stale)]
+    console.print(f"{name}: locked", markup=False)
+    for label, value in rows:
+        console.print(f"  {label + ':':<11} {value}", markup=False)
+
+
+def format_age(seconds: float) -> str:
+    """`42s`, `5m 3s`, `2h 10m`, `3d 4h`: short, for people."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60}s"
+    if whole < 86400:
+        return f"{whole // 3600}h {whole % 3600 // 60}m"
+    return f"{whole // 86400}d {whole % 86400 // 3600}h"

@@ -1,0 +1,129 @@
+"""Pure argv builders and parsers for what the readiness wait reads on a host: `systemctl show` and the journal.
+
+Why one combined poll: a readiness wait polls for up to tens of minutes, and every SSH round trip costs time
+and a line in the host's auth log. `poll_argv` prints the unit's state AND the journal lines since a cursor
+in ONE `host.run`, split by a marker line that no journal line can be (journal lines come after it).
+
+Journal positions are cursors (`s=...;i=...`): global and exact, so a restart never re-reads the previous
+run's lines (a timestamp can: two runs within the same second). Where no cursor exists yet, a time
+(`@EPOCH` or any systemd.time(7) spec) is accepted instead.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+SHOW_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "ExecMainStatus", "ExecMainPID", "MainPID")
+CURSOR_PREFIX = "-- cursor: "
+POLL_MARKER = "--specops-journal-follows--"
+
+
+def show_argv(unit: str) -> list[str]:
+    """`systemctl show UNIT -p ...`: KEY=VALUE lines, stable across systemd versions (unlike `status`)."""
+    return ["systemctl", "show", unit, "-p", ",".join(SHOW_PROPERTIES)]
+
+
+def journal_argv(unit: str, position: str | None = None, lines: int | None = None) -> list[str]:
+    """The unit's journal messages (`-o cat`: text only) after `position`, ending with the cursor line.
+
+    position: a cursor from a previous read (`--after-cursor`), or a time (`--since`), or None (all).
+    lines: only the last N (`-n N`), e.g. to show the tail of a failed start.
+    """
+    argv = ["journalctl", "-u", unit, "--no-pager", "-o", "cat", "--show-cursor"]
+    if position and is_cursor(position):
+        argv += ["--after-cursor", position]
+    elif position:
+        argv += ["--since", position]
+    if lines is not None:
+        argv += ["-n", str(lines)]
+    return argv
+
+
+def cursor_argv() -> list[str]:
+    """The journal's current end as a cursor (the last entry of ANY unit, so it exists before the unit logs)."""
+    return ["journalctl", "-n", "1", "--no-pager", "-o", "cat", "--show-cursor"]
+
+
+def poll_argv(unit: str, position: str | None) -> list[str]:
+    """One command printing `systemctl show` lines, the marker, then the journal since `position`."""
+    script = f"{shlex.join(show_argv(unit))}; echo {POLL_MARKER}; {shlex.join(journal_argv(unit, position))}"
+    return ["sh", "-c", script]
+
+
+def is_cursor(position: str) -> bool:
+    """Cursors look like `s=<hex>;i=<hex>;b=...`; anything else is treated as a time."""
+    return position.startswith("s=") and ";" in position
+
+
+@dataclass(frozen=True)
+class UnitState:
+    """The unit as `systemctl show` printed it; numbers are ints (0 when absent or unparsable)."""
+
+    active_state: str = ""
+    sub_state: str = ""
+    n_restarts: int = 0
+    exec_main_status: int = 0
+    exec_main_pid: int = 0
+    main_pid: int = 0
+
+    @property
+    def running(self) -> bool:
+        """A main process exists and systemd considers the unit up or coming up."""
+        return self.main_pid > 0 and self.active_state in ("active", "activating", "reloading")
+
+    @property
+    def failed(self) -> bool:
+        """The unit stopped or is waiting to be restarted after its process ended."""
+        return self.active_state in ("failed", "inactive", "deactivating") or self.sub_state in (
+            "auto-restart",
+            "failed",
+            "dead",
+            "exited",
+        )
+
+
+def parse_show(text: str) -> UnitState:
+    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return UnitState(
+        active_state=values.get("ActiveState", ""),
+        sub_state=values.get("SubState", ""),
+        n_restarts=_int(values.get("NRestarts")),
+        exec_main_status=_int(values.get("ExecMainStatus")),
+        exec_main_pid=_int(values.get("ExecMainPID")),
+        main_pid=_int(values.get("MainPID")),
+    )
+
+
+def split_journal(text: str) -> tuple[list[str], str | None]:
+    """journalctl --show-cursor output -> (message lines, the cursor or None when there were no entries)."""
+    lines = text.splitlines()
+    if lines and lines[-1].startswith(CURSOR_PREFIX):
+        return lines[:-1], lines[-1][len(CURSOR_PREFIX) :].strip()
+    return lines, None
+
+
+def parse_poll(text: str) -> tuple[UnitState, list[str], str | None]:
+    """poll_argv output -> (unit state, new journal lines, cursor after them or None)."""
+    show, _, journal = text.partition(POLL_MARKER + "\n")
+    lines, cursor = split_journal(journal)
+    return parse_show(show), lines, cursor
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def invocation_journal_argv(unit: str, lines: int = 5000) -> list[str]:
+    """The journal of the unit's CURRENT run only (its InvocationID), last `lines` lines: what this process said.
+
+    Why not `-u UNIT`: that mixes in every earlier run, and an old crash must not be blamed on a healthy server.
+    """
+    script = (
+        'id=$(systemctl show -p InvocationID --value "$1") && [ -n "$id" ] && '
+        'journalctl --no-pager -o cat -n "$2" "_SYSTEMD_INVOCATION_ID=$id"'
+    )
+    return ["sh", "-c", script, "specops-journal", unit, str(lines)]

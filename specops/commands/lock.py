@@ -1,0 +1,122 @@
+"""Pure builders for the per-host deploy lock: the host-side script, its argv, and the parser of its answer.
+
+The lock is a directory made with mkdir(2) (atomic: exactly one creator wins) holding `holder.json`. Every
+check-then-act step (take over a stale lock, release only our own, heartbeat only while still ours) runs on
+the host inside one `flock` on `<root>.guard`, so two operators can never interleave those steps; the kernel
+drops that flock when the script exits or is killed, so the guard itself can never leak the way Kamal's lock
+does on Ctrl-C. Staleness is judged with the HOST's clock (now minus the mtime of holder.json, which every
+heartbeat rewrites), so clock skew between operators' laptops cannot make a live lock look stale.
+
+Only POSIX sh, coreutils and util-linux `flock` are used: the lock must work before any Python is deployed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_LOCK_ROOT = "/run/specops/lock"
+HOLDER_FILE = "holder.json"
+GUARD_WAIT_S = 20  # the guard is held for milliseconds; waiting longer means a wedged host
+GUARD_BUSY_EXIT = 75
+
+# $1=op $2=root $3=token $4=stale_after_s ; stdin = the new holder.json (acquire/heartbeat), checked complete.
+# Prints `key=value` lines, then `holder:` and the holder.json that was there (if any) as the last lines.
+LOCK_SCRIPT = r"""
+set -u
+op=$1 root=$2 token=$3 stale=$4
+holder="$root/holder.json"
+mkdir -p -- "$(dirname -- "$root")" || exit 1
+input="$root.input.$$"
+trap 'rm -f -- "$input"' EXIT
+case $op in acquire|heartbeat)  # read all of stdin BEFORE the guard: a client that vanishes mid-send cannot stall it
+  cat > "$input" && [ "$(tail -c 2 -- "$input")" = "}" ] || { echo "input=incomplete" >&2; exit 1; } ;;
+esac
+exec 9>>"$root.guard"
+flock -w GUARD_WAIT_S 9 || { echo "guard=busy"; exit GUARD_BUSY_EXIT; }
+now=$(date +%s)
+beat() {  # seconds since the lock's last sign of life: holder.json's mtime, or the directory's
+  if [ -f "$holder" ]; then stat -c %Y -- "$holder"; else stat -c %Y -- "$root"; fi
+}
+show() {  # what holds the lock now (or held what we just removed: $1)
+  dir=${1:-$root}
+  printf 'now=%s\n' "$now"
+  if [ -d "$dir" ]; then
+    if [ -f "$dir/holder.json" ]; then printf 'beat=%s\n' "$(stat -c %Y -- "$dir/holder.json")"
+    else printf 'beat=%s\n' "$(stat -c %Y -- "$dir")"; fi
+    echo "holder:"; cat -- "$dir/holder.json" 2>/dev/null || true
+  fi
+}
+ours() { grep -qF "\"token\": \"$token\"" "$holder" 2>/dev/null; }
+stale() { [ "$stale" -gt 0 ] && [ $((now - $(beat))) -gt "$stale" ]; }
+write_holder() { cp -- "$input" "$1/.holder.tmp" && mv -f -- "$1/.holder.tmp" "$1/holder.json"; }
+put_away() {  # rename first (others may mkdir at once), then delete at leisure
+  away="$root.removed-$token-$$"; mv -T -- "$root" "$away" || exit 1
+}
+case $op in
+status)
+  if [ -d "$root" ]; then echo "state=held"; else echo "state=free"; fi; show ;;
+acquire)
+  if mkdir -- "$root" 2>/dev/null; then write_holder "$root" || { rm -rf -- "$root"; exit 1; }; echo "state=acquired"
+  elif stale; then
+    put_away; mkdir -- "$root" && write_holder "$root" || exit 1
+    echo "state=taken-over"; show "$away"; rm -rf -- "$away"
+  else echo "state=held"; show; fi ;;
+heartbeat)
+  if [ -d "$root" ] && ours; then write_holder "$root" && echo "state=beat"; else echo "state=lost"; show; fi ;;
+release)
+  if [ ! -d "$root" ]; then echo "state=free"; show
+  elif { [ -z "$token" ] || ours; } && { [ "$stale" -eq 0 ] || stale; }; then
+    put_away; echo "state=released"; show "$away"; rm -rf -- "$away"
+  else echo "state=kept"; show; fi ;;
+*) echo "unknown op $op" >&2; exit 2 ;;
+esac
+""".replace("GUARD_WAIT_S", str(GUARD_WAIT_S)).replace("GUARD_BUSY_EXIT", str(GUARD_BUSY_EXIT))
+
+
+def lock_argv(op: str, root: str, token: str = "", stale_after_s: float = 0) -> list[str]:
+    """The command for one lock operation. `stale_after_s` > 0 makes acquire take over and release demand
+    a lock whose heartbeat is older than that; `token` "" makes release match any holder (--force)."""
+    if op not in {"status", "acquire", "heartbeat", "release"}:
+        raise ValueError(f"unknown lock operation {op!r}")
+    if token and not token.isalnum():
+        raise ValueError("a lock token is alphanumeric")
+    return ["sh", "-c", LOCK_SCRIPT, "specops-lock", op, root, token, str(int(stale_after_s))]
+
+
+@dataclass(frozen=True)
+class LockReply:
+    """What the lock script said: the outcome word, the host's clock, and the holder it saw (raw text)."""
+
+    state: str
+    host_now: int | None
+    last_beat: int | None
+    holder_text: str | None
+
+    @property
+    def heartbeat_age_s(self) -> int | None:
+        if self.host_now is None or self.last_beat is None:
+            return None
+        return max(0, self.host_now - self.last_beat)
+
+
+def parse_lock_reply(text: str) -> LockReply:
+    """Parse the script's `key=value` lines and the trailing holder.json (absent when the lock was free)."""
+    head, marker, tail = text.partition("holder:\n")
+    values: dict[str, str] = {}
+    for line in head.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return LockReply(
+        state=values.get("state", ""),
+        host_now=_int_or_none(values.get("now")),
+        last_beat=_int_or_none(values.get("beat")),
+        holder_text=tail.strip() if marker else None,
+    )
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,194 @@
+"""Pure builders for release operations: argv lists for the host's interpreter, the local tar command, and
+parsers for the host's JSON replies. Nothing here talks to a host (specops/push.py does), so every command
+specops would run can be unit-tested and shown by a dry run.
+
+Every remote value travels as its own argv word (the Host quotes once); the host-side logic is the stdlib
+script specops/commands/release_remote.py, passed with `python -I -c` (isolated: no PYTHONPATH, no user site).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from specops.models import HostSpec
+
+REMOTE_MODULES = ("release_remote.py", "release_rollback.py", "release_receive.py")  # in order; the last has main()
+RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+SEND_ALWAYS = ("manifest.json",)
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """One `releases/<id>` on a host, as the listing reports it."""
+
+    id: str
+    complete: bool
+    verified: bool = False
+    created_at: str | None = None
+    profile: str | None = None
+    tree_hash: str | None = None
+    verified_at: str | None = None
+    deployed_by: str | None = None
+    gates: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    is_current: bool = False
+
+    @property
+    def rollback_target(self) -> bool:
+        """Only a complete release with a readable manifest that says verified=true may be rolled back to."""
+        return self.complete and self.verified and self.error is None
+
+
+@dataclass(frozen=True)
+class Listing:
+    current: str | None
+    releases: list[ReleaseInfo]
+
+
+class ReplyError(Exception):
+    """The host's reply is not the JSON the script prints (the script did not run: no python, killed...)."""
+
+
+@lru_cache(maxsize=1)
+def remote_script() -> str:
+    """The host-side script: the two modules concatenated, minus the import that joins them for tooling (and
+    the second `from __future__`); `python -c` runs it as __main__."""
+    parts = []
+    for index, name in enumerate(REMOTE_MODULES):
+        text = resources.files("specops.commands").joinpath(name).read_text(encoding="utf-8")
+        if index:
+            text = re.sub(r"from specops\.commands\.release_\w+ import (?:\([^)]*\)|[^\n]*)\n", "", text)
+            text = text.replace("from __future__ import annotations\n", "")
+        parts.append(text)
+    return "\n".join(parts)
+
+
+def check_release_id(release_id: str) -> str:
+    if not RELEASE_ID.fullmatch(release_id):
+        raise ValueError(f"not a release id: {release_id!r}")
+    return release_id
+
+
+def script_argv(spec: HostSpec, op: str, *args: str) -> list[str]:
+    return [spec.python, "-I", "-c", remote_script(), op, spec.service_dir, *args]
+
+
+def list_argv(spec: HostSpec) -> list[str]:
+    return script_argv(spec, "list")
+
+
+def receive_argv(
+    spec: HostSpec, release_id: str, base_id: str | None, tree_hash: str, extractor: str = "auto"
+) -> list[str]:
+    """Reads the tar on stdin; `base_id` "" means a full push (nothing to hard-link). `extractor`: "auto"
+    (GNU tar if the host has it), "tar" or "python" (the stdlib reader)."""
+    base = check_release_id(base_id) if base_id else ""
+    if extractor not in ("auto", "tar", "python"):
+        raise ValueError(f"unknown extractor {extractor!r}")
+    return script_argv(spec, "receive", check_release_id(release_id), base, tree_hash, extractor)
+
+
+def switch_argv(spec: HostSpec, release_id: str) -> list[str]:
+    return script_argv(spec, "switch", check_release_id(release_id))
+
+
+def prune_argv(spec: HostSpec, keep: int, protect: set[str]) -> list[str]:
+    if keep < 1:
+        raise ValueError("keep must be at least 1")
+    return script_argv(spec, "prune", str(keep), ",".join(sorted(check_release_id(i) for i in protect)))
+
+
+def rollback_argv(spec: HostSpec, target_id: str | None, reason: str) -> list[str]:
+    """Back to `target_id` (or the newest verified release that is not current): switch, unit, restart."""
+    target = check_release_id(target_id) if target_id else ""
+    return script_argv(spec, "rollback", spec.unit_name, target, reason)
+
+
+def update_manifest_argv(spec: HostSpec, release_id: str) -> list[str]:
+    """Reads the JSON object of changes on stdin."""
+    return script_argv(spec, "update-manifest", check_release_id(release_id))
+
+
+def manifest_path(spec: HostSpec, release_id: str) -> str:
+    return f"{spec.service_dir}/releases/{check_release_id(release_id)}/manifest.json"
+
+
+def tar_argv(root: str) -> list[str]:
+    """GNU tar writing the NUL-separated names read from stdin (relative to root) to stdout; root-owned,
+    numeric ids, no recursion (the list is exactly what is sent)."""
+    return [
+        "tar", "--create", "--file=-", f"--directory={root}", "--null", "--no-recursion", "--verbatim-files-from",
+        "--files-from=-", "--format=gnu", "--numeric-owner", "--owner=0", "--group=0",
+    ]  # fmt: skip
+
+
+def files_to_send(files: dict[str, dict[str, Any]], base_files: dict[str, Any] | None) -> list[str]:
+    """The manifest first, then every file that is new or differs from the base (size, mode or sha256);
+    symlinks are always sent (they are a few bytes, and hard-linking a link is not portable)."""
+    changed = []
+    for relpath, entry in sorted(files.items()):
+        before = (base_files or {}).get(relpath)
+        if not isinstance(before, dict) or "link" in entry or "link" in before or _differs(before, entry):
+            changed.append(relpath)
+    return [*SEND_ALWAYS, *changed]
+
+
+def _differs(before: dict[str, Any], entry: dict[str, Any]) -> bool:
+    return any(before.get(key) != entry.get(key) for key in ("size", "mode", "sha256"))
+
+
+def parse_reply(stdout: str) -> dict[str, Any]:
+    """The last line of the script's stdout as a JSON object with an "ok" key."""
+    lines = stdout.strip().splitlines()
+    try:
+        reply = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict) or "ok" not in reply:
+        raise ReplyError(f"unexpected reply: {stdout.strip()[-300:]!r}")
+    return reply
+
+
+def parse_listing(reply: dict[str, Any]) -> Listing:
+    """The `list` reply as a Listing; releases sorted oldest first (ids start with a UTC timestamp)."""
+    current = reply.get("current")
+    releases = [_release_info(raw, current) for raw in reply.get("releases") or [] if isinstance(raw, dict)]
+    return Listing(current if isinstance(current, str) else None, sorted(releases, key=lambda r: r.id))
+
+
+def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) else None
+
+    gates = raw.get("gates")
+    return ReleaseInfo(
+        id=str(raw.get("id")),
+        complete=raw.get("complete") is True,
+        verified=raw.get("verified") is True,
+        created_at=text("created_at"),
+        profile=text("profile"),
+        tree_hash=text("tree_hash"),
+        verified_at=text("verified_at"),
+        deployed_by=text("deployed_by"),
+        gates=gates if isinstance(gates, dict) else {},
+        error=text("error"),
+        is_current=raw.get("id") == current,
+    )
+
+
+def newest_complete(releases: list[ReleaseInfo]) -> ReleaseInfo | None:
+    """The push's delta base: the newest release whose push finished (verified or not)."""
+    complete = [release for release in releases if release.complete and release.error is None]
+    return max(complete, key=lambda r: r.id) if complete else None
+
+
+def newest_verified(releases: list[ReleaseInfo], exclude: str | None = None) -> ReleaseInfo | None:
+    """The rollback target: the newest verified release other than `exclude` (usually current)."""
+    targets = [release for release in releases if release.rollback_target and release.id != exclude]
+    return max(targets, key=lambda r: r.id) if targets else None

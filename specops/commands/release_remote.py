@@ -1,0 +1,220 @@
+"""The host side of releases: one stdlib-only script (this file + release_receive.py), run as
+`<python> -I -c <script> OP ARGS...`.
+
+Why a script and not shell commands: listing every release with its manifest, receiving a tar stream while
+hard-linking the rest, verifying a tree hash and switching `current` must each be ONE round trip, atomic on the
+host, and identical on every distro. The host's own interpreter (the engine's venv, Python 3.8+) runs it, so
+nothing is installed on the host. specops imports `tree_hash` from here too, so both ends hash the same way.
+
+Ops (each prints one JSON object on stdout; exit 0 with {"ok": true, ...}, exit 3 with {"ok": false, ...}):
+  list SERVICE_DIR                          releases + manifests summary + which one `current` points at
+  receive SERVICE_DIR ID BASE_ID TREE_HASH  stdin: tar (manifest.json first); build releases/ID, verify, finish
+  switch SERVICE_DIR ID                     point `current` at releases/ID by an atomic rename
+  prune SERVICE_DIR KEEP PROTECTED_IDS      remove old releases (comma-separated ids are never removed)
+  update-manifest SERVICE_DIR ID            stdin: JSON object merged into manifest.json (atomic rewrite)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from typing import Any
+
+MANIFEST = "manifest.json"
+UNFINISHED = "unfinished"
+NOT_HASHED = (MANIFEST, UNFINISHED)
+PROTECTED_MANIFEST_KEYS = ("schema", "id", "tree_hash", "files", "created_at")
+CHUNK = 1 << 20
+
+
+class Refused(Exception):
+    """An operation that must not go on; `kind` lets specops pick the error class."""
+
+    def __init__(self, kind: str, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.details = details
+
+
+def tree_line(relpath: str, kind: str, value: str) -> str:
+    """One line of the tree hash: kind 'x' (executable), '-' (regular) with the content sha256, 'l' with the
+    symlink target."""
+    return relpath + "\0" + kind + "\0" + value + "\n"
+
+
+def tree_hash(lines: list[str]) -> str:
+    """sha256 over the sorted lines: independent of walk order, mtimes, owners and the filesystem."""
+    digest = hashlib.sha256()
+    for line in sorted(lines):
+        digest.update(line.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def scan_release_dir(root: str, known: dict[tuple[int, int, int], str]) -> dict[str, tuple[str, str]]:
+    """relpath -> (kind, sha256 or link target) of a release folder as it is on disk now; `known` maps (inode,
+    size, mtime_ns) to a sha256 already established in this process (written or vouched for: not read again).
+    A symlink must stay inside the release; anything but files, folders and symlinks is refused."""
+    entries = {}
+    pending = [""]
+    while pending:
+        prefix = pending.pop()
+        with os.scandir(os.path.join(root, prefix) if prefix else root) as listing:
+            for item in listing:
+                relpath = prefix + "/" + item.name if prefix else item.name
+                if relpath in NOT_HASHED:
+                    continue
+                if item.is_symlink():
+                    target = os.readlink(item.path)
+                    check_symlink(root, relpath, target)
+                    entries[relpath] = ("l", target)
+                elif item.is_dir(follow_symlinks=False):
+                    pending.append(relpath)
+                elif item.is_file(follow_symlinks=False):
+                    info = item.stat(follow_symlinks=False)
+                    sha = known.get((info.st_ino, info.st_size, info.st_mtime_ns)) or file_sha256(item.path)
+                    entries[relpath] = ("x" if info.st_mode & 0o111 else "-", sha)
+                else:
+                    raise Refused("unsafe", "refusing " + repr(relpath) + ": not a file, folder or symlink")
+    return entries
+
+
+def check_symlink(root: str, name: str, target: str) -> None:
+    resolved = os.path.normpath(os.path.join(root, os.path.dirname(name), target))
+    if target.startswith("/") or not (resolved + "/").startswith(root.rstrip("/") + "/"):
+        raise Refused("unsafe", "refusing symlink " + repr(name) + " -> " + repr(target) + ": points outside")
+
+
+def entries_hash(entries: dict[str, tuple[str, str]]) -> str:
+    return tree_hash([tree_line(relpath, kind, value) for relpath, (kind, value) in entries.items()])
+
+
+def manifest_entry(entry: dict[str, Any]) -> tuple[str, str]:
+    """A manifest `files` entry as (kind, value), comparable with scan_release_dir's."""
+    if "link" in entry:
+        return ("l", str(entry["link"]))
+    return ("x" if int(entry.get("mode", 0)) & 0o111 else "-", str(entry.get("sha256")))
+
+
+def differences(entries: dict[str, tuple[str, str]], files: dict[str, Any], limit: int = 5) -> list[str]:
+    """Up to `limit` paths that differ between the disk and the manifest, each with what is wrong."""
+    found = []
+    for name in sorted(set(entries) | set(files)):
+        if name not in files:
+            found.append(name + " (not in the manifest)")
+        elif name not in entries:
+            found.append(name + " (missing)")
+        elif entries[name] != manifest_entry(files[name]):
+            found.append(name + " (content or mode differs)")
+    return found[:limit]
+
+
+def read_manifest(release_dir: str) -> dict[str, Any]:
+    with open(os.path.join(release_dir, MANIFEST), encoding="utf-8") as handle:
+        loaded = json.load(handle)
+    if not isinstance(loaded, dict):
+        raise ValueError("manifest.json is not a JSON object")
+    return loaded
+
+
+def write_json_atomic(path: str, value: object) -> None:
+    temporary = path + ".tmp-" + str(os.getpid())
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, indent=1, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def current_id(service_dir: str) -> str | None:
+    link = os.path.join(service_dir, "current")
+    if not os.path.islink(link):
+        return None
+    return os.path.basename(os.path.normpath(os.readlink(link)))
+
+
+def release_ids(service_dir: str) -> list[str]:
+    try:
+        names = os.listdir(os.path.join(service_dir, "releases"))
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in names if not name.startswith("."))
+
+
+def summary(service_dir: str, release_id: str) -> dict[str, Any]:
+    folder = os.path.join(service_dir, "releases", release_id)
+    info = {"id": release_id, "complete": not os.path.lexists(os.path.join(folder, UNFINISHED)), "error": None}
+    try:
+        manifest = read_manifest(folder)
+    except (OSError, ValueError) as error:
+        info["error"] = str(error)
+        manifest = {}
+    for key in ("created_at", "profile", "tree_hash", "verified_at", "gates", "deployed_by"):
+        info[key] = manifest.get(key)
+    info["verified"] = manifest.get("verified") is True
+    return info
+
+
+def op_list(service_dir: str) -> dict[str, Any]:
+    releases = [summary(service_dir, release_id) for release_id in release_ids(service_dir)]
+    return {"current": current_id(service_dir), "releases": releases}
+
+
+def op_switch(service_dir: str, release_id: str) -> dict[str, Any]:
+    target = os.path.join(service_dir, "releases", release_id)
+    if not os.path.isdir(target) or os.path.islink(target):
+        raise Refused("missing", "release " + release_id + " does not exist on the host")
+    if os.path.lexists(os.path.join(target, UNFINISHED)):
+        raise Refused("unfinished", "release " + release_id + " is unfinished (its push did not verify)")
+    previous = current_id(service_dir)
+    link = os.path.join(service_dir, "current")
+    if os.path.lexists(link) and not os.path.islink(link):
+        raise Refused("current", link + " exists and is not a symlink; move it away first")
+    temporary = link + ".tmp-" + str(os.getpid())
+    os.symlink(target, temporary)
+    os.replace(temporary, link)
+    return {"previous": previous, "current": release_id}
+
+
+def prune_plan(releases: list[dict[str, Any]], current: str | None, keep: int, protected: set[str]) -> list[str]:
+    """Ids to delete: complete releases beyond the newest `keep`, and unfinished leftovers older than the newest
+    complete one; never current, the newest verified or a protected id."""
+    complete = [r["id"] for r in releases if r["complete"]]
+    verified = [r["id"] for r in releases if r["complete"] and r["verified"] and not r["error"]]
+    spared = set(protected) | {current} | set(verified[-1:]) | set(complete[-keep:] if keep > 0 else [])
+    newest_complete = complete[-1] if complete else None
+    doomed = [r for r in complete if r not in spared]
+    if newest_complete is not None:
+        doomed += [r["id"] for r in releases if not r["complete"] and r["id"] < newest_complete]
+    return sorted(r for r in doomed if r not in spared)
+
+
+def op_prune(service_dir: str, keep: str, protected: str) -> dict[str, Any]:
+    plan = prune_plan(op_list(service_dir)["releases"], current_id(service_dir), int(keep), set(protected.split(",")))
+    releases = os.path.join(service_dir, "releases")
+    for release_id in plan:
+        trash = os.path.join(releases, ".trash-" + release_id)
+        os.rename(os.path.join(releases, release_id), trash)  # gone from listings at once, even if rmtree fails
+        shutil.rmtree(trash)
+    return {"removed": plan}
+
+
+def op_update_manifest(service_dir: str, release_id: str) -> dict[str, Any]:
+    changes = json.loads(sys.stdin.read())
+    if not isinstance(changes, dict) or set(changes) & set(PROTECTED_MANIFEST_KEYS):
+        raise Refused("manifest", "manifest changes must be an object without " + ", ".join(PROTECTED_MANIFEST_KEYS))
+    folder = os.path.join(service_dir, "releases", release_id)
+    manifest = read_manifest(folder)
+    manifest.update(changes)
+    write_json_atomic(os.path.join(folder, MANIFEST), manifest)
+    return summary(service_dir, release_id)

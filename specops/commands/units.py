@@ -1,0 +1,45 @@
+"""Pure builders for installing a unit: where it goes, how it is validated, when systemd must reload.
+
+Ansible's lesson (validate before the atomic move) and its bug #77606 (a changed unit without
+daemon-reload): the new unit is verified under a scratch path, moved into place atomically, and
+`daemon-reload` runs exactly when the content changed or systemd says NeedDaemonReload=yes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+UNIT_DIR = "/etc/systemd/system"
+VERIFY_DIR = "/run/specops/verify"
+
+
+def unit_path(unit_name: str) -> str:
+    return f"{UNIT_DIR}/{unit_name}"
+
+
+def verify_path(unit_name: str) -> str:
+    """A scratch copy under its real name: systemd-analyze derives the unit type from the file name."""
+    return f"{VERIFY_DIR}/{unit_name}"
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def verify_argv(unit_name: str) -> list[str]:
+    """`systemd-analyze verify` of the scratch copy (skipped by the executor when the tool is absent)."""
+    return ["systemd-analyze", "verify", verify_path(unit_name)]
+
+
+def show_argv(unit_name: str, properties: list[str]) -> list[str]:
+    return ["systemctl", "show", unit_name, "-p", ",".join(properties)]
+
+
+def parse_show(text: str) -> dict[str, str]:
+    """`systemctl show` KEY=VALUE lines into a dict (values may contain '=')."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def needs_daemon_reload(old_unit: str | None, new_unit: str, need_daemon_reload: str) -> bool:
+    """Reload exactly when the file changes or systemd already knows its copy is stale."""
+    return old_unit != new_unit or need_daemon_reload.strip().lower() == "yes"

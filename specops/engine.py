@@ -1,0 +1,282 @@
+"""HTTP to the SGLang engine THROUGH the host connection: the ONLY module that imports httpx (layering test).
+
+    with EngineClient(host, spec) as engine:        # host: SshHost, LocalHost (tests) - any Host with open_tunnel
+        engine.health_generate()                     # 200 ready, 503 starting, 0 nothing answers
+        engine.generate("Why is the sky blue?", 64)  # SGLang's /generate body: text + meta_info
+
+Why a tunnel: SGLang listens on 127.0.0.1 by default, and it should - an inference port open to the network
+is an unauthenticated GPU for anyone. So every request rides a `direct-tcpip` channel of the SSH connection
+specops already holds (`host.open_tunnel`); the operator never opens a port or runs `ssh -L`.
+
+How: httpx speaks HTTP/1.1 through httpcore, whose NetworkBackend is the one seam for "where do the bytes
+go". `_TunnelBackend` opens a tunnel per connection; keep-alive is off, so a restarted engine never meets a
+stale connection (a channel costs one round trip on an open SSH connection). httpx is imported lazily so
+`specops --help` stays light.
+"""
+
+from __future__ import annotations
+
+import json
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, cast
+
+from specops.errors import ExitCode, SpecopsError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from specops.host.base import Host, Tunnel
+    from specops.models import HostSpec
+
+DEFAULT_TIMEOUT_S = 30.0
+HEALTH_TIMEOUT_S = 30.0  # SGLang answers 503 itself after SGLANG_HEALTH_CHECK_TIMEOUT (20 s)
+ANY_ADDRESS = ("0.0.0.0", "::", "")
+
+
+class EngineError(SpecopsError):
+    """The engine did not answer, or answered something other than what SGLang answers."""
+
+    exit_code = ExitCode.REMOTE_FAILED
+
+
+def engine_address(spec: HostSpec) -> str:
+    """Where to reach the engine FROM the host: its listen address, or loopback when it binds every address."""
+    return "127.0.0.1" if spec.listen in ANY_ADDRESS else spec.listen
+
+
+class EngineClient:
+    """SGLang's HTTP API (sglang.md §4) for one host, every request through `host.open_tunnel`."""
+
+    def __init__(
+        self, host: Host, spec: HostSpec, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None
+    ) -> None:
+        import httpx
+
+        self.host_name = host.name
+        address = engine_address(spec)
+        shown = f"[{address}]" if ":" in address else address
+        self.base_url = f"http://{shown}:{spec.port}"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        transport = cast("httpx.BaseTransport", _TunnelTransport(host, address, spec.port))
+        self._client = httpx.Client(base_url=self.base_url, transport=transport, timeout=timeout, headers=headers)
+
+    def health_generate(self, timeout: float = HEALTH_TIMEOUT_S) -> int:
+        """The status of GET /health_generate: 200 once a real 1-token generation works, 503 while starting,
+        0 when nothing answers (not listening yet, the process died, or no answer within `timeout`)."""
+        import httpx
+
+        try:
+            return self._client.get("/health_generate", timeout=timeout).status_code
+        except httpx.TransportError:
+            return 0
+
+    def server_info(self) -> dict[str, Any]:
+        """/get_server_info (server args + internal_states + version); newer builds also name it /server_info."""
+        response = self._get("/get_server_info")
+        if response.status_code == 404:
+            response = self._get("/server_info")
+        return self._json(response, "GET /get_server_info")
+
+    def models(self) -> dict[str, Any]:
+        return self._json(self._get("/v1/models"), "GET /v1/models")
+
+    def generate(
+        self,
+        prompt: str,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        ignore_eos: bool = True,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """POST /generate, not streamed: {"text", "output_ids"?, "meta_info": {completion_tokens, e2e_latency,
+        spec_accept_length, ...}}. `timeout` defaults to 1 s per token plus a minute (slow is for the gate to judge)."""
+        payload = {
+            "text": prompt,
+            "sampling_params": {
+                "temperature": temperature,
+                "max_new_tokens": max_new_tokens,
+                "ignore_eos": ignore_eos,
+            },
+            "stream": False,
+        }
+        wait = timeout if timeout is not None else 60.0 + max_new_tokens
+        response = self._send("POST", "/generate", json=payload, timeout=wait)
+        return self._json(response, "POST /generate")
+
+    def metrics(self) -> str | None:
+        """Prometheus text from /metrics, or None when the engine runs without --enable-metrics (404)."""
+        response = self._get("/metrics")
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise self._bad_status(response, "GET /metrics")
+        return response.text
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def _get(self, path: str) -> httpx.Response:
+        return self._send("GET", path)
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        import httpx
+
+        try:
+            return self._client.request(method, path, **kwargs)
+        except httpx.TimeoutException as error:
+            raise EngineError(
+                f"{self.host_name}: {method} {self.base_url}{path}: no answer in time ({type(error).__name__})",
+                hint="the engine may be overloaded or stuck; `journalctl -u SERVICE` on the host shows what it does",
+            ) from None
+        except httpx.TransportError as error:
+            raise EngineError(
+                f"{self.host_name}: {method} {self.base_url}{path}: the engine does not answer ({error})",
+                hint="is the service running? `specops status HOST`, or `systemctl status SERVICE` on the host",
+            ) from None
+
+    def _json(self, response: httpx.Response, what: str) -> dict[str, Any]:
+        if response.status_code != 200:
+            raise self._bad_status(response, what)
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            raise EngineError(f"{self.host_name}: {what} did not return JSON: {response.text[:200]!r}") from None
+        if not isinstance(body, dict):
+            raise EngineError(f"{self.host_name}: {what} returned {type(body).__name__}, expected an object")
+        return body
+
+    def _bad_status(self, response: httpx.Response, what: str) -> EngineError:
+        return EngineError(f"{self.host_name}: {what} answered {response.status_code}: {response.text[:300]}")
+
+
+class _TunnelTransport:
+    """An httpx transport (duck-typed httpx.BaseTransport) running httpcore's HTTP/1.1 over host tunnels."""
+
+    def __init__(self, host: Host, address: str, port: int) -> None:
+        import httpcore
+
+        backend = cast("httpcore.NetworkBackend", _TunnelBackend(host, address, port))
+        self._pool = httpcore.ConnectionPool(network_backend=backend, max_keepalive_connections=0, retries=0)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        import httpcore
+        import httpx
+
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=cast("httpx.SyncByteStream", request.stream),
+            extensions=request.extensions,
+        )
+        try:
+            core_response = self._pool.handle_request(core_request)
+            try:
+                content = core_response.read()
+            finally:
+                core_response.close()
+        except httpcore.TimeoutException as error:
+            raise _httpx_error(error, request, httpx.TimeoutException) from error
+        except httpcore.ConnectError as error:
+            raise httpx.ConnectError(str(error), request=request) from error
+        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as error:
+            raise _httpx_error(error, request, httpx.TransportError) from error
+        return httpx.Response(core_response.status, headers=core_response.headers, content=content, request=request)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _httpx_error(error: Exception, request: httpx.Request, fallback: type[httpx.TransportError]) -> Exception:
+    """httpcore.ReadTimeout -> httpx.ReadTimeout and so on (httpx names its errors like httpcore does)."""
+    import httpx
+
+    kind = getattr(httpx, type(error).__name__, fallback)
+    if not (isinstance(kind, type) and issubclass(kind, httpx.TransportError)):
+        kind = fallback
+    return kind(str(error) or type(error).__name__, request=request)
+
+
+class _TunnelBackend:
+    """httpcore NetworkBackend (duck-typed): every "TCP connection" is a tunnel to the engine on the host."""
+
+    def __init__(self, host: Host, address: str, port: int) -> None:
+        self._host, self._address, self._port = host, address, port
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, **_: Any) -> _TunnelStream:
+        import httpcore
+
+        try:
+            tunnel = self._host.open_tunnel(self._address, self._port)
+        except SpecopsError as error:  # refused (nothing listens) or the SSH connection is gone
+            raise httpcore.ConnectError(error.message) from error
+        return _TunnelStream(tunnel)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, **_: Any) -> _TunnelStream:
+        import httpcore
+
+        raise httpcore.UnsupportedProtocol("the engine is reached over TCP only")
+
+    def sleep(self, seconds: float) -> None:
+        import time
+
+        time.sleep(seconds)
+
+
+class _TunnelStream:
+    """httpcore NetworkStream (duck-typed) over a socket-like tunnel: an SSH channel or a TCP socket."""
+
+    def __init__(self, tunnel: Tunnel) -> None:
+        self._tunnel = tunnel
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        import httpcore
+
+        self._tunnel.settimeout(timeout)
+        try:
+            return self._tunnel.recv(max_bytes)
+        except TimeoutError as error:  # socket.timeout is TimeoutError; paramiko raises it too
+            raise httpcore.ReadTimeout(str(error) or "read timed out") from error
+        except OSError as error:
+            raise httpcore.ReadError(str(error) or type(error).__name__) from error
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        import httpcore
+
+        if not buffer:
+            return
+        self._tunnel.settimeout(timeout)
+        try:
+            self._tunnel.sendall(buffer)
+        except TimeoutError as error:
+            raise httpcore.WriteTimeout(str(error) or "write timed out") from error
+        except OSError as error:
+            raise httpcore.WriteError(str(error) or type(error).__name__) from error
+
+    def close(self) -> None:
+        self._tunnel.close()
+
+    def start_tls(self, ssl_context: object, server_hostname: str | None = None, timeout: float | None = None) -> Self:
+        import httpcore
+
+        raise httpcore.UnsupportedProtocol("TLS to the engine is not used: the SSH tunnel already encrypts")
+
+    def get_extra_info(self, info: str) -> Any:
+        return None

@@ -1,0 +1,77 @@
+"""Deploy to many hosts: canary first, then the rest N at a time, stopping when too many fail.
+
+Results are a dict keyed by host (Fabric's GroupResult): every host that ran has an outcome, the ones
+never started because of the canary or the failure budget say "skipped". Exceptions per host become
+outcomes with the documented exit codes, so one bad host never hides the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from specops.deploy import HostOutcome
+from specops.deploy_plan import HostPlan
+from specops.errors import ConnectError, ExitCode, LockHeld, SpecopsError
+
+# the exit code of a fleet: the most severe host code, in this order
+SEVERITY = [ExitCode.INTERNAL, ExitCode.REMOTE_FAILED, ExitCode.UNREACHABLE, ExitCode.LOCK_HELD,
+            ExitCode.CHECKS_FAILED, ExitCode.OK]  # fmt: skip
+OK_OUTCOMES = ("deployed", "unchanged")
+
+HostRunner = Callable[[HostPlan], HostOutcome]
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    canary: int = 0
+    parallel: int = 1
+    max_fail_percent: float = 0.0
+
+
+def guarded(run: HostRunner, host_plan: HostPlan) -> HostOutcome:
+    """One host, with its errors turned into an outcome (KeyboardInterrupt still stops everything)."""
+    name = host_plan.name
+    try:
+        return run(host_plan)
+    except ConnectError as error:
+        return HostOutcome(name, "unreachable", ExitCode.UNREACHABLE, cause=error.message, hint=error.hint)
+    except LockHeld as error:
+        return HostOutcome(name, "locked", ExitCode.LOCK_HELD, cause=error.message, hint=error.hint)
+    except SpecopsError as error:
+        return HostOutcome(name, "error", error.exit_code, cause=error.message, hint=error.hint)
+
+
+def run_fleet(hosts: list[HostPlan], run: HostRunner, options: FleetOptions) -> dict[str, HostOutcome]:
+    """Canary hosts one by one; if all pass, the rest in batches of `parallel` within the failure budget."""
+    results: dict[str, HostOutcome] = {}
+    canaries, rest = hosts[: options.canary], hosts[options.canary :]
+    for host_plan in canaries:
+        results[host_plan.name] = guarded(run, host_plan)
+    if any(r.outcome not in OK_OUTCOMES for r in results.values()):
+        return _skip(results, rest, "the canary failed")
+    for start in range(0, len(rest), max(1, options.parallel)):
+        batch = rest[start : start + max(1, options.parallel)]
+        with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+            for host_plan, outcome in zip(batch, pool.map(lambda p: guarded(run, p), batch), strict=True):
+                results[host_plan.name] = outcome
+        if _over_budget(results, len(hosts), options.max_fail_percent):
+            return _skip(results, rest[start + len(batch) :], "too many hosts failed (--max-fail-percent)")
+    return results
+
+
+def _over_budget(results: dict[str, HostOutcome], total: int, max_fail_percent: float) -> bool:
+    failed = sum(1 for r in results.values() if r.outcome not in OK_OUTCOMES)
+    return failed > 0 and 100.0 * failed / total > max_fail_percent
+
+
+def _skip(results: dict[str, HostOutcome], hosts: list[HostPlan], why: str) -> dict[str, HostOutcome]:
+    for host_plan in hosts:
+        results[host_plan.name] = HostOutcome(host_plan.name, "skipped", ExitCode.CHECKS_FAILED, cause=why)
+    return results
+
+
+def fleet_exit_code(results: dict[str, HostOutcome]) -> ExitCode:
+    codes = {r.exit_code for r in results.values()}
+    return next((code for code in SEVERITY if code in codes), ExitCode.OK)

@@ -1,0 +1,79 @@
+"""Readiness then smoke, as one step: restart-to-verdict for a release that was just made current.
+
+Used by deploy (the new release), by rollback (the restored one) and by `specops smoke`-like checks, so
+every path that puts a release in front of users proves real generation the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from specops.events import Event, Reporter
+from specops.host.base import Host
+from specops.models import HostSpec
+from specops.profile import Profile
+from specops.readiness import Readiness, journal_position, unit_problems, wait_ready
+from specops.smoke import SmokeResult, run_smoke, with_cause
+from specops.unit_install import restart
+
+
+@dataclass(frozen=True)
+class GateResult:
+    readiness: Readiness
+    smoke: SmokeResult | None
+
+    @property
+    def passed(self) -> bool:
+        return self.readiness.ok and self.smoke is not None and self.smoke.passed
+
+    @property
+    def cause(self) -> str:
+        """One line naming why it failed (the journal signature when known)."""
+        if not self.readiness.ok:
+            cause = self.readiness.cause.summary if self.readiness.cause else ""
+            return f"not ready: {self.readiness.reason}" + (
+                f" ({cause})" if cause and cause not in self.readiness.reason else ""
+            )
+        return self.smoke.reason if self.smoke else "no smoke result"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "readiness": self.readiness.to_json(),
+            "smoke": self.smoke.to_json() if self.smoke else None,
+        }
+
+
+def restart_and_gate(
+    host: Host,
+    spec: HostSpec,
+    profile: Profile,
+    previous_figures: dict[str, Any] | None,
+    reporter: Reporter,
+    *,
+    do_restart: bool = True,
+    cursor: str | None = None,
+) -> GateResult:
+    """Restart (unless the caller already did), wait until ready or a known failure, then run the smoke gate."""
+    if do_restart:
+        cursor = journal_position(host)
+        restart(host, spec)
+
+    def progress(phase: str, line: str) -> None:
+        reporter.event(Event(spec.name, "readiness", line, level="progress", data={"phase": phase}))
+
+    readiness = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress)
+    if not readiness.ok:
+        return GateResult(readiness, None)
+    from specops.engine import EngineClient
+
+    reporter.event(Event(spec.name, "smoke", "running the smoke gate"))
+    client = EngineClient(host, spec)
+    try:
+        smoke = run_smoke(client, profile, spec, previous_figures)
+    finally:
+        client.close()
+    if not smoke.passed:
+        smoke = with_cause(smoke, unit_problems(host, spec))
+    return GateResult(readiness, smoke)

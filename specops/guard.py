@@ -1,0 +1,55 @@
+"""The rollback guard: a systemd timer on the host that rolls back if the deploying specops dies.
+
+Armed right before `current` is switched, disarmed when the deploy ends (verified, rolled back, or given up
+with --no-rollback). Every 15 s it runs the host-side `guard` op: while the deploy's lock heartbeat is
+fresh it does nothing; once the heartbeat is stale (kill -9, lost laptop, dropped network) and `current` is
+not verified, it puts the last verified release back. No anchor tool has this; Kamal and Capistrano leave
+the host wherever the killed deploy stopped.
+"""
+
+from __future__ import annotations
+
+from specops.commands import release as cmd
+from specops.host.base import Host
+from specops.models import HostSpec
+
+GUARD_INTERVAL_S = 15
+TIMEOUT_S = 60.0
+
+
+def guard_unit(spec: HostSpec) -> str:
+    return f"specops-guard-{spec.service}"
+
+
+def guard_script_path(spec: HostSpec) -> str:
+    return f"{spec.service_dir}/.specops-guard.py"
+
+
+def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> None:
+    """Install the script and start the timer (a leftover guard of a crashed deploy is replaced)."""
+    disarm(host, spec)
+    host.put(cmd.remote_script().encode("utf-8"), guard_script_path(spec), mode=0o600)
+    argv = [
+        "systemd-run",
+        f"--unit={guard_unit(spec)}",
+        f"--on-active={GUARD_INTERVAL_S}",
+        f"--on-unit-active={GUARD_INTERVAL_S}",
+        "--timer-property=AccuracySec=1s",
+        f"--description=specops rollback guard for {spec.unit_name}",
+        spec.python,
+        "-I",
+        guard_script_path(spec),
+        "guard",
+        spec.service_dir,
+        spec.unit_name,
+        lock_dir,
+        str(int(stale_after_s)),
+    ]
+    host.run(argv, timeout=TIMEOUT_S, check=True)
+
+
+def disarm(host: Host, spec: HostSpec) -> None:
+    """Stop the timer and forget failed runs; a no-op when no guard exists."""
+    unit = guard_unit(spec)
+    host.run(["systemctl", "stop", f"{unit}.timer"], timeout=TIMEOUT_S)
+    host.run(["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service"], timeout=TIMEOUT_S)

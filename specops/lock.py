@@ -1,0 +1,316 @@
+"""The per-host deploy lock: one deploy/rollback per host at a time, and never a lock that outlives its owner.
+
+    holder = LockHolder.current("specops deploy llm-two --profile ddtree")
+    with acquire(host, holder, wait_s=60) as lock:      # LockHeld (exit 6) names who holds it
+        ...                                               # a thread rewrites holder.json every heartbeat_s
+    # released here on every exit path: return, exception, KeyboardInterrupt
+
+Lessons from Kamal (reference/deploy-tools.md): its lock is released on StandardError only, so a Ctrl-C or a
+killed CI job left hosts locked for weeks. Here `__exit__` always releases, and a lock whose holder stopped
+heartbeating (kill -9, lost laptop) turns stale after `stale_after_s` and is taken over, saying so. The
+host-side steps and their atomicity are in specops/commands/lock.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import secrets
+import shlex
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from types import TracebackType
+
+from specops import __version__
+from specops.commands.lock import DEFAULT_LOCK_ROOT, LockReply, lock_argv, parse_lock_reply
+from specops.errors import CommandFailed, LockHeld, SpecopsError
+from specops.host.base import Host
+
+DEFAULT_STALE_AFTER_S = 90.0
+DEFAULT_HEARTBEAT_S = 15.0
+POLL_S = 2.0
+LOCK_COMMAND_TIMEOUT_S = 40.0
+
+EventSink = Callable[[str], None]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a lock, as written to holder.json; `token` is the secret-free proof of ownership."""
+
+    user: str
+    machine: str
+    pid: int
+    command: str
+    started_at: str
+    heartbeat_at: str
+    version: str
+    token: str = field(repr=False)
+
+    @classmethod
+    def current(cls, command: str | None = None) -> LockHolder:
+        """This process: user@machine, pid, the command line (default: sys.argv), a fresh random token."""
+        now = utc_now()
+        line = command if command is not None else shlex.join(["specops", *sys.argv[1:]])
+        return cls(
+            user=_user(), machine=socket.gethostname(), pid=os.getpid(), command=line, started_at=now,
+            heartbeat_at=now, version=__version__, token=secrets.token_hex(16),
+        )  # fmt: skip
+
+    @property
+    def who(self) -> str:
+        return f"{self.user}@{self.machine}"
+
+    def to_json(self) -> bytes:
+        return (json.dumps(asdict(self), sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, text: str) -> LockHolder | None:
+        """A holder from holder.json, or None when it is missing or unreadable (the lock still counts)."""
+        try:
+            data = json.loads(text)
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        except (ValueError, TypeError, KeyError):
+            return None
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """A lock as seen from outside: its holder (None if unreadable) and ages measured on the host's clock."""
+
+    host: str
+    holder: LockHolder | None
+    heartbeat_age_s: int | None
+    stale_after_s: float
+
+    @property
+    def stale(self) -> bool:
+        return self.heartbeat_age_s is not None and self.heartbeat_age_s > self.stale_after_s
+
+    @property
+    def age_s(self) -> float | None:
+        """Seconds since the lock was taken (holder's clock vs ours: for people, not for decisions)."""
+        if self.holder is None:
+            return None
+        try:
+            started = datetime.strptime(self.holder.started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        except ValueError:
+            return None
+        return max(0.0, (datetime.now(UTC) - started).total_seconds())
+
+    def describe(self) -> str:
+        """One line naming the holder: `root@laptop pid 42 (`specops deploy ...`) since ..., heartbeat 3s ago`."""
+        beat = "never" if self.heartbeat_age_s is None else f"{self.heartbeat_age_s}s ago"
+        if self.holder is None:
+            return f"an unknown holder (holder.json missing or unreadable), last sign of life {beat}"
+        holder = self.holder
+        return f"{holder.who} pid {holder.pid} (`{holder.command}`) since {holder.started_at}, last heartbeat {beat}"
+
+    def to_json(self) -> dict[str, object]:
+        holder = asdict(self.holder) if self.holder else None
+        if holder:
+            holder.pop("token")
+        return {"host": self.host, "holder": holder, "age_s": self.age_s, "heartbeat_age_s": self.heartbeat_age_s,
+                "stale_after_s": self.stale_after_s, "stale": self.stale}  # fmt: skip
+
+
+def local_who() -> str:
+    """`user@machine` of this process: how locks and audit entries name the operator."""
+    return f"{_user()}@{socket.gethostname()}"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def lock_root(root: str | None = None) -> str:
+    """`root` if given, else DEFAULT_LOCK_ROOT, read at call time (tests point it at a temporary folder)."""
+    return root or DEFAULT_LOCK_ROOT
+
+
+def _run_lock(host: Host, op: str, root: str, token: str = "", stale_after_s: float = 0,
+              holder: LockHolder | None = None) -> LockReply:  # fmt: skip
+    argv = lock_argv(op, root, token, stale_after_s)
+    result = host.run(argv, input=holder.to_json() if holder else None, timeout=LOCK_COMMAND_TIMEOUT_S)
+    if not result.ok:
+        raise CommandFailed(result, host=host.name, hint=f"the lock lives in {root} on the host")
+    return parse_lock_reply(result.text)
+
+
+def _info(host: Host, reply: LockReply, stale_after_s: float) -> LockInfo:
+    holder = LockHolder.from_json(reply.holder_text) if reply.holder_text else None
+    return LockInfo(host.name, holder, reply.heartbeat_age_s, stale_after_s)
+
+
+def status(host: Host, *, root: str | None = None, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> LockInfo | None:
+    """The lock's holder, or None when the host is free."""
+    reply = _run_lock(host, "status", lock_root(root))
+    return _info(host, reply, stale_after_s) if reply.state == "held" else None
+
+
+def acquire(
+    host: Host,
+    holder: LockHolder,
+    *,
+    wait_s: float = 0,
+    stale_after_s: float = DEFAULT_STALE_AFTER_S,
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+    root: str | None = None,
+    on_event: EventSink | None = None,
+) -> HostLock:
+    """Take the host's lock (waiting up to wait_s for a live holder), or raise LockHeld naming the holder."""
+    say = on_event or (lambda message: None)
+    root = lock_root(root)
+    deadline = time.monotonic() + wait_s
+    announced = False
+    while True:
+        now = utc_now()
+        attempt = replace(holder, started_at=now, heartbeat_at=now)  # "since" = when we got it, not asked
+        try:
+            reply = _run_lock(host, "acquire", root, holder.token, stale_after_s, attempt)
+        except BaseException:  # Ctrl-C or a dropped connection mid-acquire: the lock may exist, remove it
+            _release_quietly(host, root, holder.token)
+            raise
+        if reply.state in {"acquired", "taken-over"}:
+            previous = _info(host, reply, stale_after_s) if reply.state == "taken-over" else None
+            if previous is not None:
+                say(f"{host.name}: took over a stale lock held by {previous.describe()}")
+            return HostLock(host, attempt, root=root, heartbeat_s=heartbeat_s, took_over=previous, on_event=say)
+        info = _info(host, reply, stale_after_s)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise lock_held_error(info, wait_s)
+        if not announced:
+            say(f"{host.name}: waiting up to {wait_s:g}s for the lock held by {info.describe()}")
+            announced = True
+        time.sleep(min(POLL_S, left))
+
+
+def _release_quietly(host: Host, root: str, token: str) -> None:
+    with contextlib.suppress(SpecopsError, OSError):
+        _run_lock(host, "release", root, token)
+
+
+def lock_held_error(info: LockInfo, waited_s: float = 0) -> LockHeld:
+    waited = f" (waited {waited_s:g}s)" if waited_s else ""
+    return LockHeld(
+        f"{info.host}: locked by {info.describe()}{waited}",
+        hint=f"wait for it with --lock-wait SECONDS, or, if you are sure no deploy is running there: "
+        f"specops lock release {info.host}",
+    )
+
+
+@dataclass(frozen=True)
+class Released:
+    """What `release` did: `released` is False when the lock was kept (and why) or already free."""
+
+    released: bool
+    info: LockInfo | None
+    reason: str
+
+
+def release(
+    host: Host, *, force: bool = False, root: str | None = None, stale_after_s: float = DEFAULT_STALE_AFTER_S
+) -> Released:
+    """Remove a lock for an operator: any lock with force; without it, a stale one, or one whose holder is a
+    dead process on THIS machine (your own deploy that crashed). The removal is conditional on the token we
+    looked at, so a lock taken meanwhile by someone else is never removed by mistake."""
+    root = lock_root(root)
+    info = status(host, root=root, stale_after_s=stale_after_s)
+    if info is None:
+        return Released(False, None, "the lock is free")
+    token = info.holder.token if info.holder else ""
+    if force or (info.holder is not None and _dead_local_holder(info.holder)):
+        reply = _run_lock(host, "release", root, token)
+    elif info.stale:
+        reply = _run_lock(host, "release", root, token, stale_after_s)
+    else:
+        return Released(False, info, "the holder is alive (its heartbeat is recent)")
+    if reply.state == "released":
+        return Released(True, _info(host, reply, stale_after_s), "released")
+    now = _info(host, reply, stale_after_s) if reply.state != "free" else None
+    return Released(False, now, "the lock changed hands while we looked" if now else "the lock is free")
+
+
+def _dead_local_holder(holder: LockHolder) -> bool:
+    if holder.machine != socket.gethostname() or holder.pid <= 0:
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class HostLock:
+    """A held lock: a daemon thread heartbeats it; `__exit__` (or `release()`) stops that and removes it."""
+
+    def __init__(self, host: Host, holder: LockHolder, *, root: str, heartbeat_s: float,
+                 took_over: LockInfo | None, on_event: EventSink) -> None:  # fmt: skip
+        self.host = host
+        self.holder = holder
+        self.root = root
+        self.took_over = took_over
+        self.lost = False
+        self.beats = 0
+        self.release_error: SpecopsError | None = None
+        self._say = on_event
+        self._released = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat_loop, args=(heartbeat_s,), daemon=True,
+                                        name=f"specops-lock-heartbeat-{host.name}")  # fmt: skip
+        self._thread.start()
+
+    def __enter__(self) -> HostLock:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()
+
+    def release(self) -> bool:
+        """Stop the heartbeat and remove the lock if it is still ours; never raises (a failure leaves a lock
+        that turns stale once the heartbeat stops, and is recorded in `release_error`). True if removed."""
+        if self._released:
+            return False
+        self._released = True
+        self._stop.set()
+        self._thread.join(timeout=LOCK_COMMAND_TIMEOUT_S + 5)
+        try:
+            reply = _run_lock(self.host, "release", self.root, self.holder.token)
+        except SpecopsError as error:
+            self.release_error = error
+            self._say(f"{self.host.name}: could not release the lock ({error.message}); it turns stale by itself")
+            return False
+        if reply.state != "released":
+            self._say(f"{self.host.name}: the lock was no longer ours when we released it")
+        return reply.state == "released"
+
+    def _beat_loop(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            beat = replace(self.holder, heartbeat_at=utc_now())
+            try:
+                reply = _run_lock(self.host, "heartbeat", self.root, self.holder.token, holder=beat)
+            except SpecopsError as error:
+                self._say(f"{self.host.name}: lock heartbeat failed: {error.message}")
+                continue
+            if reply.state != "beat":
+                self.lost = True
+                self._say(f"{self.host.name}: lost the lock (removed or taken over by someone else)")
+                return
+            self.beats += 1

@@ -1,0 +1,78 @@
+"""Rollback: put a verified release back in front of users, then prove it with the same gates as a deploy.
+
+Automatic after a failed deploy, or on demand (`specops rollback HOST [--to ID]`). The host-side script does
+the switch, restores the unit recorded with that release, and restarts in one round trip; then readiness and
+smoke run exactly as for a new release, so a rollback into a broken environment says why instead of hanging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from specops.commands.release import ReleaseInfo
+from specops.errors import SpecopsError
+from specops.events import Event, Reporter
+from specops.gates import GateResult, restart_and_gate
+from specops.host.base import Host
+from specops.models import HostSpec
+from specops.profile import Profile
+from specops.push import read_listing, rollback_release, update_manifest
+from specops.readiness import journal_position
+
+ProfileFor = Callable[[str | None], Profile]
+
+
+@dataclass
+class RollbackResult:
+    ok: bool
+    from_release: str | None = None
+    to_release: str | None = None
+    gates: GateResult | None = None
+    error: str | None = None
+
+    @property
+    def summary(self) -> str:
+        if self.error:
+            return f"rollback failed: {self.error}"
+        verdict = "verified" if self.ok else f"NOT healthy: {self.gates.cause if self.gates else '?'}"
+        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "from": self.from_release,
+            "to": self.to_release,
+            "gates": self.gates.to_json() if self.gates else None,
+            "error": self.error,
+        }
+
+
+def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
+    """The figures a verified release recorded in its manifest (the regression baseline)."""
+    if release is None:
+        return None
+    smoke = release.gates.get("smoke") if isinstance(release.gates, dict) else None
+    figures = smoke.get("figures") if isinstance(smoke, dict) else None
+    return figures if isinstance(figures, dict) else None
+
+
+def rollback_host(
+    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reason: str, reporter: Reporter
+) -> RollbackResult:
+    """Switch back, restart, gate. Never raises for a host-side refusal: the result says what happened."""
+    listing = read_listing(host, spec)
+    cursor = journal_position(host)
+    reporter.event(Event(spec.name, "rollback", f"rolling back ({reason})"))
+    try:
+        reply = rollback_release(host, spec, target_id, reason)
+    except SpecopsError as error:
+        return RollbackResult(False, listing.current, None, None, error.message)
+    to_id = str(reply.get("current"))
+    target = next((r for r in listing.releases if r.id == to_id), None)
+    profile = profile_for(target.profile if target else None)
+    gates = restart_and_gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor)
+    if gates.passed:
+        update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
+    return RollbackResult(gates.passed, reply.get("previous"), to_id, gates)

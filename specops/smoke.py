@@ -1,0 +1,234 @@
+"""The smoke gate: does the running server really decode speculatively, fast, and produce real text?
+
+Why a gate after readiness: an unpatched DDTREE build comes up "healthy" - /health_generate is 200 - and then
+answers `!!!!!!!!` at 2 tokens/s with accept length 1.0 (the seed's night). Only a real generation shows it.
+
+Steps: GET /get_server_info (version, the algorithm as SGLang reports it - EAGLE for NEXTN -, the draft),
+GET /v1/models (served name), then POST /generate with the profile's prompt at temperature 0, ignore_eos,
+max_new_tokens. Gates (docs/smoke.md):
+  algorithm     server_info.speculative_algorithm == profile.reported_algorithm
+  served-model  the host's served_model_name is listed by /v1/models (when set)
+  tokens        completion_tokens == max_new_tokens (ignore_eos: every token must come)
+  tokens-per-s  completion_tokens / e2e_latency >= smoke.min_tokens_per_s
+  accept-length meta_info.spec_accept_length >= smoke.min_accept_length
+  output        not degenerate: not empty, not one character or one token repeated (`!!!!`, `the the the`)
+  regression    tokens/s and accept length within smoke.max_regression_pct of the previous verified release
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from specops.errors import SpecopsError
+from specops.signatures import Match, primary_cause
+
+if TYPE_CHECKING:
+    from specops.engine import EngineClient
+    from specops.models import HostSpec
+    from specops.profile import Profile
+
+TEXT_HEAD_CHARS = 80
+DOMINANT_TOKEN_SHARE = 0.5  # one token making up more than half of the output is a loop, not language
+MIN_TOKENS_FOR_SHARE = 4
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One check of the smoke test; `observed`/`expected` are short texts for the table."""
+
+    id: str
+    ok: bool
+    observed: str
+    expected: str
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "ok": self.ok,
+            "observed": self.observed,
+            "expected": self.expected,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    """All gates, the figures measured (recorded in the release manifest for the next regression check)."""
+
+    passed: bool
+    gates: list[Gate]
+    figures: dict[str, Any]
+    cause: Match | None = None
+    problems: list[Match] = field(default_factory=list)
+
+    @property
+    def failed_gates(self) -> list[Gate]:
+        return [gate for gate in self.gates if not gate.ok]
+
+    @property
+    def reason(self) -> str:
+        """One line: which gates failed and, when the journal knows, why."""
+        if self.passed:
+            return "all smoke gates passed"
+        text = "smoke gate failed: " + "; ".join(
+            f"{gate.id} {gate.observed} (want {gate.expected})" for gate in self.failed_gates
+        )
+        return text + (f"; cause: {self.cause.summary}" if self.cause else "")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "passed": self.passed,
+            "reason": self.reason,
+            "gates": [gate.to_json() for gate in self.gates],
+            "figures": self.figures,
+            "cause": self.cause.to_json() if self.cause else None,
+        }
+
+
+def run_smoke(
+    client: EngineClient,
+    profile: Profile,
+    spec: HostSpec,
+    previous: dict[str, Any] | None,
+    *,
+    journal_problems: Sequence[Match] = (),
+) -> SmokeResult:
+    """Run the gates against the running server. `previous`: the figures of the previous verified release.
+    `journal_problems`: signatures from the unit's journal (readiness.unit_problems) to name a failure's cause."""
+    figures: dict[str, Any] = {}
+    gates: list[Gate] = []
+    try:
+        gates += _server_gates(client, profile, spec, figures)
+        gates += _generation_gates(client, profile, figures)
+    except SpecopsError as error:
+        gates.append(Gate("api", False, "no answer", "SGLang's HTTP API answers", error.message))
+    gates.append(_regression_gate(figures, profile, previous))
+    passed = all(gate.ok for gate in gates)
+    cause = None if passed else primary_cause(journal_problems)
+    return SmokeResult(passed, gates, figures, cause, list(journal_problems))
+
+
+def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeResult:
+    """The same result with the journal's explanation attached (read only after a failure: one round trip)."""
+    cause = None if result.passed else primary_cause(journal_problems)
+    return replace(result, cause=cause, problems=list(journal_problems))
+
+
+def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figures: dict[str, Any]) -> list[Gate]:
+    info = client.server_info()
+    states = info.get("internal_states") or [{}]
+    figures.update(
+        server_version=info.get("version"),
+        speculative_algorithm=info.get("speculative_algorithm"),
+        draft_model_path=info.get("speculative_draft_model_path"),
+        num_draft_tokens=info.get("speculative_num_draft_tokens"),
+        avg_spec_accept_length=states[0].get("avg_spec_accept_length") if isinstance(states[0], dict) else None,
+    )
+    algorithm = str(info.get("speculative_algorithm"))
+    expected = profile.reported_algorithm
+    gates = [
+        Gate(
+            "algorithm",
+            algorithm == expected,
+            algorithm,
+            expected,
+            "" if algorithm == expected else "the server runs another algorithm than the profile's",
+        )
+    ]
+    served = [str(card.get("id")) for card in client.models().get("data", []) if isinstance(card, dict)]
+    figures["served_models"] = served
+    if spec.served_model_name:
+        ok = spec.served_model_name in served
+        gates.append(Gate("served-model", ok, ", ".join(served) or "none", spec.served_model_name))
+    return gates
+
+
+def _generation_gates(client: EngineClient, profile: Profile, figures: dict[str, Any]) -> list[Gate]:
+    smoke = profile.smoke
+    started = time.monotonic()
+    body = client.generate(smoke.prompt, smoke.max_new_tokens, temperature=0.0, ignore_eos=True)
+    wall = time.monotonic() - started
+    meta = body.get("meta_info") or {}
+    text = str(body.get("text") or "")
+    tokens = int(meta.get("completion_tokens") or 0)
+    latency = float(meta.get("e2e_latency") or wall)
+    tokens_per_s = tokens / latency if latency > 0 else 0.0
+    accept = meta.get("spec_accept_length")
+    figures.update(
+        completion_tokens=tokens,
+        e2e_latency=round(latency, 4),
+        tokens_per_s=round(tokens_per_s, 2),
+        accept_length=None if accept is None else round(float(accept), 3),
+        spec_verify_ct=meta.get("spec_verify_ct"),
+        finish_reason=(meta.get("finish_reason") or {}).get("type")
+        if isinstance(meta.get("finish_reason"), dict)
+        else meta.get("finish_reason"),
+        text_head=text[:TEXT_HEAD_CHARS],
+    )
+    degenerate = degenerate_reason(text, body.get("output_ids"))
+    return [
+        Gate("tokens", tokens == smoke.max_new_tokens, str(tokens), f"{smoke.max_new_tokens} tokens"),
+        Gate(
+            "tokens-per-s",
+            tokens_per_s >= smoke.min_tokens_per_s,
+            f"{tokens_per_s:.1f} tok/s",
+            f">= {smoke.min_tokens_per_s:g} tok/s",
+        ),
+        _accept_gate(None if accept is None else float(accept), smoke.min_accept_length),
+        Gate("output", not degenerate, repr(text[:24]) + ("…" if len(text) > 24 else ""), "real text", degenerate),
+    ]
+
+
+def _accept_gate(accept: float | None, minimum: float) -> Gate:
+    if accept is None:
+        return Gate(
+            "accept-length",
+            False,
+            "not reported",
+            f">= {minimum:g}",
+            "meta_info has no spec_accept_length: is speculative decoding on?",
+        )
+    return Gate("accept-length", accept >= minimum, f"{accept:.2f}", f">= {minimum:g}")
+
+
+def _regression_gate(figures: dict[str, Any], profile: Profile, previous: dict[str, Any] | None) -> Gate:
+    """Tokens/s and accept length may drop at most max_regression_pct below the previous verified release."""
+    allowed = profile.smoke.max_regression_pct
+    expected = f"within {allowed:g}% of the previous release"
+    if not previous:
+        return Gate("regression", True, "no previous verified release", expected, "skipped")
+    drops = []
+    observed = []
+    for key, unit in (("tokens_per_s", "tok/s"), ("accept_length", "accept")):
+        before, now = previous.get(key), figures.get(key)
+        if not isinstance(before, int | float) or before <= 0 or not isinstance(now, int | float):
+            continue
+        drop = (before - now) / before * 100
+        observed.append(f"{now:g} {unit} vs {before:g} ({-drop:+.0f}%)")
+        if drop > allowed:
+            drops.append(f"{key} dropped {drop:.0f}%")
+    if not observed:
+        return Gate("regression", True, "no comparable figures", expected, "skipped")
+    return Gate("regression", not drops, "; ".join(observed), expected, "; ".join(drops))
+
+
+def degenerate_reason(text: str, output_ids: object = None) -> str:
+    """Why an output is not language ("" when it looks fine): empty, one character repeated (`!!!!!!!!`), or one
+    token/word making up most of it (`the the the the`). A varied but repetitive answer is not flagged."""
+    stripped = text.strip()
+    if not stripped:
+        return "the output is empty"
+    if len(set(stripped)) == 1 and len(stripped) > 1:
+        return f"one character repeated: {stripped[0]!r} x{len(stripped)}"
+    ids = [item for item in output_ids if isinstance(item, int)] if isinstance(output_ids, list) else []
+    for units, what in ((ids, "token id"), (stripped.split(), "word")):
+        if len(units) >= MIN_TOKENS_FOR_SHARE:
+            unit, count = Counter(units).most_common(1)[0]
+            if count / len(units) > DOMINANT_TOKEN_SHARE:
+                return f"one {what} is {count} of {len(units)}: {unit!r}"
+    return ""

@@ -1,0 +1,66 @@
+"""A test host dressed as a GPU host for deploy tests, and a way to run the real CLI against it.
+
+The nvidia-smi double (8×H100, driver 580) and a cu130 tag in torch/version.py make the doctor's preflight
+see a plausible GPU host; everything else is real: SSH, systemd, the venv with torch and torchcodec, the
+test engine serving over HTTP through the SSH tunnel (it listens on 127.0.0.1 only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.testbed import drift
+from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH
+from tests.testbed.staging import install_models, inventory_toml
+from tests.testbed.testhost import TestHost
+from tests.unit.clirun import CliResult, run_cli
+
+UNPATCHED = BUILD_PYTHON
+PATCH = DDTREE_PATCH
+
+
+@dataclass
+class Scene:
+    host: TestHost
+    venv: Path
+    folder: Path
+    capsys: pytest.CaptureFixture[str]
+
+    def cli(self, *args: str) -> CliResult:
+        return run_cli(self.capsys, *args)
+
+    def deploy(self, *args: str, patched: bool = True) -> tuple[CliResult, dict[str, object]]:
+        patches = ["--patch", str(PATCH)] if patched else []
+        result = self.cli("deploy", self.host.name, "--build", str(UNPATCHED), *patches, "--json", *args)
+        document = json.loads(result.out) if result.out.startswith("{") else {}
+        hosts = document.get("hosts", {}) if isinstance(document, dict) else {}
+        return result, hosts.get(self.host.name, {})
+
+    def journal(self) -> str:
+        return self.host.exec(["journalctl", "-u", "sglang", "--no-pager", "-o", "cat"], check=False).stdout.decode()
+
+
+def make_scene(
+    host: TestHost, venv: Path, folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Scene:
+    install_models(host, folder)
+    drift.install_nvidia_smi(host, "h100x8-580")
+    drift.set_torch_cuda_tag(host, venv, version="2.13.0+cu130", cuda="13.0")
+    home = folder / "home"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (home / ".ssh" / "config").write_text(host.ssh_config_block(host.name))
+    toml = inventory_toml(host, venv / "bin" / "python").replace('listen = "0.0.0.0"', 'listen = "127.0.0.1"')
+    (folder / "specops.toml").write_text(toml)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder / "cache"))
+    monkeypatch.chdir(folder)
+    return Scene(host, venv, folder, capsys)
+
+
+SceneFactory = Callable[[], Scene]

@@ -1,0 +1,83 @@
+"""`specops deploy` end to end on a real test host: the seed's night as one command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.deployscene import Scene, make_scene
+from tests.testbed import drift
+from tests.testbed.engine import RENUMBER_PATCH
+from tests.testbed.testhost import TestHost
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def scene(
+    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Scene:  # fmt: skip
+    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
+
+
+def test_patched_build_deploys_verified_and_redeploy_is_unchanged(scene: Scene) -> None:
+    result, host = scene.deploy()
+    assert result.code == 0, result.out + result.err
+    assert host["outcome"] == "deployed"
+    gates = host["gates"]
+    assert isinstance(gates, dict) and gates["passed"] is True
+    figures = gates["smoke"]["figures"]
+    assert figures["accept_length"] > 2
+    release = host["release"]
+    manifest = json.loads(scene.host.read_file(f"/opt/specops/sglang/releases/{release}/manifest.json"))
+    assert manifest["verified"] is True
+    assert manifest["gates"]["smoke"]["figures"]["accept_length"] == figures["accept_length"]
+    again, host_again = scene.deploy()
+    assert again.code == 0
+    assert host_again["outcome"] == "unchanged"
+    assert host_again["release"] == release
+
+
+def test_unpatched_ddtree_fails_smoke_and_rolls_back(scene: Scene) -> None:
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    result, host = scene.deploy("--force", patched=False)
+    assert result.code == 1
+    assert host["outcome"] == "rolled-back"
+    cause = str(host["cause"])
+    assert "degenerate" in cause or "!!!!" in cause
+    rollback = host["rollback"]
+    assert isinstance(rollback, dict) and rollback["ok"] is True
+    assert rollback["to"] == good["release"]
+    assert host["release"] == good["release"]
+    current = scene.host.exec(["readlink", "/opt/specops/sglang/current"]).stdout.decode().strip()
+    assert current.endswith(str(good["release"]))
+
+
+def test_ffmpeg_removed_preflight_stops_and_forced_deploy_fails_fast_then_rollback_names_the_cause(
+    scene: Scene,
+) -> None:
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    drift.remove_ffmpeg_libs(scene.host)
+    stopped, host = scene.deploy("--patch", str(RENUMBER_PATCH))
+    assert stopped.code == 1
+    assert host["outcome"] == "preflight-failed"
+    assert "torchcodec.ffmpeg" in str(host["cause"])
+    result, host = scene.deploy("--patch", str(RENUMBER_PATCH), "--force")
+    assert result.code == 1, result.out + result.err
+    assert host["outcome"] == "rolled-back"
+    readiness = host["gates"]["readiness"]
+    assert readiness["ok"] is False
+    cause = json.dumps(readiness["cause"])
+    assert "libtorchcodec" in cause or "FFmpeg" in cause
+    assert readiness["seconds"] < 60  # the profile's deadline is 1200 s: the journal's signature ended it
+    rollback = host["rollback"]
+    assert rollback["ok"] is False
+    assert rollback["to"] == good["release"]
+    rollback_readiness = rollback["gates"]["readiness"]
+    assert rollback_readiness["seconds"] < 60
+    assert "libtorchcodec" in json.dumps(rollback_readiness["cause"])  # the same environment cause, not a hang

@@ -1,0 +1,86 @@
+"""Pushing releases to a real test host over SshHost (paramiko, strict host keys): a full push of the test
+engine build, a one-line-patch re-push that sends one file and hard-links the rest, switch, list and prune."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from specops import push
+from specops.build import stage_build
+from specops.commands.release import newest_complete
+from specops.host.ssh import SshHost, connect
+from specops.models import HostSpec
+from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, RENUMBER_PATCH
+from tests.testbed.testhost import TestHost
+
+pytestmark = pytest.mark.e2e
+
+ALIAS = "push-host"
+SPEC = HostSpec(name=ALIAS, ssh=ALIAS, python="/usr/bin/python3", model_path="/m", base_dir="/opt/specops")
+RELEASES = "/opt/specops/sglang/releases"
+SPEC_INFO = "sglang/srt/speculative/spec_info.py"
+
+
+@pytest.fixture
+def ssh(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SshHost]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config = tmp_path / "ssh_config"
+    config.write_text(testhost.ssh_config_block(ALIAS))
+    with connect(SPEC, ssh_config=config, known_hosts=[]) as host:
+        yield host
+
+
+def _inodes(testhost: TestHost, release_id: str) -> dict[str, str]:
+    out = testhost.exec(["sh", "-c", 'cd "$1" && find . -type f -printf "%P %i\\n"', "sh", f"{RELEASES}/{release_id}"])
+    return dict(line.split(" ") for line in out.stdout.decode().splitlines())
+
+
+def test_push_delta_switch_list_prune(testhost: TestHost, ssh: SshHost, tmp_path: Path) -> None:
+    staged = stage_build(BUILD_PYTHON, [], tmp_path / "w1")
+    first = push.push_release(ssh, SPEC, staged, base=None, now=datetime(2026, 1, 1, tzinfo=UTC))
+    print(f"[push] full: {first.sent_files} files, {first.sent_bytes:,} B, {first.seconds:.2f}s")
+    assert first.sent_files == len(staged.files) and first.base_id is None
+    assert testhost.exec(["test", "!", "-e", f"{RELEASES}/{first.release_id}/unfinished"]).returncode == 0
+    host_hash = testhost.exec(["sh", "-c", f"cd {RELEASES}/{first.release_id} && sha256sum {SPEC_INFO}"])
+    assert host_hash.stdout.decode().split()[0] == staged.files[SPEC_INFO]["sha256"]
+    push.update_manifest(ssh, SPEC, first.release_id, {"verified": True, "verified_at": "2026-01-01T00:01:00Z"})
+    assert push.switch_current(ssh, SPEC, first.release_id) is None
+
+    patched = stage_build(BUILD_PYTHON, [DDTREE_PATCH], tmp_path / "w2")
+    base = newest_complete(push.list_releases(ssh, SPEC))
+    assert base is not None and base.id == first.release_id
+    started = time.monotonic()
+    second = push.push_release(ssh, SPEC, patched, base=base, now=datetime(2026, 1, 2, tzinfo=UTC))
+    print(
+        f"[push] one-line patch: {second.sent_files} file, {second.sent_bytes:,} B, {time.monotonic() - started:.2f}s"
+    )
+    assert (second.sent_files, second.linked_files) == (1, len(staged.files) - 1)
+    old, new = _inodes(testhost, first.release_id), _inodes(testhost, second.release_id)
+    assert [name for name in new if name != "manifest.json" and new[name] != old.get(name)] == [SPEC_INFO]
+    assert b"SpeculativeAlgorithm.DDTREE)" in testhost.read_file(
+        f"/opt/specops/sglang/current/../{second.release_id}/{SPEC_INFO}"
+    )
+
+    assert push.switch_current(ssh, SPEC, second.release_id) == first.release_id
+    current = testhost.exec(["readlink", "/opt/specops/sglang/current"]).stdout.decode().strip()
+    assert current == f"{RELEASES}/{second.release_id}"
+    listing = push.read_listing(ssh, SPEC)
+    assert listing.current == second.release_id
+    assert [(r.id, r.complete, r.verified, r.is_current) for r in listing.releases] == [
+        (first.release_id, True, True, False),
+        (second.release_id, True, False, True),
+    ]
+
+    third_stage = stage_build(BUILD_PYTHON, [DDTREE_PATCH, RENUMBER_PATCH], tmp_path / "w3")
+    third = push.push_release(ssh, SPEC, third_stage, base=listing.releases[-1], now=datetime(2026, 1, 3, tzinfo=UTC))
+    assert push.prune(ssh, SPEC, keep=1, protect=set()) == []  # r1: newest verified, r2: current, r3: newest
+    push.update_manifest(ssh, SPEC, second.release_id, {"verified": True})
+    assert push.prune(ssh, SPEC, keep=1, protect=set()) == [first.release_id]
+    assert [r.id for r in push.list_releases(ssh, SPEC)] == [second.release_id, third.release_id]
+    remaining = _inodes(testhost, second.release_id)
+    assert remaining.keys() == new.keys()  # the hard links kept the content alive after the base was removed

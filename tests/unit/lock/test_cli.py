@@ -1,0 +1,101 @@
+"""`specops lock status|release` and `specops audit` as an operator runs them (the host is this machine)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from specops.host.local import LocalHost
+from specops.lock import HostLock, LockHolder, acquire
+from tests.unit.clirun import run_cli
+from tests.unit.lock.conftest import age_lock
+
+
+@pytest.fixture
+def inventory(config_dir: Path, root: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """specops.toml with llm-two whose service dir is under tmp; `connect` gives this machine as llm-two."""
+    base = config_dir / "opt"
+    (config_dir / "specops.toml").write_text(
+        f'[hosts.llm-two]\nssh = "root@llm-two"\npython = "/usr/bin/python3"\nmodel_path = "/models/target"\n'
+        f'base_dir = "{base}"\n'
+    )
+    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: LocalHost(spec.name))
+    monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))
+    return base / "sglang"
+
+
+@pytest.fixture
+def held(inventory: Path, root: str) -> Iterator[HostLock]:
+    holder = replace(LockHolder.current("specops deploy llm-two --profile ddtree"), user="alice",
+                     machine="ci-runner-7", pid=4242)  # fmt: skip
+    with acquire(LocalHost("llm-two"), holder, heartbeat_s=60) as lock:
+        yield lock
+
+
+def test_status_of_a_free_host(capsys: pytest.CaptureFixture[str], inventory: Path) -> None:
+    result = run_cli(capsys, "lock", "status", "llm-two")
+    assert (result.code, result.out) == (0, "llm-two: free\n")
+
+
+def test_status_names_the_holder_and_says_not_stale(
+    capsys: pytest.CaptureFixture[str], held: HostLock, root: str
+) -> None:
+    result = run_cli(capsys, "lock", "status", "llm-two")
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert lines[0] == "llm-two: locked"
+    assert lines[1] == "  holder:     alice@ci-runner-7 pid 4242"
+    assert lines[2] == "  command:    specops deploy llm-two --profile ddtree"
+    assert lines[-1] == "  stale:      no"
+    age_lock(root, 200)
+    stale = run_cli(capsys, "lock", "status", "llm-two", "--json")
+    document = json.loads(stale.out)
+    assert (stale.code, document["locked"], document["lock"]["stale"]) == (0, True, True)
+    assert document["lock"]["heartbeat_age_s"] >= 199 and "token" not in document["lock"]["holder"]
+
+
+def test_release_refuses_a_live_holder_with_exit_6(capsys: pytest.CaptureFixture[str], held: HostLock) -> None:
+    result = run_cli(capsys, "lock", "release", "llm-two")
+    assert result.code == 6
+    assert "error: llm-two: locked by alice@ci-runner-7 pid 4242" in result.err
+    assert "not released, the holder is alive" in result.err
+    assert "hint: if you are sure no deploy is running there: specops lock release llm-two --force" in result.err
+
+
+def test_forced_release_removes_it_and_audits_it(
+    capsys: pytest.CaptureFixture[str], held: HostLock, inventory: Path, root: str
+) -> None:
+    result = run_cli(capsys, "lock", "release", "llm-two", "--force")
+    assert result.code == 0
+    assert result.out.startswith("llm-two: released the lock held by alice@ci-runner-7 pid 4242 (`specops deploy")
+    assert not Path(root).exists()
+    table = run_cli(capsys, "audit", "llm-two")
+    assert table.code == 0
+    header, row = table.out.splitlines()
+    assert header.split() == ["WHEN", "WHO", "ACTION", "FROM", "→", "TO", "OUTCOME", "MESSAGE"]
+    assert "lock-release (forced)" in row and "released" in row and "alice@ci-runner-7" in row
+    document = json.loads(run_cli(capsys, "audit", "llm-two", "--json", "-n", "5").out)
+    assert document["path"] == f"{inventory}/audit.jsonl"
+    assert [entry["action"] for entry in document["entries"]] == ["lock-release"]
+    assert document["entries"][0]["forced"] is True
+
+
+def test_a_stale_lock_is_released_without_force(capsys: pytest.CaptureFixture[str], held: HostLock, root: str) -> None:
+    age_lock(root, 30)
+    result = run_cli(capsys, "lock", "release", "llm-two", "--stale-after", "10")
+    assert result.code == 0 and "released the lock held by alice@ci-runner-7" in result.out
+
+
+def test_release_of_a_free_host_and_an_empty_audit(capsys: pytest.CaptureFixture[str], inventory: Path) -> None:
+    assert run_cli(capsys, "lock", "release", "llm-two").out == "llm-two: the lock is free, nothing to release\n"
+    empty = run_cli(capsys, "audit", "llm-two")
+    assert (empty.code, empty.out) == (0, f"llm-two: no audit entries in {inventory}/audit.jsonl\n")
+
+
+def test_an_unknown_host_is_a_usage_error(capsys: pytest.CaptureFixture[str], inventory: Path) -> None:
+    result = run_cli(capsys, "lock", "status", "llm-nine")
+    assert result.code == 2 and "unknown host 'llm-nine'" in result.err
