@@ -16,7 +16,7 @@ import specops.cli.cmd_audit as cmd_audit
 import specops.cli.cmd_lock as cmd_lock
 import specops.cli.cmd_smoke as cmd_smoke
 from specops import __version__
-from specops.cli import cmd_config, cmd_deploy, cmd_doctor, cmd_hosts, cmd_init, cmd_render
+from specops.cli import cmd_config, cmd_deploy, cmd_doctor, cmd_hosts, cmd_init, cmd_render, cmd_status
 from specops.cli.state import AppState
 from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError
 
@@ -37,6 +37,9 @@ app.command("hosts")(cmd_hosts.hosts)
 app.command("doctor")(cmd_doctor.doctor)
 app.command("deploy")(cmd_deploy.deploy)
 app.command("rollback")(cmd_deploy.rollback)
+app.command("status")(cmd_status.status)
+app.command("releases")(cmd_status.releases)
+app.command("logs")(cmd_status.logs)
 app.command("smoke")(cmd_smoke.smoke)
 app.add_typer(cmd_config.app, name="config")
 app.add_typer(cmd_lock.app, name="lock")

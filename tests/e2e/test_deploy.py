@@ -81,3 +81,32 @@ def test_ffmpeg_removed_preflight_stops_and_forced_deploy_fails_fast_then_rollba
     rollback_readiness = rollback["gates"]["readiness"]
     assert rollback_readiness["seconds"] < 60
     assert "libtorchcodec" in json.dumps(rollback_readiness["cause"])  # the same environment cause, not a hang
+
+
+def test_status_releases_audit_and_logs_tell_what_happened(scene: Scene) -> None:
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    bad, outcome = scene.deploy("--force", patched=False)
+    assert outcome["outcome"] == "rolled-back"
+    status = scene.cli("status", scene.host.name, "--json")
+    assert status.code == 0, status.out + status.err
+    found = json.loads(status.out)
+    assert found["current"] == good["release"]
+    assert found["verified"] is True
+    assert found["uses_current"] is True
+    assert found["health"] == 200
+    human = scene.cli("status", scene.host.name)
+    assert f"current: {good['release']} (verified" in human.out
+    releases = json.loads(scene.cli("releases", scene.host.name, "--json").out)["releases"]
+    by_id = {release["id"]: release for release in releases}
+    assert by_id[good["release"]]["verified"] is True
+    assert by_id[str(outcome["attempted"])]["verified"] is False
+    audit = json.loads(scene.cli("audit", scene.host.name, "--json").out)
+    entries = audit["entries"] if isinstance(audit, dict) else audit
+    last = entries[-1]
+    assert last["action"] == "deploy"
+    assert last["outcome"] == "rolled-back"
+    assert last["to"] == outcome["attempted"]
+    logs = scene.cli("logs", scene.host.name, "-n", "400")
+    assert "DFLASH target_hidden feature dim mismatch" in logs.out
+    assert "explained:" in logs.out

@@ -1,0 +1,85 @@
+"""What is serving on a host: the release `current` names, what the unit runs, whether it answers.
+
+The check no anchor tool does: "current points at X but the process runs Y" (a switch without a restart,
+or a restart that never happened). The running process's working directory was resolved when it started
+(WorkingDirectory=<base>/<service>/current), so /proc/<pid>/cwd names the release it really runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from specops.commands.units import parse_show, show_argv
+from specops.host.base import Host
+from specops.models import HostSpec
+from specops.push import read_listing
+
+STATUS_PROPERTIES = ["ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStartTimestamp", "LoadState"]
+
+
+@dataclass
+class HostStatus:
+    host: str
+    current: str | None
+    running_release: str | None
+    uses_current: bool | None
+    verified: bool
+    profile: str | None
+    unit: dict[str, str]
+    health: int | None
+    figures: dict[str, Any] = field(default_factory=dict)
+    releases: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def running_release(host: Host, spec: HostSpec, pid: str) -> str | None:
+    """The release the main process runs in (its cwd), or None when it is not running or not readable."""
+    if not pid or pid == "0":
+        return None
+    result = host.run(["readlink", f"/proc/{pid}/cwd"], timeout=30)
+    path = result.text.strip()
+    prefix = f"{spec.service_dir}/releases/"
+    return path[len(prefix) :].split("/", 1)[0] if result.ok and path.startswith(prefix) else None
+
+
+def host_status(host: Host, spec: HostSpec, check_health: bool = True) -> HostStatus:
+    listing = read_listing(host, spec)
+    unit = parse_show(host.run(show_argv(spec.unit_name, STATUS_PROPERTIES), timeout=30).text)
+    running = running_release(host, spec, unit.get("MainPID", ""))
+    current = next((r for r in listing.releases if r.id == listing.current), None)
+    smoke = current.gates.get("smoke") if current and isinstance(current.gates, dict) else None
+    figures = smoke.get("figures", {}) if isinstance(smoke, dict) else {}
+    health = None
+    if check_health and unit.get("ActiveState") == "active":
+        from specops.engine import EngineClient
+
+        client = EngineClient(host, spec)
+        try:
+            health = client.health_generate()
+        finally:
+            client.close()
+    return HostStatus(
+        host=spec.name,
+        current=listing.current,
+        running_release=running,
+        uses_current=(running == listing.current) if running else None,
+        verified=bool(current and current.verified),
+        profile=current.profile if current else None,
+        unit=unit,
+        health=health,
+        figures=figures if isinstance(figures, dict) else {},
+        releases=[
+            {
+                "id": r.id,
+                "created_at": r.created_at,
+                "profile": r.profile,
+                "verified": r.verified,
+                "complete": r.complete,
+                "current": r.id == listing.current,
+            }
+            for r in listing.releases
+        ],
+    )
