@@ -1,0 +1,106 @@
+"""Deploys that die or collide: `kill -9` of the CLI in each phase, and two deploys at once.
+
+After a kill the host must still serve a verified release (the host-side guard rolls back when the lock's
+heartbeat stops and `current` was never verified), `status` must say which, the lock must be reclaimable,
+and the next deploy must succeed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
+from tests.testbed.engine import RENUMBER_PATCH
+from tests.testbed.testhost import TestHost
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def scene(
+    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Scene:  # fmt: skip
+    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
+
+
+def _deploy_process(scene: Scene, *extra: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "specops", "deploy", scene.host.name, "--build", str(UNPATCHED),
+            "--patch", str(PATCH), *extra]  # fmt: skip
+    return subprocess.Popen(argv, cwd=scene.folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))  # fmt: skip
+
+
+def _kill_at(process: subprocess.Popen[str], phase: str, timeout: float = 120) -> list[str]:
+    """Read the CLI's phase lines until `phase` starts, then kill -9 it; the lines seen."""
+    assert process.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        seen.append(line.rstrip())
+        if f" {phase} " in line:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+            return seen
+    process.kill()
+    raise AssertionError(f"phase {phase!r} never started; saw: {seen}")
+
+
+def _status(scene: Scene) -> dict[str, object]:
+    result = scene.cli("status", scene.host.name, "--json")
+    return json.loads(result.out) if result.out.startswith("{") else {}
+
+
+def _wait_for_verified_current(scene: Scene, expected: str, timeout: float = 90) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    found: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        found = _status(scene)
+        if found.get("current") == expected and found.get("verified") and found.get("health") == 200:
+            return found
+        time.sleep(2)
+    raise AssertionError(f"the host did not come back to {expected}: {found}")
+
+
+@pytest.mark.parametrize("phase", ["push", "switch", "gates"])
+def test_kill_9_in_a_phase_leaves_a_verified_release_and_a_reclaimable_lock(scene: Scene, phase: str) -> None:
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    process = _deploy_process(scene, "--patch", str(RENUMBER_PATCH), "--force")
+    _kill_at(process, phase)
+    held = scene.cli("lock", "status", scene.host.name, "--json")
+    assert "holder" in held.out or "held" in held.out
+    released = scene.cli("lock", "release", scene.host.name)  # our own crashed deploy: allowed without --force
+    assert released.code == 0, released.out + released.err
+    found = _wait_for_verified_current(scene, str(good["release"]))
+    assert found["uses_current"] is True
+    again, outcome = scene.deploy("--patch", str(RENUMBER_PATCH), "--force")
+    assert again.code == 0, again.out + again.err
+    assert outcome["outcome"] == "deployed"
+
+
+def test_two_deploys_at_once_one_gets_exit_6_naming_the_holder(scene: Scene) -> None:
+    first = _deploy_process(scene)
+    assert first.stderr is not None
+    while " push " not in (line := first.stderr.readline()):
+        assert line, "the first deploy ended before pushing"
+    second = subprocess.run(
+        [sys.executable, "-m", "specops", "deploy", scene.host.name, "--build", str(UNPATCHED), "--patch", str(PATCH)],
+        cwd=scene.folder, capture_output=True, text=True, env=dict(os.environ), timeout=120,
+    )  # fmt: skip
+    assert second.returncode == 6, second.stdout + second.stderr
+    assert "locked by" in second.stdout + second.stderr
+    assert "specops deploy" in second.stdout + second.stderr
+    first.communicate(timeout=300)
+    assert first.returncode == 0
