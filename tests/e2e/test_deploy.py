@@ -87,6 +87,7 @@ def test_status_releases_audit_and_logs_tell_what_happened(scene: Scene) -> None
     first, good = scene.deploy()
     assert first.code == 0, first.out + first.err
     bad, outcome = scene.deploy("--force", patched=False)
+    assert bad.code == 1
     assert outcome["outcome"] == "rolled-back"
     status = scene.cli("status", scene.host.name, "--json")
     assert status.code == 0, status.out + status.err
