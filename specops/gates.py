@@ -58,6 +58,7 @@ def restart_and_gate(
     """Restart (unless the caller already did), wait until ready or a known failure, then run the smoke gate."""
     if do_restart:
         cursor = journal_position(host)
+        reporter.event(Event(spec.name, "restart", f"restarting {spec.unit_name}"))
         restart(host, spec)
 
     def progress(phase: str, line: str) -> None:

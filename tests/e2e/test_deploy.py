@@ -23,6 +23,26 @@ def scene(
     return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
+@pytest.mark.parametrize("profile", ["nextn", "dflash"])
+def test_other_profiles_deploy_verified_with_their_algorithm(scene: Scene, profile: str) -> None:
+    config = scene.folder / "specops.toml"
+    text = config.read_text().replace('profile = "ddtree"', f'profile = "{profile}"')
+    if profile == "nextn":  # an MTP target drafts for itself: no draft model
+        text = text.replace("/srv/models/target", "/srv/models/mtp_target")
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("draft_model_path")) + "\n"
+    config.write_text(text)
+    result, host = scene.deploy(patched=False)
+    assert result.code == 0, result.out + result.err
+    assert host["outcome"] == "deployed"
+    smoke = host["gates"]["smoke"]
+    algorithm = next(gate for gate in smoke["gates"] if gate["id"] == "algorithm")
+    assert algorithm["observed"] == ("EAGLE" if profile == "nextn" else "DFLASH")
+    assert smoke["figures"]["accept_length"] > 1.5
+    manifest = json.loads(scene.host.read_file(f"/opt/specops/sglang/releases/{host['release']}/manifest.json"))
+    assert manifest["profile"] == profile
+    assert manifest["verified"] is True
+
+
 def test_patched_build_deploys_verified_and_redeploy_is_unchanged(scene: Scene) -> None:
     result, host = scene.deploy()
     assert result.code == 0, result.out + result.err

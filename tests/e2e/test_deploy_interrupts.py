@@ -73,7 +73,7 @@ def _wait_for_verified_current(scene: Scene, expected: str, timeout: float = 90)
     raise AssertionError(f"the host did not come back to {expected}: {found}")
 
 
-@pytest.mark.parametrize("phase", ["push", "switch", "gates"])
+@pytest.mark.parametrize("phase", ["push", "switch", "restart", "smoke"])
 def test_kill_9_in_a_phase_leaves_a_verified_release_and_a_reclaimable_lock(scene: Scene, phase: str) -> None:
     first, good = scene.deploy()
     assert first.code == 0, first.out + first.err
