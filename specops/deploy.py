@@ -7,6 +7,7 @@ with --no-rollback, the failed release is left running for debugging. Every exit
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -37,6 +38,7 @@ class DeployOptions:
     no_rollback: bool = False
     lock_wait_s: float = 0.0
     command: str | None = None
+    cancel: threading.Event | None = None  # set on Ctrl-C when hosts run in worker threads
 
 
 @dataclass
@@ -69,11 +71,13 @@ class HostOutcome:
 
 
 class _Phases:
-    def __init__(self, outcome: HostOutcome, reporter: Reporter) -> None:
-        self.outcome, self.reporter = outcome, reporter
+    def __init__(self, outcome: HostOutcome, reporter: Reporter, cancel: threading.Event | None) -> None:
+        self.outcome, self.reporter, self.cancel = outcome, reporter, cancel
 
     @contextmanager
     def __call__(self, name: str, message: str) -> Iterator[None]:
+        if self.cancel is not None and self.cancel.is_set():
+            raise KeyboardInterrupt  # a worker thread stops at the next phase; the lock and guard do the rest
         self.reporter.event(Event(self.outcome.host, name, message))
         started = time.monotonic()
         try:
@@ -119,7 +123,7 @@ class _HostDeploy:
     def __post_init__(self) -> None:
         self.spec = self.host_plan.target.host
         self.profile = self.host_plan.target.profile
-        self.phase = _Phases(self.outcome, self.reporter)
+        self.phase = _Phases(self.outcome, self.reporter, self.options.cancel)
 
     def run(self) -> None:
         listing = read_listing(self.host, self.spec)
@@ -143,11 +147,11 @@ class _HostDeploy:
         armed = previous is not None and not self.options.no_rollback
         if armed:
             guard.arm(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
-        try:
-            self._switch_and_gate(release_id, previous)
-        finally:
-            if armed:
-                guard.disarm(self.host, self.spec)
+        # Not in a `finally`: on Ctrl-C or an error the guard stays armed, and once the lock is released it
+        # puts the last verified release back (the deploy can no longer prove the new one).
+        self._switch_and_gate(release_id, previous)
+        if armed:
+            guard.disarm(self.host, self.spec)
 
     def _preflight_ok(self, release_id: str) -> bool:
         with self.phase("preflight", "running the doctor's checks on the candidate"):
@@ -168,7 +172,8 @@ class _HostDeploy:
             switch_current(self.host, self.spec, release_id)
             self.outcome.release = release_id
         with self.phase("gates", "waiting for readiness, then the smoke gate"):
-            gates = restart_and_gate(self.host, self.spec, self.profile, smoke_figures(previous), self.reporter)
+            gates = restart_and_gate(self.host, self.spec, self.profile, smoke_figures(previous), self.reporter,
+                                     cancel=self.options.cancel)  # fmt: skip
         self.outcome.gates = gates
         if gates.passed:
             now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,6 +7,7 @@ outcomes with the documented exit codes, so one bad host never hides the others.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,8 +44,14 @@ def guarded(run: HostRunner, host_plan: HostPlan) -> HostOutcome:
         return HostOutcome(name, "error", error.exit_code, cause=error.message, hint=error.hint)
 
 
-def run_fleet(hosts: list[HostPlan], run: HostRunner, options: FleetOptions) -> dict[str, HostOutcome]:
-    """Canary hosts one by one; if all pass, the rest in batches of `parallel` within the failure budget."""
+def run_fleet(
+    hosts: list[HostPlan], run: HostRunner, options: FleetOptions, cancel: threading.Event | None = None
+) -> dict[str, HostOutcome]:
+    """Canary hosts one by one; if all pass, the rest in batches of `parallel` within the failure budget.
+
+    A batch of one runs in this thread, so Ctrl-C interrupts the deploy itself; a parallel batch runs in
+    worker threads, and Ctrl-C sets `cancel`, which each worker checks between phases and while waiting.
+    """
     results: dict[str, HostOutcome] = {}
     canaries, rest = hosts[: options.canary], hosts[options.canary :]
     for host_plan in canaries:
@@ -53,12 +60,24 @@ def run_fleet(hosts: list[HostPlan], run: HostRunner, options: FleetOptions) -> 
         return _skip(results, rest, "the canary failed")
     for start in range(0, len(rest), max(1, options.parallel)):
         batch = rest[start : start + max(1, options.parallel)]
-        with ThreadPoolExecutor(max_workers=len(batch)) as pool:
-            for host_plan, outcome in zip(batch, pool.map(lambda p: guarded(run, p), batch), strict=True):
-                results[host_plan.name] = outcome
+        for host_plan, outcome in zip(batch, _run_batch(batch, run, cancel), strict=True):
+            results[host_plan.name] = outcome
         if _over_budget(results, len(hosts), options.max_fail_percent):
             return _skip(results, rest[start + len(batch) :], "too many hosts failed (--max-fail-percent)")
     return results
+
+
+def _run_batch(batch: list[HostPlan], run: HostRunner, cancel: threading.Event | None) -> list[HostOutcome]:
+    if len(batch) == 1:
+        return [guarded(run, batch[0])]
+    with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+        futures = [pool.submit(guarded, run, host_plan) for host_plan in batch]
+        try:
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            if cancel is not None:
+                cancel.set()
+            raise
 
 
 def _over_budget(results: dict[str, HostOutcome], total: int, max_fail_percent: float) -> bool:

@@ -6,6 +6,7 @@ every path that puts a release in front of users proves real generation the same
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,7 @@ def restart_and_gate(
     *,
     do_restart: bool = True,
     cursor: str | None = None,
+    cancel: threading.Event | None = None,
 ) -> GateResult:
     """Restart (unless the caller already did), wait until ready or a known failure, then run the smoke gate."""
     if do_restart:
@@ -62,6 +64,8 @@ def restart_and_gate(
         restart(host, spec)
 
     def progress(phase: str, line: str) -> None:
+        if cancel is not None and cancel.is_set():  # Ctrl-C while deploying several hosts in threads
+            raise KeyboardInterrupt
         reporter.event(Event(spec.name, "readiness", line, level="progress", data={"phase": phase}))
 
     readiness = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress)

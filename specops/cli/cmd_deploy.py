@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -56,7 +57,9 @@ def deploy(
             show_plan(plan, _opener, as_json)
             return
         command = shlex.join(["specops", *sys.argv[1:]])
-        options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command)
+        cancel = threading.Event()
+        options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
+                                cancel=cancel)  # fmt: skip
         reporter = _reporter(as_json, app_state.verbose)
 
         def run_host(host_plan: HostPlan) -> HostOutcome:
@@ -65,7 +68,7 @@ def deploy(
             return deploy_host(plan, host_plan, options, reporter, _opener(spec), profile_for)
 
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
-        results = run_fleet(plan.hosts, run_host, fleet)
+        results = run_fleet(plan.hosts, run_host, fleet, cancel)
     _report(results, as_json)
     raise typer.Exit(int(fleet_exit_code(results)))
 

@@ -39,8 +39,10 @@ def _deploy_process(scene: Scene, *extra: str) -> subprocess.Popen[str]:
                             env=dict(os.environ))  # fmt: skip
 
 
-def _kill_at(process: subprocess.Popen[str], phase: str, timeout: float = 120) -> list[str]:
-    """Read the CLI's phase lines until `phase` starts, then kill -9 it; the lines seen."""
+def _kill_at(
+    process: subprocess.Popen[str], phase: str, timeout: float = 120, signum: int = signal.SIGKILL
+) -> list[str]:
+    """Read the CLI's phase lines until `phase` starts, then send `signum` (kill -9); the lines seen."""
     assert process.stderr is not None
     seen: list[str] = []
     deadline = time.monotonic() + timeout
@@ -50,7 +52,7 @@ def _kill_at(process: subprocess.Popen[str], phase: str, timeout: float = 120) -
             break
         seen.append(line.rstrip())
         if f" {phase} " in line:
-            os.kill(process.pid, signal.SIGKILL)
+            os.kill(process.pid, signum)
             process.wait(timeout=30)
             return seen
     process.kill()
@@ -104,3 +106,16 @@ def test_two_deploys_at_once_one_gets_exit_6_naming_the_holder(scene: Scene) -> 
     assert "specops deploy" in second.stdout + second.stderr
     first.communicate(timeout=300)
     assert first.returncode == 0
+
+
+def test_ctrl_c_during_readiness_releases_the_lock_and_the_guard_rolls_back(scene: Scene) -> None:
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    process = _deploy_process(scene, "--patch", str(RENUMBER_PATCH), "--force")
+    _kill_at(process, "restart", signum=signal.SIGINT)
+    assert process.returncode == 130
+    free = scene.cli("lock", "status", scene.host.name, "--json")
+    assert free.code == 0
+    assert "holder" not in json.loads(free.out) or json.loads(free.out).get("holder") is None
+    found = _wait_for_verified_current(scene, str(good["release"]))
+    assert found["uses_current"] is True
