@@ -1,0 +1,72 @@
+"""The fleet runner's rules: canary first, failure budget, per-host outcomes, the fleet's exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specops.config import load_config
+from specops.deploy import HostOutcome
+from specops.deploy_plan import HostPlan, plan_host
+from specops.errors import ConnectError, ExitCode, LockHeld
+from specops.fleet import FleetOptions, fleet_exit_code, run_fleet
+
+HOSTS = ["a", "b", "c", "d"]
+
+
+@pytest.fixture
+def plans(tmp_path: Path) -> list[HostPlan]:
+    blocks = [
+        f'[hosts.{name}]\nssh = "{name}"\npython = "/usr/bin/python3"\nmodel_path = "/m/t"\nprofile = "nextn"\n'
+        for name in HOSTS
+    ]
+    path = tmp_path / "specops.toml"
+    path.write_text("\n".join(blocks))
+    config = load_config(path, tmp_path)
+    return [plan_host(config, name, None) for name in HOSTS]
+
+
+def _runner(failing: set[str], calls: list[str], error: Exception | None = None):  # type: ignore[no-untyped-def]
+    def run(host_plan: HostPlan) -> HostOutcome:
+        calls.append(host_plan.name)
+        if error is not None and host_plan.name in failing:
+            raise error
+        if host_plan.name in failing:
+            return HostOutcome(host_plan.name, "rolled-back", ExitCode.CHECKS_FAILED, cause="smoke gate failed")
+        return HostOutcome(host_plan.name, "deployed")
+
+    return run
+
+
+def test_failing_canary_skips_every_other_host(plans: list[HostPlan]) -> None:
+    calls: list[str] = []
+    results = run_fleet(plans, _runner({"a"}, calls), FleetOptions(canary=1, parallel=2))
+    assert calls == ["a"]
+    assert [results[name].outcome for name in HOSTS] == ["rolled-back", "skipped", "skipped", "skipped"]
+    assert results["b"].cause == "the canary failed"
+    assert fleet_exit_code(results) == ExitCode.CHECKS_FAILED
+
+
+def test_failure_budget_stops_new_batches(plans: list[HostPlan]) -> None:
+    calls: list[str] = []
+    results = run_fleet(plans, _runner({"b"}, calls), FleetOptions(canary=1, parallel=1, max_fail_percent=0))
+    assert calls == ["a", "b"]
+    assert results["c"].outcome == results["d"].outcome == "skipped"
+    assert "too many hosts failed" in results["c"].cause
+
+
+def test_within_budget_all_hosts_run(plans: list[HostPlan]) -> None:
+    calls: list[str] = []
+    results = run_fleet(plans, _runner({"b"}, calls), FleetOptions(parallel=2, max_fail_percent=50))
+    assert sorted(calls) == HOSTS
+    assert [results[name].outcome for name in HOSTS] == ["deployed", "rolled-back", "deployed", "deployed"]
+
+
+def test_unreachable_and_locked_hosts_become_outcomes_with_their_exit_codes(plans: list[HostPlan]) -> None:
+    unreachable = run_fleet(plans[:1], _runner({"a"}, [], ConnectError("a: connection refused")), FleetOptions())
+    assert (unreachable["a"].outcome, unreachable["a"].exit_code) == ("unreachable", ExitCode.UNREACHABLE)
+    locked = run_fleet(plans[:1], _runner({"a"}, [], LockHeld("a: locked by x@y")), FleetOptions())
+    assert (locked["a"].outcome, locked["a"].exit_code) == ("locked", ExitCode.LOCK_HELD)
+    assert fleet_exit_code({**unreachable, "b": locked["a"]}) == ExitCode.UNREACHABLE
+    assert fleet_exit_code({"a": HostOutcome("a", "unchanged")}) == ExitCode.OK
