@@ -10,6 +10,10 @@ Cases: full_specops (connect + push_release with no base), full_tar_ssh (`tar cf
 patch_specops (connect + list + push_release of a one-file change over the previous release), patch_rsync
 (`rsync -a` of the same change onto the previous state). Sources alternate tree/patched so each patch run
 changes exactly one file.
+
+`--breakdown` instead times the parts of the specops cases (medians over the rounds): connection setup, one
+exec of `true` (the host's login shell per channel), the `list` round trip, and each push split into the local
+part (manifest, tar) and the remote part (the receive exec: transfer, extract, link, verify).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 
 from specops import push
 from specops.build import StagedBuild, stage_build
-from specops.commands.release import newest_complete
+from specops.commands.release import ReleaseInfo, newest_complete
 from specops.host.ssh import SshHost, connect
 from specops.models import HostSpec
 from tests.testbed.testhost import TestHost, start_host, stop_host
@@ -65,6 +69,13 @@ def generate_tree(root: Path, seed: int = 5777) -> None:
 
 def _ssh_cmd(host: TestHost) -> str:
     return " ".join(["ssh", *host.ssh_options()])
+
+
+def _record(phases: dict[str, list[float]], key: str, started: float) -> float:
+    """Add the time since `started` to phases[key]; returns now (the next part's start)."""
+    now = time.monotonic()
+    phases.setdefault(key, []).append(now - started)
+    return now
 
 
 def _timed(action: Callable[[], object]) -> float:
@@ -138,6 +149,30 @@ class Bench:
     def patch_rsync(self) -> None:
         self._rsync(self.trees[1 - self.turn])
 
+    def breakdown_round(self, phases: dict[str, list[float]]) -> None:
+        """One round of the specops cases, timed part by part (see the module docstring)."""
+        self.cleanup_untimed()
+        started = time.monotonic()
+        with self._ssh() as ssh:
+            started = _record(phases, "connect", started)
+            ssh.run(["true"])
+            started = _record(phases, "exec `true` (the host's shell per channel)", started)
+            base = newest_complete(push.list_releases(ssh, SPEC))
+            _record(phases, "list", started)
+            self._split_push(phases, "patch", ssh, SPEC, self.staged[1 - self.turn], base)
+            self._split_push(phases, "full", ssh, FULL_SPEC, self.staged[0], None)
+        self.turn = 1 - self.turn
+
+    def _split_push(self, phases: dict[str, list[float]], case: str, ssh: SshHost, spec: HostSpec,
+                    staged: StagedBuild, base: ReleaseInfo | None) -> None:  # fmt: skip
+        """push_release reports progress just before its one exec: local part before it, remote part after."""
+        marks = [time.monotonic()]
+        push.push_release(ssh, spec, staged, base=base, release_id=self._next_id(),
+                          progress=lambda _message: marks.append(time.monotonic()))  # fmt: skip
+        marks.append(time.monotonic())
+        phases.setdefault(f"{case} push: local (manifest, tar)", []).append(marks[1] - marks[0])
+        phases.setdefault(f"{case} push: receive exec", []).append(marks[-1] - marks[1])
+
     def cleanup_untimed(self) -> None:
         self.host.exec(["sh", "-c", "rm -rf /opt/specops/plain/* /opt/specops/full"])
 
@@ -180,9 +215,23 @@ def report(times: dict[str, list[float]], bench: Bench) -> str:
     return "\n".join(lines)
 
 
+def run_breakdown(bench: Bench, rounds: int) -> str:
+    phases: dict[str, list[float]] = {}
+    for round_index in range(rounds):
+        bench.breakdown_round(phases)
+        log(f"breakdown round {round_index + 1}/{rounds}")
+    lines = ["| part | median ms | min–max ms |", "|---|---|---|"]
+    for name, values in phases.items():
+        lines.append(
+            f"| {name} | {statistics.median(values) * 1000:.0f} | {min(values) * 1000:.0f}–{max(values) * 1000:.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.push_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--breakdown", action="store_true", help="time the parts of the specops cases instead")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="push-bench-") as scratch:
         host = start_host("pushbench")
@@ -190,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
             bench = Bench(host, Path(scratch))
             log("generating the tree and staging it")
             bench.prepare()
-            print(report(run_rounds(bench, args.rounds), bench))
+            print(
+                run_breakdown(bench, args.rounds) if args.breakdown else report(run_rounds(bench, args.rounds), bench)
+            )
         finally:
             stop_host(host)
     return 0

@@ -21,12 +21,11 @@ from typing import Any
 
 from specops.buildhash import HashCache, default_cache_file
 from specops.buildpatch import apply_patch, patch_sha256
-from specops.commands.release_remote import tree_hash, tree_line
+from specops.commands.release_remote import NOT_HASHED, tree_hash, tree_line
 from specops.errors import BuildError
 
 SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")  # build junk; a wheel's .dist-info is kept (metadata, entry points)
-NOT_HASHED = ("manifest.json", "unfinished")
 MANIFEST_SCHEMA = 1
 
 

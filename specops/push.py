@@ -14,13 +14,15 @@ import json
 import shutil
 import subprocess
 import tarfile
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from specops.build import StagedBuild
 from specops.buildhash import default_cache_file
@@ -86,7 +88,8 @@ def push_release(
     base_files = _base_files(host, spec, base, say) if base is not None else None
     base_id = base.id if base is not None and base_files is not None else None
     manifest = staged.manifest(release_id, **dict(manifest_fields or {}))
-    (staged.root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+    manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # no indent: the C encoder, ~10x
+    (staged.root / "manifest.json").write_text(manifest_text, encoding="utf-8")
     names = cmd.files_to_send(staged.files, base_files)
     stream = build_tar(staged.root, names)
     linked = len(staged.files) - (len(names) - 1)
@@ -129,11 +132,7 @@ def build_tar(root: Path, names: list[str]) -> bytes:
     """An uncompressed tar of `names` under root: GNU tar in a subprocess when present (~10x faster than
     tarfile at producing the stream), else Python's tarfile."""
     if shutil.which("tar"):
-        listing = b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in names)
-        done = subprocess.run(cmd.tar_argv(str(root)), input=listing, capture_output=True, check=False)
-        if done.returncode == 0:
-            return done.stdout
-        raise ReleaseError(f"tar failed in {root}: {done.stderr.decode(errors='replace').strip()[-500:]}")
+        return _gnu_tar(root, b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in names))
     buffer = BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
         for name in names:
@@ -146,6 +145,30 @@ def build_tar(root: Path, names: list[str]) -> bytes:
             else:
                 archive.addfile(info)
     return buffer.getvalue()
+
+
+def _gnu_tar(root: Path, listing: bytes) -> bytes:
+    """tar's output read in one `read()` while a thread feeds it the names: ~20% faster on a 110 MB tree than
+    subprocess.run(capture_output=True), whose 32 KB reads and select loop cost ~70 ms. stderr goes to a file,
+    so tar can never block on it."""
+    with tempfile.TemporaryFile() as errors:
+        pipe = subprocess.PIPE
+        process = subprocess.Popen(cmd.tar_argv(str(root)), stdin=pipe, stdout=pipe, stderr=errors)
+        assert process.stdin is not None and process.stdout is not None
+        feeder = threading.Thread(target=_write_and_close, args=(process.stdin, listing), daemon=True)
+        feeder.start()
+        stream = process.stdout.read()
+        feeder.join()
+        if process.wait() == 0:
+            return stream
+        errors.seek(0)
+        message = errors.read().decode(errors="replace").strip()[-500:]
+    raise ReleaseError(f"tar failed in {root}: {message}")
+
+
+def _write_and_close(pipe: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError), pipe:  # tar died: its exit status and stderr say why
+        pipe.write(data)
 
 
 def _tree_cache(tree_hash: str) -> Path:

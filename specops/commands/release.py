@@ -8,6 +8,7 @@ script specops/commands/release_remote.py, passed with `python -I -c` (isolated:
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from typing import Any
 
 from specops.models import HostSpec
 
-REMOTE_MODULES = ("release_remote.py", "release_rollback.py", "release_receive.py")  # in order; the last has main()
+# in order; the last has main()
+REMOTE_MODULES = ("release_remote.py", "release_rollback.py", "release_stream.py", "release_receive.py")
 RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SEND_ALWAYS = ("manifest.json",)
 
@@ -56,8 +58,8 @@ class ReplyError(Exception):
 
 @lru_cache(maxsize=1)
 def remote_script() -> str:
-    """The host-side script: the two modules concatenated, minus the import that joins them for tooling (and
-    the second `from __future__`); `python -c` runs it as __main__."""
+    """The host-side script: the modules concatenated, minus the imports that join them for tooling (and the
+    later `from __future__` lines) and the docstrings; `python -c` runs it as __main__."""
     parts = []
     for index, name in enumerate(REMOTE_MODULES):
         text = resources.files("specops.commands").joinpath(name).read_text(encoding="utf-8")
@@ -65,7 +67,18 @@ def remote_script() -> str:
             text = re.sub(r"from specops\.commands\.release_\w+ import (?:\([^)]*\)|[^\n]*)\n", "", text)
             text = text.replace("from __future__ import annotations\n", "")
         parts.append(text)
-    return "\n".join(parts)
+    return ast.unparse(without_docstrings(ast.parse("\n".join(parts))))
+
+
+def without_docstrings(tree: ast.Module) -> ast.Module:
+    """The script travels as one argv word on every exec and is compiled each time: its docstrings and comments
+    (half its text) stay in the source files, where people read them, and are left out of what the host runs."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
 
 
 def check_release_id(release_id: str) -> str:

@@ -8,7 +8,9 @@ extractor "python") the stdlib reader below is used, which checks each member BE
 
 Hard-linked files are re-read for the tree hash unless `<service_dir>/.verified-hashes.json` vouches for them:
 it maps an inode to (size, mtime_ns, sha256) as verified at the end of the last push; a file edited in place
-since then has a new mtime (the same quick check as rsync's) and is hashed again.
+since then has a new mtime (the same quick check as rsync's) and is hashed again. Files that arrive in the
+stream are hashed as they pass (release_stream.py). Every file is stat'ed once, by the final scan, whose
+results also feed the new record.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 from collections.abc import Callable
@@ -36,8 +37,10 @@ from specops.commands.release_remote import (
     read_manifest,
     scan_release_dir,
     write_json_atomic,
+    write_summary,
 )
 from specops.commands.release_rollback import op_guard, op_rollback
+from specops.commands.release_stream import extract_with_tar
 
 CHUNK = 1 << 20
 HASHES_FILE = ".verified-hashes.json"
@@ -103,13 +106,6 @@ def extract_python(stream: object, root: str, known: dict[tuple[int, int, int], 
     return received
 
 
-def extract_with_tar(root: str) -> None:
-    argv = ["tar", "-x", "-f", "-", "-C", root, "--no-same-owner", "--keep-old-files", "--delay-directory-restore"]
-    done = subprocess.run(argv, stdin=None, capture_output=True, check=False)
-    if done.returncode != 0:
-        raise Refused("unsafe", "tar refused the stream: " + done.stderr.decode("utf-8", "replace").strip()[-500:])
-
-
 def present_files(root: str) -> set[str]:
     found: set[str] = set()
     for folder, _dirs, files in os.walk(root):
@@ -127,49 +123,77 @@ def load_verified(service_dir: str) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def link_unchanged(
-    root: str,
-    base_dir: str | None,
-    manifest: dict[str, Any],
-    received: set[str],
-    verified: dict[str, Any],
-    known: dict[tuple[int, int, int], str],
-) -> dict[str, int]:
-    """Hard-link every manifest file that was not sent from the base (copy across filesystems); a base file
-    whose inode, size and mtime match its verified record needs no re-reading."""
+def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], received: set[str]) -> dict[str, int]:
+    """Hard-link every manifest file that was not sent from the base (copy across filesystems). No stat of the
+    files here: the final scan stats each once, and decides there whether the verified record vouches for it.
+    Each folder is checked once not to be a symlink (a link must never be written through one, out of root)."""
     counts = {"linked": 0, "copied": 0}
-    made = set()
+    folders = {root}
     for name, entry in sorted((manifest.get("files") or {}).items()):
         if name in received:
             continue
         if base_dir is None or "link" in entry:
             raise Refused("incomplete", "file " + repr(name) + " was neither sent nor available in a base release")
         source, destination = os.path.join(base_dir, name), safe_member_path(root, name)
-        try:
-            info = os.lstat(source)
-        except OSError:
-            raise Refused("incomplete", "file " + repr(name) + " is missing from base release " + base_dir) from None
-        record = verified.get(str(info.st_dev) + ":" + str(info.st_ino))
-        if record == [info.st_size, info.st_mtime_ns, entry.get("sha256")]:
-            known[(info.st_ino, info.st_size, info.st_mtime_ns)] = str(entry.get("sha256"))
-        parent = os.path.dirname(destination)
-        if parent not in made:
-            os.makedirs(parent, exist_ok=True)
-            made.add(parent)
+        real_folder(root, os.path.dirname(destination), folders)
         try:
             os.link(source, destination)
             counts["linked"] += 1
+        except FileNotFoundError:
+            raise Refused("incomplete", "file " + repr(name) + " is missing from base release " + base_dir) from None
         except OSError:
             shutil.copy2(source, destination)
             counts["copied"] += 1
     return counts
 
 
-def save_verified(service_dir: str, root: str, entries: dict[str, tuple[str, str]]) -> None:
+def real_folder(root: str, folder: str, known: set[str]) -> None:
+    """Make `folder` (inside root) if needed; refuse if it or a folder above it is a symlink. `known` holds the
+    folders already checked, so each costs one lstat per push."""
+    if folder in known:
+        return
+    real_folder(root, os.path.dirname(folder), known)
+    if os.path.islink(folder):
+        raise Refused("unsafe", "refusing to write through symlink " + repr(os.path.relpath(folder, root)))
+    if not os.path.isdir(folder):
+        os.mkdir(folder)
+    known.add(folder)
+
+
+def known_sha(
+    streamed: dict[str, tuple[int, int, str]],
+    written: dict[tuple[int, int, int], str],
+    verified: dict[str, Any],
+    files: dict[str, Any],
+    received: set[str],
+) -> Callable[[str, os.stat_result], str | None]:
+    """What the scan may take as a file's sha256 without reading it: the hash taken while the file streamed in
+    (only for a file tar wrote that still has the member's size and mtime), or the one the Python reader wrote
+    (same inode, size and mtime), or, for a hard-linked file only, the verified record of its inode if size,
+    mtime and the manifest's sha256 all match it. Anything else returns None, and the file is read."""
+
+    def lookup(relpath: str, info: os.stat_result) -> str | None:
+        sha = written.get((info.st_ino, info.st_size, info.st_mtime_ns))
+        if sha is not None:
+            return sha
+        passed = streamed.get(relpath) if relpath in received else None  # tar wrote it (not linked)
+        if passed is not None and passed[0] == info.st_size and passed[1] == info.st_mtime_ns:
+            return passed[2]
+        entry = files.get(relpath)
+        if relpath in received or not isinstance(entry, dict) or not entry.get("sha256"):
+            return None
+        record = verified.get(str(info.st_dev) + ":" + str(info.st_ino))
+        return str(entry["sha256"]) if record == [info.st_size, info.st_mtime_ns, entry["sha256"]] else None
+
+    return lookup
+
+
+def save_verified(service_dir: str, entries: dict[str, tuple[str, str]], stats: dict[str, os.stat_result]) -> None:
+    """The new record: every regular file of the verified release by inode, from the scan's own lstat results."""
     records = {}
     for name, (kind, value) in entries.items():
-        if kind != "l":
-            info = os.lstat(os.path.join(root, name))
+        info = stats.get(name)
+        if kind != "l" and info is not None:
             records[str(info.st_dev) + ":" + str(info.st_ino)] = [info.st_size, info.st_mtime_ns, value]
     write_json_atomic(os.path.join(service_dir, HASHES_FILE), records)
 
@@ -189,20 +213,25 @@ def op_receive(
     except FileExistsError:
         raise Refused("exists", "release " + release_id + " already exists on the host") from None
     open(os.path.join(root, UNFINISHED), "w").close()
-    known: dict[tuple[int, int, int], str] = {}
+    written: dict[tuple[int, int, int], str] = {}
+    streamed: dict[str, tuple[int, int, str]] = {}
     if extractor == "tar" or (extractor == "auto" and shutil.which("tar")):
-        extract_with_tar(root)
+        streamed = extract_with_tar(root, sys.stdin.buffer)
         received = present_files(root) - {UNFINISHED}
     else:
-        received = extract_python(sys.stdin.buffer, root, known)
+        received = extract_python(sys.stdin.buffer, root, written)
     manifest = read_manifest(root)
-    counts = link_unchanged(root, base_dir, manifest, received, load_verified(service_dir), known)
-    entries = scan_release_dir(root, known)
+    write_summary(root, manifest)
+    counts = link_unchanged(root, base_dir, manifest, received)
+    files = manifest.get("files") or {}
+    stats: dict[str, os.stat_result] = {}
+    lookup = known_sha(streamed, written, load_verified(service_dir), files, received)
+    entries = scan_release_dir(root, lookup, stats)
     actual = entries_hash(entries)
     if actual != expected or manifest.get("tree_hash") != expected:
-        differing = differences(entries, manifest.get("files") or {})
+        differing = differences(entries, files)
         raise Refused("mismatch", "tree hash mismatch in " + root, expected=expected, actual=actual, files=differing)
-    save_verified(service_dir, root, entries)
+    save_verified(service_dir, entries, stats)
     os.unlink(os.path.join(root, UNFINISHED))
     return {"id": release_id, "tree_hash": actual, "received": len(received), **counts}
 

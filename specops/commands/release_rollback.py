@@ -14,11 +14,8 @@ interpreter. Two ops:
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import socket
-import subprocess
 import time
 from typing import Any
 
@@ -77,6 +74,10 @@ def append_audit(service_dir: str, entry: dict[str, Any]) -> None:
 
 
 def op_rollback(service_dir: str, unit: str, target: str, reason: str) -> dict[str, Any]:
+    import datetime  # here, not at the top: every `list` and `receive` would pay for these imports
+    import socket
+    import subprocess
+
     release_id = rollback_target(service_dir, target)
     switched = op_switch(service_dir, release_id)
     unit_changed = restore_unit(service_dir, release_id, unit)
