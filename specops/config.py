@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specops.errorfmt import toml_line, validation_lines
+from specops.errorfmt import display_path, toml_line, validation_lines
 from specops.errors import ConfigError, UsageError
 from specops.models import HostSettings, HostSpec, Inventory
 from specops.profile import Profile
@@ -113,14 +113,6 @@ def find_config(explicit: Path | None, cwd: Path, environ: Mapping[str, str]) ->
         [f"no {CONFIG_NAME} found (looked for ./{CONFIG_NAME}, $SPECOPS_CONFIG, ~/.config/specops/{CONFIG_NAME})"],
         hint="run `specops init` to write a commented starter file, or pass --config PATH",
     )
-
-
-def display_path(path: Path, cwd: Path) -> str:
-    """The path as the operator would type it: relative to the current directory when below it."""
-    try:
-        return str(path.resolve().relative_to(cwd.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def load_config(path: Path, cwd: Path) -> Config:

@@ -5,9 +5,18 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """The path as the operator would type it: relative to the current directory when below it."""
+    try:
+        return str(path.resolve().relative_to(cwd.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def dotted(parts: Iterable[Any]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specops.errorfmt import toml_line, validation_lines
+from specops.errorfmt import display_path, toml_line, validation_lines
 from specops.errors import ConfigError
 from specops.profile import Profile
 from specops.resources import data_dir
@@ -39,20 +39,13 @@ def load_profiles(user_dir: Path, cwd: Path) -> tuple[dict[str, LoadedProfile], 
         folders.append((user_dir, False))
     for folder, builtin in folders:
         for file in sorted(folder.glob("*.toml")):
-            source = f"(built-in) profiles/{file.name}" if builtin else _display(file, cwd)
+            source = f"(built-in) profiles/{file.name}" if builtin else display_path(file, cwd)
             loaded = _load_one(file, source, lines)
             if loaded is None:
                 failed.add(file.stem)
             else:
                 profiles[loaded.profile.name] = loaded
     return profiles, failed, lines
-
-
-def _display(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(cwd.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _load_one(file: Path, source: str, lines: list[str]) -> LoadedProfile | None:
