@@ -7,7 +7,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,14 +14,13 @@ import typer
 
 from specops.cli.output import print_json
 from specops.cli.state import state
+from specops.host import ssh_opener
 
 if TYPE_CHECKING:
     from specops.config import Config
     from specops.deploy import HostOutcome
     from specops.deploy_plan import HostPlan
     from specops.events import Reporter
-    from specops.host.base import Host
-    from specops.models import HostSpec
     from specops.profile import Profile
 
 
@@ -54,7 +52,7 @@ def deploy(
         if dry_run:
             from specops.cli.dry_run import show_plan
 
-            show_plan(plan, _opener, as_json)
+            show_plan(plan, ssh_opener, as_json)
             return
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
@@ -65,7 +63,7 @@ def deploy(
         def run_host(host_plan: HostPlan) -> HostOutcome:
             spec = host_plan.target.host
             profile_for = _profile_for(config, spec.name, profile)
-            return deploy_host(plan, host_plan, options, reporter, _opener(spec), profile_for)
+            return deploy_host(plan, host_plan, options, reporter, ssh_opener(spec), profile_for)
 
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
         results = run_fleet(plan.hosts, run_host, fleet, cancel)
@@ -91,7 +89,7 @@ def rollback(
     spec = config.host(host)
     reporter = _reporter(as_json, app_state.verbose)
     holder = lock.LockHolder.current()
-    with _opener(spec)() as connection, lock.acquire(connection, holder, wait_s=lock_wait):
+    with ssh_opener(spec)() as connection, lock.acquire(connection, holder, wait_s=lock_wait):
         result = rollback_host(connection, spec, _profile_for(config, host, None), to, "specops rollback", reporter)
         gates = result.gates.to_json() if result.gates else {}
         outcome = "verified" if result.ok else "failed"
@@ -105,15 +103,6 @@ def rollback(
     else:
         typer.echo(result.summary)
     raise typer.Exit(int(ExitCode.OK if result.ok else ExitCode.CHECKS_FAILED))
-
-
-def _opener(spec: HostSpec) -> Callable[[], AbstractContextManager[Host]]:
-    def open_host() -> AbstractContextManager[Host]:
-        from specops.host.ssh import connect
-
-        return connect(spec)
-
-    return open_host
 
 
 def _profile_for(config: Config, host: str, default: str | None) -> Callable[[str | None], Profile]:

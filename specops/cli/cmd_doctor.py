@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -16,8 +14,6 @@ from specops.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from specops.config import Config
     from specops.doctor.runner import DoctorTarget, HostReport
-    from specops.host.base import Host
-    from specops.models import HostSpec
 
 
 def doctor(
@@ -56,6 +52,7 @@ def doctor(
 
 def _inventory_targets(config: Config, names: list[str], all_hosts: bool, profile: str | None) -> list[DoctorTarget]:
     from specops.doctor.runner import DoctorTarget
+    from specops.host import ssh_opener
 
     if not names and not all_hosts:
         raise UsageError("name hosts or groups, or pass --all (or --local for this machine)")
@@ -65,20 +62,9 @@ def _inventory_targets(config: Config, names: list[str], all_hosts: bool, profil
         chosen = profile or spec.profile
         resolved = config.resolve(spec.name, chosen).profile if chosen else None
         targets.append(
-            DoctorTarget(name=spec.name, spec=spec, profile=resolved, open_host=_ssh_opener(spec), python=spec.python)
+            DoctorTarget(name=spec.name, spec=spec, profile=resolved, open_host=ssh_opener(spec), python=spec.python)
         )
     return targets
-
-
-def _ssh_opener(spec: HostSpec) -> Callable[[], AbstractContextManager[Host]]:
-    """Connect lazily, inside the worker thread, so hosts connect in parallel."""
-
-    def open_host() -> AbstractContextManager[Host]:
-        from specops.host.ssh import connect
-
-        return connect(spec)
-
-    return open_host
 
 
 def _local_target(config: Config | None, profile: str | None) -> DoctorTarget:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,16 +11,11 @@ import typer
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 from specops.errors import ExitCode, UsageError
+from specops.host import ssh_opener
 
 if TYPE_CHECKING:
     from specops.host.base import Host
     from specops.models import HostSpec
-
-
-def _open(spec: HostSpec) -> AbstractContextManager[Host]:
-    from specops.host.ssh import connect
-
-    return connect(spec)
 
 
 def status(
@@ -34,7 +28,7 @@ def status(
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
-    with _open(spec) as connection:
+    with ssh_opener(spec)() as connection:
         found = host_status(connection, spec)
     if app_state.json or json_output:
         print_json(found.to_json())
@@ -71,7 +65,7 @@ def releases(
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
-    with _open(spec) as connection:
+    with ssh_opener(spec)() as connection:
         found = host_status(connection, spec, check_health=False)
     if app_state.json or json_output:
         print_json({"host": host, "current": found.current, "releases": found.releases})
@@ -99,7 +93,7 @@ def logs(
 
     pattern = _compile(grep)
     spec = state(ctx).load_config().host(host)
-    with _open(spec) as connection:
+    with ssh_opener(spec)() as connection:
         position = _since(connection, spec, since)
         argv = journal.journal_argv(spec.unit_name, position, None if since else lines)
         text, cursor = _read(connection, argv)
