@@ -22,7 +22,7 @@ from specops.errors import LockHeld
 from specops.host.ssh import SshHost, connect
 from specops.lock import LockHolder, acquire, status
 from specops.models import HostSpec
-from tests.testbed.testhost import TestHost, start_host, stop_host
+from tests.testbed.testhost import TestHost
 from tests.unit.clirun import run_cli
 
 pytestmark = pytest.mark.e2e
@@ -51,18 +51,9 @@ with connect(spec, ssh_config=Path(config), known_hosts=[]) as host:
 
 
 @pytest.fixture(scope="module")
-def th(testhost_session: None) -> Iterator[TestHost]:
-    host = start_host()
-    try:
-        yield host
-    finally:
-        stop_host(host)
-
-
-@pytest.fixture(scope="module")
-def ssh_config(th: TestHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ssh_config(module_testhost: TestHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ssh") / "config"
-    path.write_text(th.ssh_config_block(ALIAS))
+    path.write_text(module_testhost.ssh_config_block(ALIAS))
     return path
 
 
@@ -152,11 +143,11 @@ def test_ctrl_c_in_the_holder_releases_the_lock(contender: Contend, host: SshHos
 
 
 @pytest.fixture
-def cli_home(th: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def cli_home(module_testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A HOME whose ~/.ssh/config reaches the test host, and a specops.toml naming it, as an operator has."""
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "config").write_text(th.ssh_config_block(ALIAS))
+    (home / ".ssh" / "config").write_text(module_testhost.ssh_config_block(ALIAS))
     (tmp_path / "specops.toml").write_text(
         f'[hosts.{ALIAS}]\nssh = "{ALIAS}"\npython = "/usr/bin/python3"\nmodel_path = "/models/target"\n'
     )
@@ -166,7 +157,7 @@ def cli_home(th: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_cli_status_release_and_audit_over_ssh(
-    capsys: pytest.CaptureFixture[str], cli_home: None, contender: Contend, host: SshHost, th: TestHost
+    capsys: pytest.CaptureFixture[str], cli_home: None, contender: Contend, host: SshHost, module_testhost: TestHost
 ) -> None:
     assert run_cli(capsys, "lock", "status", ALIAS).out == f"{ALIAS}: free\n"
     holder = contender("ci-job", 600)
@@ -179,21 +170,21 @@ def test_cli_status_release_and_audit_over_ssh(
     forced = run_cli(capsys, "lock", "release", ALIAS, "--force")
     assert forced.code == 0 and forced.out.startswith(f"{ALIAS}: released the lock held by ")
     assert run_cli(capsys, "lock", "status", ALIAS).out == f"{ALIAS}: free\n"
-    on_host = [json.loads(line) for line in th.read_file("/opt/specops/sglang/audit.jsonl").splitlines()]
+    on_host = [json.loads(line) for line in module_testhost.read_file("/opt/specops/sglang/audit.jsonl").splitlines()]
     assert on_host[-1]["action"] == "lock-release" and on_host[-1]["forced"] is True
     table = run_cli(capsys, "audit", ALIAS, "-n", "1")
     assert table.code == 0 and "lock-release (forced)" in table.out.splitlines()[1]
 
 
 def test_audit_record_and_read_over_ssh(
-    host: SshHost, th: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    host: SshHost, module_testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     entry = audit.new_entry("deploy", outcome="ok", from_release="r1", to_release="r2", profile="ddtree",
                             phases={"push": 2.5}, message="ünïcode ok")  # fmt: skip
     audit.record(host, SPEC, entry)
     assert audit.read(host, SPEC, 1) == [entry]
-    mode = th.exec(["stat", "-c", "%a", "/opt/specops/sglang/audit.jsonl"]).stdout.decode().strip()
+    mode = module_testhost.exec(["stat", "-c", "%a", "/opt/specops/sglang/audit.jsonl"]).stdout.decode().strip()
     assert mode == "644"
     local = (tmp_path / "state" / "specops" / "audit.jsonl").read_text().splitlines()
     assert json.loads(local[-1])["host"] == ALIAS

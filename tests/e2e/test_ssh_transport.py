@@ -19,7 +19,7 @@ from specops.errors import CommandFailed, ConnectError, ExitCode, RemoteTimeout
 from specops.host.ssh import SshHost, connect
 from specops.models import HostSpec
 from specops.secrets import Secret
-from tests.testbed.testhost import TestHost, start_host, stop_host
+from tests.testbed.testhost import TestHost
 from tests.testbed.testhost.keys import write_keypair
 
 pytestmark = pytest.mark.e2e
@@ -30,18 +30,9 @@ PRINT_ARGV = "import sys, json; print(json.dumps(sys.argv[1:]))"
 
 
 @pytest.fixture(scope="module")
-def th(testhost_session: None) -> Iterator[TestHost]:
-    host = start_host()
-    try:
-        yield host
-    finally:
-        stop_host(host)
-
-
-@pytest.fixture(scope="module")
-def ssh_config(th: TestHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ssh_config(module_testhost: TestHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ssh") / "config"
-    path.write_text(th.ssh_config_block(ALIAS))
+    path.write_text(module_testhost.ssh_config_block(ALIAS))
     return path
 
 
@@ -56,11 +47,13 @@ def host(ssh_config: Path) -> Iterator[SshHost]:
 
 
 @pytest.fixture
-def config_with(th: TestHost, tmp_path: Path) -> Callable[[str], Path]:
+def config_with(module_testhost: TestHost, tmp_path: Path) -> Callable[[str], Path]:
     """An ssh config whose llm-one block is the test host's, with lines replaced or added."""
 
     def write(extra: str, drop: tuple[str, ...] = ()) -> Path:
-        lines = [line for line in th.ssh_config_block(ALIAS).splitlines() if not line.strip().startswith(drop)]
+        lines = [
+            line for line in module_testhost.ssh_config_block(ALIAS).splitlines() if not line.strip().startswith(drop)
+        ]
         path = tmp_path / "config"
         path.write_text("\n".join([*lines, *(f"    {line}" for line in extra.splitlines())]) + "\n")
         return path
@@ -68,11 +61,11 @@ def config_with(th: TestHost, tmp_path: Path) -> Callable[[str], Path]:
     return write
 
 
-def test_run_reports_exit_code_stdout_and_stderr(host: SshHost, th: TestHost) -> None:
+def test_run_reports_exit_code_stdout_and_stderr(host: SshHost, module_testhost: TestHost) -> None:
     result = host.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
     assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
-    assert host.run(["hostname"], check=True).text == f"{th.name}\n"
-    assert host.target.address == f"root@{th.ip}:22"
+    assert host.run(["hostname"], check=True).text == f"{module_testhost.name}\n"
+    assert host.target.address == f"root@{module_testhost.ip}:22"
 
 
 def test_check_raises_command_failed_with_host_and_stderr(host: SshHost) -> None:
@@ -123,7 +116,7 @@ def test_stdin_input_is_streamed_while_output_flows(host: SshHost) -> None:
     assert host.run(["cat"], input=b"").stdout == b""  # empty input = immediate EOF, not a hang
 
 
-def test_put_is_atomic_with_mode_and_get_reads_it(host: SshHost, th: TestHost) -> None:
+def test_put_is_atomic_with_mode_and_get_reads_it(host: SshHost, module_testhost: TestHost) -> None:
     path = "/etc/specops-e2e/with space/unit.service"
     host.run(["mkdir", "-p", "/etc/specops-e2e/with space"], check=True)
     host.put(b"old\n", path)
@@ -131,7 +124,7 @@ def test_put_is_atomic_with_mode_and_get_reads_it(host: SshHost, th: TestHost) -
     payload = bytes(range(256)) * 4096
     host.put(payload, path, mode=0o600)
     assert host.get(path) == payload
-    assert th.read_file(path) == payload  # seen from inside the host, not through our own transport
+    assert module_testhost.read_file(path) == payload  # seen from inside the host, not through our own transport
     assert host.run(["stat", "-c", "%a %U", path], check=True).text == "600 root\n"
     assert host.run(["stat", "-c", "%i", path], check=True).text != inode_before  # renamed into place
     assert host.run(["ls", "-A", "/etc/specops-e2e/with space"], check=True).text == "unit.service\n"
@@ -141,7 +134,7 @@ def test_put_is_atomic_with_mode_and_get_reads_it(host: SshHost, th: TestHost) -
         host.get("/etc/specops-e2e/nope")
 
 
-def test_a_timeout_kills_the_command_on_the_host(host: SshHost, th: TestHost) -> None:
+def test_a_timeout_kills_the_command_on_the_host(host: SshHost, module_testhost: TestHost) -> None:
     began = time.monotonic()
     with pytest.raises(RemoteTimeout) as caught:
         host.run(["sh", "-c", "echo started; sleep 301; echo never"], timeout=1)
@@ -152,12 +145,12 @@ def test_a_timeout_kills_the_command_on_the_host(host: SshHost, th: TestHost) ->
         == f"{ALIAS}: `sh -c 'echo started; sleep 301; echo never'` did not finish within 1s and was killed"
     )
     time.sleep(0.3)
-    assert th.exec(["pgrep", "-f", "sleep 301"], check=False).stdout == b""
+    assert module_testhost.exec(["pgrep", "-f", "sleep 301"], check=False).stdout == b""
     assert host.run(["true"]).ok  # the connection survives
 
 
-def test_open_tunnel_reaches_a_server_on_the_hosts_loopback(host: SshHost, th: TestHost) -> None:
-    th.write_file("/srv/www/hello.txt", b"hello through ssh\n")
+def test_open_tunnel_reaches_a_server_on_the_hosts_loopback(host: SshHost, module_testhost: TestHost) -> None:
+    module_testhost.write_file("/srv/www/hello.txt", b"hello through ssh\n")
     host.run(
         ["systemd-run", "--unit=e2e-http", "--working-directory=/srv/www",
          "python3", "-m", "http.server", "--bind", "127.0.0.1", "18080"],
@@ -180,11 +173,13 @@ def test_open_tunnel_reaches_a_server_on_the_hosts_loopback(host: SshHost, th: T
         host.open_tunnel("127.0.0.1", 18081)
 
 
-def test_figures_connect_and_round_trip(ssh_config: Path, th: TestHost) -> None:
+def test_figures_connect_and_round_trip(ssh_config: Path, module_testhost: TestHost) -> None:
     """Print the numbers the report quotes; the bound only catches a lost TCP_NODELAY (~40 ms per command)."""
     connects, trips = [], []
-    bashrc = th.exec(["cat", "/root/.bashrc"], check=False)
-    th.write_file("/root/.bashrc", b"")  # measure the transport, not the outer machine's pyenv-loading .bashrc
+    bashrc = module_testhost.exec(["cat", "/root/.bashrc"], check=False)
+    module_testhost.write_file(
+        "/root/.bashrc", b""
+    )  # measure the transport, not the outer machine's pyenv-loading .bashrc
     try:
         for _ in range(3):
             began = time.monotonic()
@@ -196,54 +191,65 @@ def test_figures_connect_and_round_trip(ssh_config: Path, th: TestHost) -> None:
                     trips.append(time.monotonic() - began)
     finally:
         if bashrc.returncode == 0:
-            th.write_file("/root/.bashrc", bashrc.stdout)
+            module_testhost.write_file("/root/.bashrc", bashrc.stdout)
     connect_ms, trip_ms = statistics.median(connects) * 1000, statistics.median(trips) * 1000
     print(f"\n[ssh] connect+auth median {connect_ms:.1f} ms; run(['true']) median {trip_ms:.1f} ms")
     assert trip_ms < 35
 
 
-def test_unknown_host_key_is_refused(config_with: Callable[..., Path], th: TestHost, tmp_path: Path) -> None:
+def test_unknown_host_key_is_refused(
+    config_with: Callable[..., Path], module_testhost: TestHost, tmp_path: Path
+) -> None:
     config = config_with("", drop=("UserKnownHostsFile",))
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     with pytest.raises(ConnectError) as caught:
         connect(_spec(), ssh_config=config, known_hosts=[empty])
     assert caught.value.exit_code == ExitCode.UNREACHABLE == 4
-    assert caught.value.message.startswith(f"root@{th.ip}:22: the host key for {th.ip} is not in known_hosts")
-    fingerprint = th.exec(["ssh-keygen", "-lf", "/etc/ssh/ssh_host_ed25519_key.pub"]).stdout.split()[1].decode()
+    assert caught.value.message.startswith(
+        f"root@{module_testhost.ip}:22: the host key for {module_testhost.ip} is not in known_hosts"
+    )
+    fingerprint = (
+        module_testhost.exec(["ssh-keygen", "-lf", "/etc/ssh/ssh_host_ed25519_key.pub"]).stdout.split()[1].decode()
+    )
     assert f"ssh-ed25519 {fingerprint}" in caught.value.message
     assert "ssh-keyscan" in caught.value.hint
     assert empty.read_text() == ""  # never added
 
 
-def test_changed_host_key_is_refused_loudly(config_with: Callable[..., Path], th: TestHost, tmp_path: Path) -> None:
+def test_changed_host_key_is_refused_loudly(
+    config_with: Callable[..., Path], module_testhost: TestHost, tmp_path: Path
+) -> None:
     other = write_keypair(tmp_path / "other_host_key", "impostor")
     known = tmp_path / "known_hosts"
-    known.write_text(f"{th.ip} {other}\n")
+    known.write_text(f"{module_testhost.ip} {other}\n")
     config = config_with(f"UserKnownHostsFile {known}", drop=("UserKnownHostsFile",))
     with pytest.raises(ConnectError) as caught:
         connect(_spec(), ssh_config=config, known_hosts=[])
     assert caught.value.exit_code == 4
-    assert f"THE HOST KEY FOR {th.ip} HAS CHANGED" in caught.value.message
+    assert f"THE HOST KEY FOR {module_testhost.ip} HAS CHANGED" in caught.value.message
     assert "man-in-the-middle" in caught.value.message
-    assert f"ssh-keygen -R {th.ip}" in caught.value.hint
-    assert known.read_text() == f"{th.ip} {other}\n"
+    assert f"ssh-keygen -R {module_testhost.ip}" in caught.value.hint
+    assert known.read_text() == f"{module_testhost.ip} {other}\n"
 
 
 def test_a_key_the_host_does_not_know_fails_authentication(
-    config_with: Callable[..., Path], th: TestHost, tmp_path: Path
+    config_with: Callable[..., Path], module_testhost: TestHost, tmp_path: Path
 ) -> None:
     write_keypair(tmp_path / "stranger", "stranger")
     config = config_with(f"IdentityFile {tmp_path / 'stranger'}", drop=("IdentityFile",))
     with pytest.raises(ConnectError) as caught:
         connect(_spec(), ssh_config=config, known_hosts=[])
     assert caught.value.exit_code == 4
-    assert caught.value.message == f"root@{th.ip}:22: authentication failed as 'root' (tried: {tmp_path / 'stranger'})"
+    assert (
+        caught.value.message
+        == f"root@{module_testhost.ip}:22: authentication failed as 'root' (tried: {tmp_path / 'stranger'})"
+    )
     assert "authorized_keys" in caught.value.hint
 
 
-def test_a_port_with_nothing_listening_is_refused(config_with: Callable[..., Path], th: TestHost) -> None:
+def test_a_port_with_nothing_listening_is_refused(config_with: Callable[..., Path], module_testhost: TestHost) -> None:
     with pytest.raises(ConnectError) as caught:
         connect(_spec(), ssh_config=config_with("Port 2299"), known_hosts=[])
     assert caught.value.exit_code == 4
-    assert caught.value.message == f"root@{th.ip}:2299: connection refused (nothing listens on port 2299)"
+    assert caught.value.message == f"root@{module_testhost.ip}:2299: connection refused (nothing listens on port 2299)"

@@ -30,7 +30,7 @@ from tests.testbed.testhost.cleanup import cleanup_stale
 from tests.testbed.testhost.host import TestHost
 from tests.testbed.testhost.lifecycle import start_host, stop_host, stop_owned_hosts
 
-__all__ = ["testhost", "testhost_factory", "testhost_session"]
+__all__ = ["module_testhost", "testhost", "testhost_factory", "testhost_session"]
 
 REQUIRED_TOOLS = ("unshare", "nsenter", "setpriv", "mount", "ip", "ssh", "/usr/sbin/sshd", "/lib/systemd/systemd")
 
@@ -84,6 +84,16 @@ def testhost_session() -> Iterator[None]:
 
 @pytest.fixture
 def testhost(testhost_session: None) -> Iterator[TestHost]:
+    host = start_host()
+    try:
+        yield host
+    finally:
+        stop_host(host)
+
+
+@pytest.fixture(scope="module")
+def module_testhost(testhost_session: None) -> Iterator[TestHost]:
+    """One host shared by a test module whose tests do not change it in ways that matter to the next test."""
     host = start_host()
     try:
         yield host
