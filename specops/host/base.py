@@ -13,9 +13,12 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from specops.errors import CommandFailed
+
+if TYPE_CHECKING:
+    from specops.host.process import RunningCommand
 
 DEFAULT_TIMEOUT_S = 60.0
 SHORT_COMMAND_CHARS = 160
@@ -107,6 +110,12 @@ class Host(Protocol):
         check: bool = False,
         env: Mapping[str, str] | None = None,
     ) -> Result: ...
+
+    def stream(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+    ) -> RunningCommand:
+        """The command started and handed back running: write its stdin, read its stdout as it comes."""
+        ...
 
     def put(self, data: bytes, remote_path: str, mode: int = 0o644) -> None: ...
     def get(self, remote_path: str) -> bytes: ...

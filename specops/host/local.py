@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from typing import IO
 
 from specops.errors import ConnectError, RemoteTimeout
 from specops.host.base import (
@@ -26,6 +28,7 @@ from specops.host.base import (
     reveal,
     shorten,
 )
+from specops.host.process import POLL_S, FinishedPipe, RunningCommand
 
 COMMAND_NOT_FOUND = 127
 
@@ -65,6 +68,24 @@ class LocalHost(HostBase):
         result = Result(words, process.returncode, stdout, stderr, time.monotonic() - started)
         return self.finish(result, check)
 
+    def stream(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+    ) -> RunningCommand:
+        """The command started with pipes and handed back running; past `timeout` its group is killed."""
+        words = checked_argv(argv, env)
+        started = time.monotonic()
+        environment = {**os.environ, **{name: reveal(value) for name, value in (env or {}).items()}}
+        pipe = subprocess.PIPE
+        try:
+            process = subprocess.Popen([reveal(word) for word in words], stdin=pipe, stdout=pipe, stderr=pipe,
+                                       env=environment, start_new_session=True)  # fmt: skip
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
+            message = f"{words[0]}: {error.strerror or error}\n".encode()
+            return RunningCommand(FinishedPipe(COMMAND_NOT_FOUND, message), words, host=self.name, timeout=timeout,
+                                  grace=0.0, started=started)  # fmt: skip
+        return RunningCommand(_ProcessPipe(process), words, host=self.name, timeout=timeout, grace=0.0,
+                              started=started)  # fmt: skip
+
     def _communicate(
         self, process: subprocess.Popen[bytes], words: tuple[str, ...], input: bytes | None, timeout: float
     ) -> tuple[bytes, bytes]:
@@ -88,6 +109,62 @@ class LocalHost(HostBase):
 
     def close(self) -> None:
         """Nothing to release; present so LocalHost is a drop-in for SshHost."""
+
+
+class _ProcessPipe:
+    """A subprocess's pipes as a process.Pipe: non-blocking writes and polled reads, so a command that stops
+    reading or printing never blocks the caller past its deadline; close() kills its process group."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self._process = process
+        self._stdin, self._stdout, self._stderr = process.stdin, process.stdout, process.stderr
+        os.set_blocking(self._stdin.fileno(), False)
+
+    def send(self, data: bytes, /) -> int:
+        if not select.select([], [self._stdin], [], POLL_S)[1]:
+            raise TimeoutError
+        try:
+            return os.write(self._stdin.fileno(), data)
+        except BlockingIOError:
+            raise TimeoutError from None
+        except (BrokenPipeError, ValueError):
+            return 0  # the command closed its stdin
+
+    def recv(self, size: int, /) -> bytes:
+        return _read_polled(self._stdout, size)
+
+    def recv_stderr(self, size: int, /) -> bytes:
+        return _read_polled(self._stderr, size)
+
+    def shutdown_write(self) -> None:
+        self._stdin.close()
+
+    def wait_exit(self, timeout: float, /) -> int | None:
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            _kill_group(self._process)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(5)
+        for stream in (self._stdin, self._stdout, self._stderr):
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def _read_polled(stream: IO[bytes], size: int) -> bytes:
+    try:
+        if not select.select([stream], [], [], POLL_S)[0]:
+            raise TimeoutError
+        return os.read(stream.fileno(), size)
+    except (ValueError, OSError) as error:  # closed by close() while this reader waited
+        if isinstance(error, TimeoutError):
+            raise
+        return b""
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -15,11 +15,13 @@ Inputs are recorded only as their size: they may carry secrets.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from specops.errors import ExitCode, SpecopsError
 from specops.host.base import DEFAULT_TIMEOUT_S, HostBase, Result, Tunnel, checked_argv, display_command
+from specops.host.process import FinishedPipe, RunningCommand
 
 Matcher = Callable[[tuple[str, ...]], bool]
 
@@ -123,6 +125,19 @@ class RecordingHost(HostBase):
             raise answer
         result = Result(words, answer.exit_code, answer.stdout, answer.stderr, answer.duration_s)
         return self.finish(result, check)
+
+    def stream(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+    ) -> RunningCommand:
+        """The scripted answer as a running command: its whole stdout is there to read at once, and whatever
+        is written to it is accepted (recorded as one "run" call, like `run`)."""
+        words = checked_argv(argv, env)
+        self.calls.append(Call("run", words, None, timeout=timeout))
+        answer = self._answer_for(words)
+        if isinstance(answer, BaseException):
+            raise answer
+        pipe = FinishedPipe(answer.exit_code, answer.stderr, answer.stdout, reads_input=True)
+        return RunningCommand(pipe, words, host=self.name, timeout=timeout, grace=0.0, started=time.monotonic())
 
     def _answer_for(self, words: tuple[str, ...]) -> Answer:
         for rule in self._rules:

@@ -20,29 +20,26 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import paramiko
 
-from specops.errors import ConfigError, ConnectError, RemoteTimeout
+from specops.errors import ConfigError, ConnectError
 from specops.host import ssh_errors
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
-    TIMED_OUT_CODES,
     HostBase,
     Result,
     Tunnel,
     checked_argv,
-    display_command,
-    shorten,
     wire_command,
     with_deadline,
     with_env,
 )
-from specops.host.streams import DeadlinePassed, exchange
+from specops.host.process import POLL_S, RunningCommand
 from specops.host.target import SshTarget, split_ssh_spec
 
 if TYPE_CHECKING:
@@ -58,7 +55,6 @@ CONNECT_TIMEOUT_S = 10.0
 KEEPALIVE_S = 15
 WINDOW_BYTES = 2**27  # what the host may send before we acknowledge: big outputs and get() stream freely
 MAX_PACKET_BYTES = 2**18
-POLL_S = 0.5  # how often blocked readers/writers look at the deadline
 NETWORK_SLACK_S = 2.0
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
@@ -157,27 +153,27 @@ class SshHost(HostBase):
         check: bool = False,
         env: Mapping[str, str] | None = None,
     ) -> Result:
+        with self.stream(argv, timeout=timeout, env=env) as command:
+            if input:
+                command.write(input)
+            return self.finish(command.wait(), check)
+
+    def stream(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+    ) -> RunningCommand:
+        """Start the command on its own exec channel and hand it back running (see host/process.py)."""
         words = checked_argv(argv, env)
         started = time.monotonic()
-        deadline = started + timeout + KILL_AFTER_S + NETWORK_SLACK_S  # the host's own `timeout` acts first
         channel = self._open_session()
         try:
             channel.settimeout(POLL_S)
             channel.exec_command(wire_command(with_deadline(with_env(words, env), timeout)))
-            stdout, stderr = exchange(channel, input, deadline)
-            if not channel.status_event.wait(max(0.0, deadline - time.monotonic())):
-                raise DeadlinePassed
-            exit_code = channel.exit_status
-        except DeadlinePassed:
-            exit_code = TIMED_OUT_CODES[0]
         except (paramiko.SSHException, OSError, EOFError) as error:
-            raise self._lost(error) from None
-        finally:
             channel.close()
-        duration = time.monotonic() - started
-        if exit_code in TIMED_OUT_CODES and duration >= timeout:
-            raise RemoteTimeout(shorten(display_command(words)), timeout, host=self.name)
-        return self.finish(Result(words, exit_code, stdout, stderr, duration), check)
+            raise self._lost(error) from None
+        pipe = _ChannelPipe(channel, self._lost)
+        grace = KILL_AFTER_S + NETWORK_SLACK_S  # the host's own `timeout` acts first
+        return RunningCommand(pipe, words, host=self.name, timeout=timeout, grace=grace, started=started)
 
     def open_tunnel(self, remote_host: str, remote_port: int) -> Tunnel:
         """A direct-tcpip channel: bytes to `remote_host:remote_port` as seen FROM the host (usually
@@ -209,6 +205,40 @@ class SshHost(HostBase):
 
     def _lost(self, error: BaseException) -> ConnectError:
         return ssh_errors.connection_lost(self.name, self.target, error)
+
+
+class _ChannelPipe:
+    """A paramiko exec channel as a process.Pipe: poll timeouts stay TimeoutError, everything else that can go
+    wrong on the connection becomes the ConnectError naming the host (never a paramiko traceback)."""
+
+    def __init__(self, channel: paramiko.Channel, lost: Callable[[BaseException], ConnectError]) -> None:
+        self._channel, self._lost = channel, lost
+
+    def send(self, data: bytes, /) -> int:
+        return int(self._call(self._channel.send, data))
+
+    def recv(self, size: int, /) -> bytes:
+        return bytes(self._call(self._channel.recv, size))
+
+    def recv_stderr(self, size: int, /) -> bytes:
+        return bytes(self._call(self._channel.recv_stderr, size))
+
+    def shutdown_write(self) -> None:
+        self._call(self._channel.shutdown_write)
+
+    def wait_exit(self, timeout: float, /) -> int | None:
+        return self._channel.exit_status if self._channel.status_event.wait(timeout) else None
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return method(*args)
+        except TimeoutError:
+            raise
+        except (paramiko.SSHException, OSError, EOFError) as error:
+            raise self._lost(error) from None
 
 
 class _UnknownHostKey(Exception):

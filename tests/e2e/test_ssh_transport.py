@@ -21,6 +21,7 @@ from specops.models import HostSpec
 from specops.secrets import Secret
 from tests.testbed.testhost import TestHost
 from tests.testbed.testhost.keys import write_keypair
+from tests.unit.host import stream_cases
 
 pytestmark = pytest.mark.e2e
 
@@ -114,6 +115,19 @@ def test_stdin_input_is_streamed_while_output_flows(host: SshHost) -> None:
     assert result.text.split()[0] == hashlib.sha256(data).hexdigest()
     assert result.stderr == data
     assert host.run(["cat"], input=b"").stdout == b""  # empty input = immediate EOF, not a hang
+
+
+def test_stream_carries_a_conversation_on_one_channel(host: SshHost) -> None:
+    stream_cases.conversation(host, "python3")
+
+
+def test_stream_write_to_a_command_that_exited_returns_false(host: SshHost) -> None:
+    stream_cases.write_to_a_command_that_exited(host)
+
+
+def test_stream_read_line_past_the_deadline_is_a_remote_timeout(host: SshHost, module_testhost: TestHost) -> None:
+    stream_cases.read_line_past_the_deadline(host)
+    assert host.run(["true"]).ok  # the connection survives
 
 
 def test_put_is_atomic_with_mode_and_get_reads_it(host: SshHost, module_testhost: TestHost) -> None:
