@@ -7,13 +7,15 @@ five large binaries), and runs every case once per round, round-robin with a rot
 taken per round (same load) before the median. Every timed case includes its own connection setup.
 
 Cases: full_specops (connect + push_release with no base), full_tar_ssh (`tar cf - | ssh 'tar xf -'`),
-patch_specops (connect + list + push_release of a one-file change over the previous release), patch_rsync
+patch_specops (connect + one push session: the listing, then the push of a one-file change over the previous
+release, as `specops deploy` does), patch_rsync
 (`rsync -a` of the same change onto the previous state). Sources alternate tree/patched so each patch run
 changes exactly one file.
 
 `--breakdown` instead times the parts of the specops cases (medians over the rounds): connection setup, one
-exec of `true` (the host's login shell per channel), the `list` round trip, and each push split into the local
-part (manifest, tar) and the remote part (the receive exec: transfer, extract, link, verify).
+exec of `true` (the host's login shell per channel), the session start (exec + listing), and each push split
+into the local part (manifest, file list) and the rest (the tar streamed while tar produces it, and the host's
+extract, link and verify).
 """
 
 from __future__ import annotations
@@ -141,9 +143,9 @@ class Bench:
 
     def patch_specops(self) -> None:
         staged = self.staged[1 - self.turn]
-        with self._ssh() as ssh:
-            base = newest_complete(push.list_releases(ssh, SPEC))
-            result = push.push_release(ssh, SPEC, staged, base=base, release_id=self._next_id())
+        with self._ssh() as ssh, push.open_push(ssh, SPEC, max_bytes=staged.total_bytes) as session:
+            base = newest_complete(session.listing.releases)  # as the deploy does: listing and push on one exec
+            result = session.push(staged, base=base, release_id=self._next_id())
         assert result.sent_files == 1, result
 
     def patch_rsync(self) -> None:
@@ -157,21 +159,26 @@ class Bench:
             started = _record(phases, "connect", started)
             ssh.run(["true"])
             started = _record(phases, "exec `true` (the host's shell per channel)", started)
-            base = newest_complete(push.list_releases(ssh, SPEC))
-            _record(phases, "list", started)
-            self._split_push(phases, "patch", ssh, SPEC, self.staged[1 - self.turn], base)
-            self._split_push(phases, "full", ssh, FULL_SPEC, self.staged[0], None)
+            staged = self.staged[1 - self.turn]
+            with push.open_push(ssh, SPEC, max_bytes=staged.total_bytes) as session:
+                _record(phases, "patch: session start (exec + listing)", started)
+                self._split_push(phases, "patch", session, staged, newest_complete(session.listing.releases))
+            started = time.monotonic()
+            with push.open_push(ssh, FULL_SPEC, max_bytes=self.staged[0].total_bytes) as session:
+                _record(phases, "full: session start (exec + listing)", started)
+                self._split_push(phases, "full", session, self.staged[0], None)
         self.turn = 1 - self.turn
 
-    def _split_push(self, phases: dict[str, list[float]], case: str, ssh: SshHost, spec: HostSpec,
+    def _split_push(self, phases: dict[str, list[float]], case: str, session: push.PushSession,
                     staged: StagedBuild, base: ReleaseInfo | None) -> None:  # fmt: skip
-        """push_release reports progress just before its one exec: local part before it, remote part after."""
+        """The push reports progress once its request is about to go: local preparation before that mark, the
+        streamed tar and the host's work (extract, link, verify) after it."""
         marks = [time.monotonic()]
-        push.push_release(ssh, spec, staged, base=base, release_id=self._next_id(),
-                          progress=lambda _message: marks.append(time.monotonic()))  # fmt: skip
+        session.push(staged, base=base, release_id=self._next_id(),
+                     progress=lambda _message: marks.append(time.monotonic()))  # fmt: skip
         marks.append(time.monotonic())
-        phases.setdefault(f"{case} push: local (manifest, tar)", []).append(marks[1] - marks[0])
-        phases.setdefault(f"{case} push: receive exec", []).append(marks[-1] - marks[1])
+        phases.setdefault(f"{case}: push, local (manifest, file list)", []).append(marks[1] - marks[0])
+        phases.setdefault(f"{case}: push, tar stream + host work", []).append(marks[-1] - marks[1])
 
     def cleanup_untimed(self) -> None:
         self.host.exec(["sh", "-c", "rm -rf /opt/specops/plain/* /opt/specops/full"])

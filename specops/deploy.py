@@ -21,11 +21,11 @@ from specops.deploy_plan import DeployPlan, HostPlan
 from specops.doctor.model import CheckContext, CheckResult, Status
 from specops.doctor.registry import all_checks, run_checks
 from specops.errors import ExitCode
-from specops.events import Event, Reporter
+from specops.events import ByteProgress, Event, Reporter
 from specops.gates import GateResult, restart_and_gate
 from specops.host.base import Host
 from specops.probe.run import probe
-from specops.push import identical_release, prune, push_release, read_listing, switch_current, update_manifest
+from specops.push import PushSession, identical_release, open_push, prune, switch_current, update_manifest
 from specops.rollback import ProfileFor, RollbackResult, rollback_host, smoke_figures
 from specops.unit_install import install_env_file, install_unit, read_unit
 
@@ -126,16 +126,10 @@ class _HostDeploy:
         self.phase = _Phases(self.outcome, self.reporter, self.options.cancel)
 
     def run(self) -> None:
-        listing = read_listing(self.host, self.spec)
-        self.outcome.previous = self.outcome.release = listing.current
-        same = identical_release(self.plan.staged, listing.releases)
-        if same is not None and same.id == listing.current and same.verified and self._unit_current():
-            self.outcome.outcome, self.outcome.attempted = "unchanged", same.id
-            self.outcome.cause = f"release {same.id} with this exact content is already serving (verified)"
+        with open_push(self.host, self.spec, max_bytes=self.plan.staged.total_bytes) as session:
+            release_id, previous = self._list_and_push(session)
+        if release_id is None:
             return
-        previous = next((r for r in listing.releases if r.id == listing.current and r.rollback_target), None)
-        with self.phase("push", "sending the release"):
-            release_id = same.id if same is not None else self._push(listing)
         self.outcome.attempted = release_id
         if not self._preflight_ok(release_id):
             return
@@ -152,6 +146,21 @@ class _HostDeploy:
         self._switch_and_gate(release_id, previous)
         if armed:
             guard.disarm(self.host, self.spec)
+
+    def _list_and_push(self, session: PushSession) -> tuple[str | None, ReleaseInfo | None]:
+        """The host's releases and the push, on one conversation; (None, None) when this exact release is
+        already serving, verified, with this unit: nothing to do."""
+        listing = session.listing
+        self.outcome.previous = self.outcome.release = listing.current
+        same = identical_release(self.plan.staged, listing.releases)
+        if same is not None and same.id == listing.current and same.verified and self._unit_current():
+            self.outcome.outcome, self.outcome.attempted = "unchanged", same.id
+            self.outcome.cause = f"release {same.id} with this exact content is already serving (verified)"
+            return None, None
+        previous = next((r for r in listing.releases if r.id == listing.current and r.rollback_target), None)
+        with self.phase("push", "sending the release"):
+            release_id = same.id if same is not None else self._push(session, listing)
+        return release_id, previous
 
     def _preflight_ok(self, release_id: str) -> bool:
         with self.phase("preflight", "running the doctor's checks on the candidate"):
@@ -203,7 +212,7 @@ class _HostDeploy:
     def _unit_current(self) -> bool:
         return read_unit(self.host, self.spec) == self.host_plan.unit_text
 
-    def _push(self, listing: Listing) -> str:
+    def _push(self, session: PushSession, listing: Listing) -> str:
         fields = {
             "profile": self.profile.name,
             "unit_sha256": self.host_plan.unit_sha256,
@@ -211,7 +220,8 @@ class _HostDeploy:
             "unit": self.host_plan.unit_text,
         }
         base = newest_complete(listing.releases)
-        result = push_release(self.host, self.spec, self.plan.staged, base=base, manifest_fields=fields)
+        on_bytes = ByteProgress(self.reporter, self.spec.name, "push")
+        result = session.push(self.plan.staged, base=base, manifest_fields=fields, on_bytes=on_bytes)
         self.outcome.push = {
             "sent_files": result.sent_files,
             "sent_bytes": result.sent_bytes,

@@ -43,3 +43,21 @@ class Recorder:
 class NullReporter:
     def event(self, event: Event) -> None:
         return None
+
+
+class ByteProgress:
+    """A push's byte counts as "progress" events carrying `sent_bytes`/`total_bytes` (the CLI draws a bar),
+    at most one per `interval_s`, and always the last one, so a 10 GB push does not flood the reporter."""
+
+    def __init__(self, reporter: Reporter, host: str, phase: str, interval_s: float = 0.1) -> None:
+        self.reporter, self.host, self.phase, self.interval_s = reporter, host, phase, interval_s
+        self._last = 0.0
+
+    def __call__(self, sent: int, total: int) -> None:
+        now = time.monotonic()
+        if sent < total and now - self._last < self.interval_s:
+            return
+        self._last = now
+        message = f"{sent / 2**20:,.1f} of {total / 2**20:,.1f} MiB sent"
+        data = {"sent_bytes": sent, "total_bytes": total}
+        self.reporter.event(Event(self.host, self.phase, message, level="progress", data=data))

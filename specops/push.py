@@ -1,28 +1,22 @@
 """Putting a staged build on a host as a new release, and the other release operations, over any Host.
 
-Why this shape (docs/performance.md "## Push"): ONE exec channel carries a tar of only the files that differ
-from the base release; the host hard-links everything else from the base, then re-hashes the whole release
-and only then removes its `unfinished` marker. So a one-line patch sends one file, a full push is one tar
-stream (a GNU tar subprocess makes it ~3x faster than Python's tarfile), and a torn or tampered push is never
-mistaken for a release that can be switched to or rolled back to.
+Why this shape (docs/performance.md "## Push"): ONE exec channel carries the whole conversation (the host's
+listing, then a tar of only the files that differ from the base release, streamed as tar produces it); the
+host hard-links everything else from the base, then re-hashes the whole release and only then removes its
+`unfinished` marker. So a one-line patch sends one file on one login shell, a full push is one tar stream, and
+a torn or tampered push is never mistaken for a release that can be switched to or rolled back to.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-import subprocess
-import tarfile
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from io import BytesIO
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from specops.build import StagedBuild
 from specops.buildhash import default_cache_file
@@ -30,7 +24,9 @@ from specops.commands import release as cmd
 from specops.commands.release import Listing, ReleaseInfo, ReplyError
 from specops.errors import ReleaseError, ReleaseVerifyFailed
 from specops.host.base import Host, Result
+from specops.host.process import RunningCommand
 from specops.models import HostSpec
+from specops.push_stream import OnBytes, expected_tar_bytes, send_tar
 
 Progress = Callable[[str], None]
 SCRIPT_TIMEOUT_S = 120.0
@@ -70,6 +66,110 @@ def identical_release(staged: StagedBuild, releases: list[ReleaseInfo]) -> Relea
     return same[-1] if same else None
 
 
+class PushSession:
+    """One exec of the host script's `session` op (commands/release_session.py): the host's listing first, then
+    the base's files map if the local cache lacks it, then one receive, all on ONE channel: one login shell on
+    the host instead of two or three (docs/performance.md "## Push")."""
+
+    def __init__(self, host: Host, spec: HostSpec, command: RunningCommand) -> None:
+        self.host, self.spec, self._command = host, spec, command
+        self._finished = False
+        self.listing = cmd.parse_listing(self._reply())
+
+    def base_files(self, base: ReleaseInfo) -> dict[str, Any] | None:
+        """The base release's files map: from the local tree cache when its tree hash is known there (content-
+        addressed, and the host verifies the result anyway), else from its manifest; None means a full push."""
+        cached = _cached_tree(base.tree_hash)
+        if cached is not None:
+            return cached
+        self._request({"op": "files", "id": base.id})
+        files = self._reply(errors_ok=True).get("files")
+        return files if isinstance(files, dict) else None
+
+    def push(
+        self,
+        staged: StagedBuild,
+        *,
+        base: ReleaseInfo | None,
+        progress: Progress | None = None,
+        on_bytes: OnBytes | None = None,
+        release_id: str | None = None,
+        manifest_fields: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> PushResult:
+        """Create and verify `releases/<id>` from the stage; unchanged files are hard-linked from `base`."""
+        started = time.monotonic()
+        say = progress or (lambda _message: None)
+        release_id = release_id or staged.release_id(now)
+        files = self.base_files(base) if base is not None else None
+        if base is not None and files is None:
+            say(f"cannot read the manifest of base release {base.id}: sending the whole tree")
+        base_id = base.id if base is not None and files is not None else None
+        manifest = staged.manifest(release_id, **dict(manifest_fields or {}))
+        manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # the C encoder: ~10x
+        (staged.root / "manifest.json").write_text(manifest_text, encoding="utf-8")
+        names = cmd.files_to_send(staged.files, files)
+        expected = expected_tar_bytes(staged.files, names, {"manifest.json": len(manifest_text.encode())})
+        linked = len(staged.files) - (len(names) - 1)
+        say(f"sending {len(names) - 1} changed file(s), ~{expected:,} bytes; hard-linking {linked} from {base_id}")
+        self._request(cmd.receive_request(release_id, base_id, staged.tree_hash))
+        sent = send_tar(staged.root, names, self._command.write, on_bytes, expected)
+        self._command.close_input()
+        reply = self._reply()
+        self._finished = True
+        remember_tree(staged)
+        return PushResult(
+            release_id=release_id,
+            tree_hash=str(reply.get("tree_hash")),
+            base_id=base_id,
+            sent_files=len(names) - 1,
+            sent_bytes=sent,
+            linked_files=int(reply.get("linked", 0)) + int(reply.get("copied", 0)),
+            seconds=time.monotonic() - started,
+        )
+
+    def close(self) -> None:
+        """End the conversation (the host script exits having changed nothing) and close the channel."""
+        try:
+            if not self._finished:
+                self._finished = True
+                self._request({"op": "end"})
+                self._command.close_input()
+                self._command.read_line()
+        finally:
+            self._command.close()
+
+    def _request(self, request: dict[str, Any]) -> None:
+        self._command.write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+
+    def _reply(self, errors_ok: bool = False) -> dict[str, Any]:
+        line = self._command.read_line().decode("utf-8", errors="replace")
+        try:
+            reply = cmd.parse_reply(line)
+        except ReplyError:
+            self._finished = True
+            raise _failed(self.host, self.spec, self._command.wait()) from None
+        if not errors_ok or reply.get("kind") not in (None, "manifest"):
+            self._finished = self._finished or reply.get("ok") is not True
+            return _checked(self.host, reply)
+        return reply
+
+
+@contextlib.contextmanager
+def open_push(host: Host, spec: HostSpec, *, max_bytes: int = 0) -> Iterator[PushSession]:
+    """Start the conversation; its time limit allows `max_bytes` at MIN_PUSH_RATE_BPS (a slow WAN, not a hang)."""
+    command = host.stream(cmd.session_argv(spec), timeout=SCRIPT_TIMEOUT_S + max_bytes / MIN_PUSH_RATE_BPS)
+    try:
+        session = PushSession(host, spec, command)
+    except BaseException:
+        command.close()
+        raise
+    try:
+        yield session
+    finally:
+        session.close()
+
+
 def push_release(
     host: Host,
     spec: HostSpec,
@@ -77,35 +177,15 @@ def push_release(
     *,
     base: ReleaseInfo | None,
     progress: Progress | None = None,
+    on_bytes: OnBytes | None = None,
     release_id: str | None = None,
     manifest_fields: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> PushResult:
-    """Create and verify `releases/<id>` from the stage; unchanged files are hard-linked from `base`."""
-    started = time.monotonic()
-    say = progress or (lambda _message: None)
-    release_id = release_id or staged.release_id(now)
-    base_files = _base_files(host, spec, base, say) if base is not None else None
-    base_id = base.id if base is not None and base_files is not None else None
-    manifest = staged.manifest(release_id, **dict(manifest_fields or {}))
-    manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # no indent: the C encoder, ~10x
-    (staged.root / "manifest.json").write_text(manifest_text, encoding="utf-8")
-    names = cmd.files_to_send(staged.files, base_files)
-    stream = build_tar(staged.root, names)
-    linked = len(staged.files) - (len(names) - 1)
-    say(f"sending {len(names) - 1} changed file(s), {len(stream):,} bytes; hard-linking {linked} from {base_id}")
-    timeout = SCRIPT_TIMEOUT_S + len(stream) / MIN_PUSH_RATE_BPS
-    reply = _run_script(host, spec, cmd.receive_argv(spec, release_id, base_id, staged.tree_hash), stream, timeout)
-    remember_tree(staged)
-    return PushResult(
-        release_id=release_id,
-        tree_hash=str(reply.get("tree_hash")),
-        base_id=base_id,
-        sent_files=len(names) - 1,
-        sent_bytes=len(stream),
-        linked_files=int(reply.get("linked", 0)) + int(reply.get("copied", 0)),
-        seconds=time.monotonic() - started,
-    )
+    """A push on a conversation of its own (a deploy pushes on the one its listing came from)."""
+    with open_push(host, spec, max_bytes=staged.total_bytes) as session:
+        return session.push(staged, base=base, progress=progress, on_bytes=on_bytes, release_id=release_id,
+                            manifest_fields=manifest_fields, now=now)  # fmt: skip
 
 
 def switch_current(host: Host, spec: HostSpec, release_id: str) -> str | None:
@@ -128,49 +208,6 @@ def update_manifest(host: Host, spec: HostSpec, release_id: str, changes: Mappin
     return cmd.parse_listing({"current": None, "releases": [reply]}).releases[0]
 
 
-def build_tar(root: Path, names: list[str]) -> bytes:
-    """An uncompressed tar of `names` under root: GNU tar in a subprocess when present (~10x faster than
-    tarfile at producing the stream), else Python's tarfile."""
-    if shutil.which("tar"):
-        return _gnu_tar(root, b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in names))
-    buffer = BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
-        for name in names:
-            info = archive.gettarinfo(str(root / name), arcname=name)
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if info.isreg():
-                with open(root / name, "rb") as handle:
-                    archive.addfile(info, handle)
-            else:
-                archive.addfile(info)
-    return buffer.getvalue()
-
-
-def _gnu_tar(root: Path, listing: bytes) -> bytes:
-    """tar's output read in one `read()` while a thread feeds it the names: ~20% faster on a 110 MB tree than
-    subprocess.run(capture_output=True), whose 32 KB reads and select loop cost ~70 ms. stderr goes to a file,
-    so tar can never block on it."""
-    with tempfile.TemporaryFile() as errors:
-        pipe = subprocess.PIPE
-        process = subprocess.Popen(cmd.tar_argv(str(root)), stdin=pipe, stdout=pipe, stderr=errors)
-        assert process.stdin is not None and process.stdout is not None
-        feeder = threading.Thread(target=_write_and_close, args=(process.stdin, listing), daemon=True)
-        feeder.start()
-        stream = process.stdout.read()
-        feeder.join()
-        if process.wait() == 0:
-            return stream
-        errors.seek(0)
-        message = errors.read().decode(errors="replace").strip()[-500:]
-    raise ReleaseError(f"tar failed in {root}: {message}")
-
-
-def _write_and_close(pipe: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError), pipe:  # tar died: its exit status and stderr say why
-        pipe.write(data)
-
-
 def _tree_cache(tree_hash: str) -> Path:
     return default_cache_file().parent / "trees" / f"{tree_hash}.json"
 
@@ -186,23 +223,14 @@ def remember_tree(staged: StagedBuild) -> None:
             old.unlink()
 
 
-def _base_files(host: Host, spec: HostSpec, base: ReleaseInfo, say: Progress) -> dict[str, Any] | None:
-    """The base release's files map: from the local tree cache when its tree hash is known there (content-
-    addressed, and the host verifies the result anyway), else from its manifest; None means a full push."""
-    if base.tree_hash:
-        with contextlib.suppress(OSError, ValueError):
-            cached = json.loads(_tree_cache(base.tree_hash).read_text(encoding="utf-8"))
-            if isinstance(cached, dict):
-                return cached
-    result = host.run(["cat", "--", cmd.manifest_path(spec, base.id)], timeout=SCRIPT_TIMEOUT_S)
-    try:
-        files = json.loads(result.stdout).get("files") if result.ok else None
-    except (ValueError, AttributeError):
-        files = None
-    if not isinstance(files, dict):
-        say(f"cannot read the manifest of base release {base.id}: sending the whole tree")
+def _cached_tree(tree_hash: str | None) -> dict[str, Any] | None:
+    if not tree_hash:
         return None
-    return files
+    with contextlib.suppress(OSError, ValueError):
+        cached = json.loads(_tree_cache(tree_hash).read_text(encoding="utf-8"))
+        if isinstance(cached, dict):
+            return cached
+    return None
 
 
 def _run_script(
@@ -213,6 +241,11 @@ def _run_script(
         reply = cmd.parse_reply(result.text)
     except ReplyError:
         raise _failed(host, spec, result) from None
+    return _checked(host, reply)
+
+
+def _checked(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply if it says ok; else the error it carries, as the ReleaseError that explains it."""
     if reply.get("ok") is True:
         return reply
     if reply.get("kind") == "mismatch":
@@ -258,5 +291,12 @@ def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: 
 
 
 def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] | None:
-    """The files map a push would diff against (None: a full push); for --dry-run."""
-    return _base_files(host, spec, base, lambda _message: None)
+    """The files map a push would diff against (None: a full push), read without a session; for --dry-run."""
+    cached = _cached_tree(base.tree_hash)
+    if cached is not None:
+        return cached
+    result = host.run(["cat", "--", cmd.manifest_path(spec, base.id)], timeout=SCRIPT_TIMEOUT_S)
+    with contextlib.suppress(ValueError, AttributeError):
+        files = json.loads(result.stdout).get("files") if result.ok else None
+        return files if isinstance(files, dict) else None
+    return None

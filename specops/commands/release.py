@@ -19,7 +19,9 @@ from typing import Any
 from specops.models import HostSpec
 
 # in order; the last has main()
-REMOTE_MODULES = ("release_remote.py", "release_rollback.py", "release_stream.py", "release_receive.py")
+REMOTE_MODULES = (
+    "release_remote.py", "release_rollback.py", "release_stream.py", "release_receive.py", "release_session.py",
+)  # fmt: skip
 RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SEND_ALWAYS = ("manifest.json",)
 
@@ -91,6 +93,11 @@ def script_argv(spec: HostSpec, op: str, *args: str) -> list[str]:
     return [spec.python, "-I", "-c", remote_script(), op, spec.service_dir, *args]
 
 
+def session_argv(spec: HostSpec) -> list[str]:
+    """The push conversation (release_session.py): the listing first, then files/receive requests on stdin."""
+    return script_argv(spec, "session")
+
+
 def list_argv(spec: HostSpec) -> list[str]:
     return script_argv(spec, "list")
 
@@ -100,10 +107,16 @@ def receive_argv(
 ) -> list[str]:
     """Reads the tar on stdin; `base_id` "" means a full push (nothing to hard-link). `extractor`: "auto"
     (GNU tar if the host has it), "tar" or "python" (the stdlib reader)."""
+    args = receive_request(release_id, base_id, tree_hash, extractor)["args"]
+    return script_argv(spec, "receive", *args)
+
+
+def receive_request(release_id: str, base_id: str | None, tree_hash: str, extractor: str = "auto") -> dict[str, Any]:
+    """The `receive` request of a push session: the same arguments, checked the same way, as `receive_argv`."""
     base = check_release_id(base_id) if base_id else ""
     if extractor not in ("auto", "tar", "python"):
         raise ValueError(f"unknown extractor {extractor!r}")
-    return script_argv(spec, "receive", check_release_id(release_id), base, tree_hash, extractor)
+    return {"op": "receive", "args": [check_release_id(release_id), base, tree_hash, extractor]}
 
 
 def switch_argv(spec: HostSpec, release_id: str) -> list[str]:

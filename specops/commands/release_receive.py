@@ -1,4 +1,4 @@
-"""The host side of a push (`receive`), and the script's entry point; bundled after release_remote.py.
+"""The host side of a push (`receive`); bundled after release_stream.py, before release_session.py.
 
 Why GNU tar when the host has it: Python's tarfile costs ~2x GNU tar per member on a 5,800-file tree, and the
 stream goes straight from sshd to tar (never through Python). Safety does not depend on it: tar refuses
@@ -30,16 +30,11 @@ from specops.commands.release_remote import (
     check_symlink,
     differences,
     entries_hash,
-    op_list,
-    op_prune,
-    op_switch,
-    op_update_manifest,
     read_manifest,
     scan_release_dir,
     write_json_atomic,
     write_summary,
 )
-from specops.commands.release_rollback import op_guard, op_rollback
 from specops.commands.release_stream import extract_with_tar
 
 CHUNK = 1 << 20
@@ -234,26 +229,3 @@ def op_receive(
     save_verified(service_dir, entries, stats)
     os.unlink(os.path.join(root, UNFINISHED))
     return {"id": release_id, "tree_hash": actual, "received": len(received), **counts}
-
-
-OPS: dict[str, Callable[..., dict[str, Any]]] = {"list": op_list, "receive": op_receive, "switch": op_switch}
-OPS.update({"prune": op_prune, "update-manifest": op_update_manifest})
-OPS.update({"rollback": op_rollback, "guard": op_guard})
-
-
-def main(argv: list[str]) -> int:
-    os.umask(0o022)
-    try:
-        result = OPS[argv[0]](*argv[1:])
-    except Refused as error:
-        print(json.dumps({"ok": False, "kind": error.kind, "error": str(error), **error.details}))
-        return 3
-    except (OSError, ValueError, tarfile.TarError) as error:
-        print(json.dumps({"ok": False, "kind": type(error).__name__, "error": str(error)}))
-        return 3
-    print(json.dumps({"ok": True, **result}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""The host side of releases: one stdlib-only script (this file + release_receive.py), run as
+"""The host side of releases: one stdlib-only script (this file and the release_*.py bundled after it), run as
 `<python> -I -c <script> OP ARGS...`.
 
 Why a script and not shell commands: listing every release with its manifest, receiving a tar stream while
@@ -12,6 +12,7 @@ Ops (each prints one JSON object on stdout; exit 0 with {"ok": true, ...}, exit 
   switch SERVICE_DIR ID                     point `current` at releases/ID by an atomic rename
   prune SERVICE_DIR KEEP PROTECTED_IDS      remove old releases (comma-separated ids are never removed)
   update-manifest SERVICE_DIR ID            stdin: JSON object merged into manifest.json (atomic rewrite)
+  session SERVICE_DIR                       the listing first, then files/receive requests (release_session.py)
 """
 
 from __future__ import annotations

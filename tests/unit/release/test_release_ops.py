@@ -46,7 +46,7 @@ def test_full_push_then_one_line_patch_sends_one_file_and_links_the_rest(
     )
     assert (second.sent_files, second.linked_files, second.base_id) == (1, len(staged.files) - 1, "r-01")
     assert messages == [
-        f"sending 1 changed file(s), {second.sent_bytes:,} bytes; hard-linking {len(staged.files) - 1} from r-01"
+        f"sending 1 changed file(s), ~{second.sent_bytes:,} bytes; hard-linking {len(staged.files) - 1} from r-01"
     ]
     old, new = _releases(spec) / "r-01", _releases(spec) / "r-02"
     assert (new / SPEC_INFO).stat().st_ino != (old / SPEC_INFO).stat().st_ino

@@ -21,6 +21,7 @@ from specops.commands.release_stream import TarHasher
 from specops.errors import ReleaseVerifyFailed
 from specops.host.local import LocalHost
 from specops.models import HostSpec
+from specops.push_stream import build_tar
 
 LONG_NAME = "sglang/" + "deep_folder_name/" * 8 + "module_with_a_name_longer_than_one_hundred_bytes.py"
 
@@ -99,7 +100,7 @@ def _odd_tree(root: Path) -> None:
 def test_the_hash_taken_while_streaming_equals_the_hash_of_each_file(build: Path, tmp_path: Path, chunk: int) -> None:
     _odd_tree(build)
     staged = stage_build(build, [], tmp_path / "work")
-    stream = push.build_tar(staged.root, sorted(staged.files))
+    stream = build_tar(staged.root, sorted(staged.files))
     hasher = TarHasher()
     for start in range(0, len(stream), chunk):
         hasher.feed(stream[start : start + chunk])
@@ -198,7 +199,7 @@ def test_both_extractors_verify_a_real_tree_and_leave_a_summary_for_list(
     _odd_tree(build)
     staged = stage_build(build, [], tmp_path / "work")
     (staged.root / "manifest.json").write_text(json.dumps(staged.manifest("r-01")))
-    stream = push.build_tar(staged.root, cmd.files_to_send(staged.files, None))
+    stream = build_tar(staged.root, cmd.files_to_send(staged.files, None))
     result = host.run(cmd.receive_argv(spec, "r-01", None, staged.tree_hash, extractor), input=stream)
     assert cmd.parse_reply(result.text)["tree_hash"] == staged.tree_hash
     [info] = push.list_releases(host, spec)

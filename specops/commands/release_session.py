@@ -1,0 +1,101 @@
+"""The host side of a push conversation (`session`), and the script's entry point; bundled last.
+
+Why: a deploy needs the host's releases before it can push (is this tree there already? which release is the
+base to hard-link from?), and every exec costs a login shell on the host (~200 ms where root's .bashrc runs
+pyenv or conda init). So `session` answers both on ONE exec: it prints the listing as its first line, then
+serves requests, one JSON line each, from the same stdin that then carries the tar:
+
+  {"op": "files", "id": ID}       one line back: {"ok": true, "files": {...}} from releases/ID/manifest.json
+  {"op": "receive", "args": [ID, BASE_ID, TREE_HASH, EXTRACTOR]}
+                                  the rest of stdin is the tar; the last line is the receive's reply (below)
+  {"op": "end"} or EOF            nothing to push: exit 0
+
+The request's ids are checked here as well as by the client, so a malformed request can never reach a path
+outside releases/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tarfile
+from collections.abc import Callable
+from typing import Any
+
+from specops.commands.release_receive import op_receive
+from specops.commands.release_remote import (
+    Refused,
+    op_list,
+    op_prune,
+    op_switch,
+    op_update_manifest,
+    read_manifest,
+)
+from specops.commands.release_rollback import op_guard, op_rollback
+
+SESSION_RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def say(reply: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def checked_id(value: object, empty_ok: bool = False) -> str:
+    text = value if isinstance(value, str) else ""
+    if (empty_ok and text == "") or SESSION_RELEASE_ID.fullmatch(text):
+        return text
+    raise Refused("request", "not a release id: " + repr(value))
+
+
+def files_reply(service_dir: str, release_id: str) -> dict[str, Any]:
+    try:
+        files = read_manifest(os.path.join(service_dir, "releases", release_id)).get("files")
+    except (OSError, ValueError) as error:
+        return {"ok": False, "kind": "manifest", "error": str(error)}
+    return {"ok": True, "files": files if isinstance(files, dict) else None}
+
+
+def op_session(service_dir: str) -> dict[str, Any]:
+    say({"ok": True, **op_list(service_dir)})
+    while True:
+        line = sys.stdin.buffer.readline()
+        request = json.loads(line) if line.strip() else {"op": "end"}
+        op = request.get("op") if isinstance(request, dict) else None
+        if op == "files":
+            say(files_reply(service_dir, checked_id(request.get("id"))))
+        elif op == "receive":
+            args = request.get("args")
+            if not isinstance(args, list) or len(args) != 4 or not all(isinstance(a, str) for a in args):
+                raise Refused("request", "receive needs [id, base_id, tree_hash, extractor]")
+            release_id, base_id = checked_id(args[0]), checked_id(args[1], empty_ok=True)
+            return op_receive(service_dir, release_id, base_id, args[2], args[3])
+        elif op == "end":
+            return {"ended": True}
+        else:
+            raise Refused("request", "unknown request " + repr(op))
+
+
+OPS: dict[str, Callable[..., dict[str, Any]]] = {"list": op_list, "receive": op_receive, "switch": op_switch}
+OPS.update({"prune": op_prune, "update-manifest": op_update_manifest, "session": op_session})
+OPS.update({"rollback": op_rollback, "guard": op_guard})
+
+
+def main(argv: list[str]) -> int:
+    os.umask(0o022)
+    try:
+        result = OPS[argv[0]](*argv[1:])
+    except Refused as error:
+        print(json.dumps({"ok": False, "kind": error.kind, "error": str(error), **error.details}))
+        return 3
+    except (OSError, ValueError, tarfile.TarError) as error:
+        print(json.dumps({"ok": False, "kind": type(error).__name__, "error": str(error)}))
+        return 3
+    print(json.dumps({"ok": True, **result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,151 @@
+"""The tar of a push, written into the host's stdin block by block while GNU tar produces it.
+
+Why streaming: building the 110 MB tar of a full push in memory first cost ~240 ms before the first byte moved,
+and held the whole tree in memory; `tar | ssh` overlaps the two, and so does this (docs/performance.md "## Push").
+Why GNU tar: it produces the stream ~10x faster than Python's tarfile, which stays as the fallback for a machine
+without it. The byte count feeds the progress bar of a large push.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from specops.commands import release as cmd
+from specops.errors import ReleaseError
+
+Write = Callable[[bytes], bool]  # False: the receiver stopped reading (it refused the push: its reply says why)
+OnBytes = Callable[[int, int], None]  # (bytes sent so far, bytes expected in all)
+BLOCK = 512
+RECORD = 20 * BLOCK  # GNU tar pads its output to whole records of 20 blocks
+READ_BYTES = 1 << 20
+F_SETPIPE_SZ = 1031  # Linux: a 1 MiB pipe lets tar run ahead instead of waiting on 64 KiB at a time
+
+
+def expected_tar_bytes(files: dict[str, dict[str, Any]], names: list[str], sizes: dict[str, int] | None = None) -> int:
+    """What GNU tar will write for `names` (header, content padded to blocks, a long-name entry for names of
+    100 bytes or more, two end blocks, padding to a record): the total of the progress bar. `sizes` gives the
+    size of a name that `files` does not list (the manifest, written just before the push)."""
+    total = 2 * BLOCK
+    for name in names:
+        entry = files.get(name, {})
+        size = (sizes or {}).get(name, 0) if name not in files else 0 if "link" in entry else int(entry.get("size", 0))
+        total += BLOCK + _padded(size)
+        for long_text in (name, entry.get("link", "")):  # a GNU long-name or long-link entry first
+            encoded = len(str(long_text).encode("utf-8", "surrogateescape"))
+            if encoded >= 100:
+                total += BLOCK + _padded(encoded + 1)
+    return _padded(total, RECORD)
+
+
+def send_tar(root: Path, names: list[str], write: Write, on_bytes: OnBytes | None = None, expected: int = 0) -> int:
+    """Write an uncompressed tar of `names` (relative to root) through `write`; returns the bytes written.
+    Stops early, without an error, when `write` says the receiver stopped reading."""
+    counter = _Counter(write, on_bytes, expected)
+    if shutil.which("tar"):
+        _send_gnu_tar(root, names, counter)
+    else:
+        _send_tarfile(root, names, counter)
+    return counter.sent
+
+
+def build_tar(root: Path, names: list[str]) -> bytes:
+    """The same stream as one bytes object (tests feed it to the host script directly)."""
+    collected = bytearray()
+
+    def collect(chunk: bytes) -> bool:
+        collected.extend(chunk)
+        return True
+
+    send_tar(root, names, collect)
+    return bytes(collected)
+
+
+class _Counter:
+    def __init__(self, write: Write, on_bytes: OnBytes | None, expected: int) -> None:
+        self.write, self.on_bytes, self.expected = write, on_bytes, expected
+        self.sent = 0
+        self.open = True
+
+    def __call__(self, chunk: bytes) -> bool:
+        self.open = self.open and self.write(chunk)
+        if self.open:
+            self.sent += len(chunk)
+            if self.on_bytes is not None:
+                self.on_bytes(self.sent, max(self.expected, self.sent))
+        return self.open
+
+
+def _send_gnu_tar(root: Path, names: list[str], counter: _Counter) -> None:
+    listing = b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in names)
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: tar's complaints can never block it
+        pipe = subprocess.PIPE
+        process = subprocess.Popen(cmd.tar_argv(str(root)), stdin=pipe, stdout=pipe, stderr=errors)
+        assert process.stdin is not None and process.stdout is not None
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(process.stdout.fileno(), F_SETPIPE_SZ, READ_BYTES)
+        feeder = threading.Thread(target=_write_and_close, args=(process.stdin, listing), daemon=True)
+        feeder.start()
+        try:
+            while chunk := os.read(process.stdout.fileno(), READ_BYTES):
+                if not counter(chunk):
+                    break
+        finally:
+            if counter.open:
+                code = process.wait()
+            else:  # the receiver gave up: tar's remaining output has nowhere to go
+                process.kill()
+                code = process.wait()
+            process.stdout.close()
+            feeder.join()
+        if code == 0 or not counter.open:
+            return
+        errors.seek(0)
+        message = errors.read().decode(errors="replace").strip()[-500:]
+    raise ReleaseError(f"tar failed in {root}: {message}")
+
+
+def _write_and_close(pipe: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError), pipe:  # tar died: its exit status and stderr say why
+        pipe.write(data)
+
+
+class _Stopped(Exception):
+    """The receiver stopped reading: end the tarfile stream quietly."""
+
+
+class _WriteAdapter:
+    def __init__(self, counter: _Counter) -> None:
+        self.counter = counter
+
+    def write(self, data: bytes) -> int:
+        if not self.counter(bytes(data)):
+            raise _Stopped
+        return len(data)
+
+
+def _send_tarfile(root: Path, names: list[str], counter: _Counter) -> None:
+    sink: Any = _WriteAdapter(counter)  # tarfile needs only write(); its stubs ask for a whole file type
+    with contextlib.suppress(_Stopped), tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as archive:
+        for name in names:
+            info = archive.gettarinfo(str(root / name), arcname=name)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if info.isreg():
+                with open(root / name, "rb") as handle:
+                    archive.addfile(info, handle)
+            else:
+                archive.addfile(info)
+
+
+def _padded(size: int, unit: int = BLOCK) -> int:
+    return -(-size // unit) * unit

@@ -1,0 +1,109 @@
+"""The push conversation (one exec: listing, files, receive), run for real through LocalHost: what the deploy
+relies on to push with one login shell, and what a malformed or refused conversation does."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specops import push
+from specops.build import stage_build
+from specops.commands import release as cmd
+from specops.errors import ReleaseError
+from specops.host.local import LocalHost
+from specops.models import HostSpec
+from specops.push_stream import build_tar, expected_tar_bytes
+from tests.testbed.engine import DDTREE_PATCH
+
+
+def test_one_conversation_lists_then_pushes_and_reports_every_byte(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
+) -> None:
+    staged = stage_build(build, [], tmp_path / "w1")
+    progress: list[tuple[int, int]] = []
+    with push.open_push(host, spec, max_bytes=staged.total_bytes) as session:
+        assert session.listing.releases == [] and session.listing.current is None
+        result = session.push(staged, base=None, release_id="r-01", on_bytes=lambda *sent: progress.append(sent))
+    assert result.sent_bytes == progress[-1][0] == progress[-1][1]  # the bar ends full, at the bytes really sent
+    assert [sent for sent, _ in progress] == sorted(sent for sent, _ in progress)
+    assert progress[0][1] == result.sent_bytes  # the total was right from the start
+    manifest_size = (staged.root / "manifest.json").stat().st_size
+    names = cmd.files_to_send(staged.files, None)
+    assert expected_tar_bytes(staged.files, names, {"manifest.json": manifest_size}) == result.sent_bytes
+    with push.open_push(host, spec) as session:
+        [release] = session.listing.releases
+    assert (release.id, release.complete, release.tree_hash) == ("r-01", True, staged.tree_hash)
+
+
+def test_without_a_cached_tree_the_base_files_come_through_the_same_conversation(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path, private_cache: Path
+) -> None:
+    push.push_release(host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01")
+    shutil.rmtree(private_cache / "specops" / "trees")
+    patched = stage_build(build, [DDTREE_PATCH], tmp_path / "w2")
+    with push.open_push(host, spec) as session:
+        [base] = session.listing.releases
+        result = session.push(patched, base=base, release_id="r-02")
+    assert (result.base_id, result.sent_files, result.linked_files) == ("r-01", 1, len(patched.files) - 1)
+
+
+def test_ending_the_conversation_without_a_push_changes_nothing(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
+) -> None:
+    push.push_release(host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01")
+    before = sorted(str(path) for path in Path(spec.service_dir).rglob("*"))
+    with push.open_push(host, spec) as session:
+        assert [r.id for r in session.listing.releases] == ["r-01"]
+    assert sorted(str(path) for path in Path(spec.service_dir).rglob("*")) == before
+
+
+def test_a_refused_receive_is_a_release_error_and_the_existing_release_is_untouched(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
+) -> None:
+    staged = stage_build(build, [], tmp_path / "w1")
+    push.push_release(host, spec, staged, base=None, release_id="r-01")
+    manifest = (Path(spec.service_dir) / "releases" / "r-01" / "manifest.json").read_bytes()
+    with pytest.raises(ReleaseError, match="release r-01 already exists on the host") as caught:
+        push.push_release(host, spec, staged, base=None, release_id="r-01")
+    assert "wait a second and push again" in caught.value.hint
+    assert (Path(spec.service_dir) / "releases" / "r-01" / "manifest.json").read_bytes() == manifest
+
+
+@pytest.mark.parametrize(
+    ("request_line", "error"),
+    [
+        ({"op": "receive", "args": ["r-02", "../../etc", "x" * 64, "auto"]}, "not a release id: '../../etc'"),
+        ({"op": "files", "id": "/etc"}, "not a release id: '/etc'"),
+        ({"op": "receive", "args": ["r-02"]}, "receive needs [id, base_id, tree_hash, extractor]"),
+        ({"op": "rm -rf"}, "unknown request 'rm -rf'"),
+    ],
+)
+def test_the_host_refuses_a_malformed_request_before_touching_anything(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path, request_line: dict[str, object], error: str
+) -> None:
+    staged = stage_build(build, [], tmp_path / "w1")
+    with host.stream(cmd.session_argv(spec), timeout=30) as command:
+        assert json.loads(command.read_line())["ok"] is True
+        command.write(json.dumps(request_line).encode() + b"\n" + build_tar(staged.root, sorted(staged.files)))
+        reply = json.loads(command.read_line())
+        assert command.wait().exit_code == 3
+    assert reply == {"ok": False, "kind": "request", "error": error}
+    assert not (Path(spec.service_dir) / "releases").exists()
+
+
+def test_the_expected_tar_size_is_exact_for_long_names_links_and_empty_files(tmp_path: Path) -> None:
+    tree = tmp_path / "python"
+    deep = tree / "sglang" / ("folder_" * 12) / ("sub_" * 20)
+    deep.mkdir(parents=True)
+    (deep / ("long_module_name_" * 5 + ".py")).write_text("x = 1\n" * 1000)
+    (tree / "sglang" / "__init__.py").write_text("")
+    (tree / "sglang" / "short_link.py").symlink_to("__init__.py")
+    (tree / "sglang" / "long_link.py").symlink_to(
+        str((deep / ("long_module_name_" * 5 + ".py")).relative_to(tree / "sglang"))
+    )
+    staged = stage_build(tree, [], tmp_path / "work")
+    names = sorted(staged.files)
+    assert expected_tar_bytes(staged.files, names) == len(build_tar(staged.root, names))
