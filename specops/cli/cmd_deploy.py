@@ -6,7 +6,8 @@ import shlex
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -58,15 +59,15 @@ def deploy(
         cancel = threading.Event()
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
                                 cancel=cancel)  # fmt: skip
-        reporter = _reporter(as_json, app_state.verbose)
-
-        def run_host(host_plan: HostPlan) -> HostOutcome:
-            spec = host_plan.target.host
-            profile_for = _profile_for(config, spec.name, profile)
-            return deploy_host(plan, host_plan, options, reporter, ssh_opener(spec), profile_for)
-
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
-        results = run_fleet(plan.hosts, run_host, fleet, cancel)
+        with _reporter(as_json, app_state.verbose) as reporter:
+
+            def run_host(host_plan: HostPlan) -> HostOutcome:
+                spec = host_plan.target.host
+                profile_for = _profile_for(config, spec.name, profile)
+                return deploy_host(plan, host_plan, options, reporter, ssh_opener(spec), profile_for)
+
+            results = run_fleet(plan.hosts, run_host, fleet, cancel)
     _report(results, as_json)
     raise typer.Exit(int(fleet_exit_code(results)))
 
@@ -87,9 +88,12 @@ def rollback(
     as_json = app_state.json or json_output
     config = app_state.load_config()
     spec = config.host(host)
-    reporter = _reporter(as_json, app_state.verbose)
     holder = lock.LockHolder.current()
-    with ssh_opener(spec)() as connection, lock.acquire(connection, holder, wait_s=lock_wait):
+    with (
+        _reporter(as_json, app_state.verbose) as reporter,
+        ssh_opener(spec)() as connection,
+        lock.acquire(connection, holder, wait_s=lock_wait),
+    ):
         result = rollback_host(connection, spec, _profile_for(config, host, None), to, "specops rollback", reporter)
         gates = result.gates.to_json() if result.gates else {}
         outcome = "verified" if result.ok else "failed"
@@ -116,11 +120,19 @@ def _profile_for(config: Config, host: str, default: str | None) -> Callable[[st
     return profile_for
 
 
-def _reporter(as_json: bool, verbose: int) -> Reporter:
-    from specops.cli.deploy_view import LiveReporter
-    from specops.events import NullReporter
+@contextmanager
+def _reporter(as_json: bool, verbose: int) -> Iterator[Reporter]:
+    """The live view is stopped when the block ends, however it ends (Ctrl-C, errors), so the summary or the
+    error message prints on a clean terminal, not into the spinner rows."""
+    if as_json:
+        from specops.events import NullReporter
 
-    return NullReporter() if as_json else LiveReporter(verbose)
+        yield NullReporter()
+        return
+    from specops.cli.deploy_view import LiveReporter
+
+    with LiveReporter(verbose) as reporter:
+        yield reporter
 
 
 def _report(results: dict[str, HostOutcome], as_json: bool) -> None:
