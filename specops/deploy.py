@@ -150,6 +150,7 @@ class _HostDeploy:
     def _list_and_push(self, session: PushSession) -> tuple[str | None, ReleaseInfo | None]:
         """The host's releases and the push, on one conversation; (None, None) when this exact release is
         already serving, verified, with this unit: nothing to do."""
+        session.prepare(self.plan.staged, manifest_fields=self._manifest_fields())  # while the host's shell starts
         listing = session.listing
         self.outcome.previous = self.outcome.release = listing.current
         same = identical_release(self.plan.staged, listing.releases)
@@ -212,16 +213,18 @@ class _HostDeploy:
     def _unit_current(self) -> bool:
         return read_unit(self.host, self.spec) == self.host_plan.unit_text
 
-    def _push(self, session: PushSession, listing: Listing) -> str:
-        fields = {
+    def _manifest_fields(self) -> dict[str, Any]:
+        return {
             "profile": self.profile.name,
             "unit_sha256": self.host_plan.unit_sha256,
             "deployed_by": lock.local_who(),
             "unit": self.host_plan.unit_text,
         }
+
+    def _push(self, session: PushSession, listing: Listing) -> str:
         base = newest_complete(listing.releases)
         on_bytes = ByteProgress(self.reporter, self.spec.name, "push")
-        result = session.push(self.plan.staged, base=base, manifest_fields=fields, on_bytes=on_bytes)
+        result = session.push(self.plan.staged, base=base, on_bytes=on_bytes)
         self.outcome.push = {
             "sent_files": result.sent_files,
             "sent_bytes": result.sent_bytes,

@@ -26,7 +26,7 @@ from specops.errors import ReleaseError, ReleaseVerifyFailed
 from specops.host.base import Host, Result
 from specops.host.process import RunningCommand
 from specops.models import HostSpec
-from specops.push_stream import OnBytes, expected_tar_bytes, send_tar
+from specops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
 
 Progress = Callable[[str], None]
 SCRIPT_TIMEOUT_S = 120.0
@@ -74,7 +74,33 @@ class PushSession:
     def __init__(self, host: Host, spec: HostSpec, command: RunningCommand) -> None:
         self.host, self.spec, self._command = host, spec, command
         self._finished = False
-        self.listing = cmd.parse_listing(self._reply())
+        self._listing: Listing | None = None
+        self._prepared: tuple[StagedBuild, str, bytes] | None = None  # (stage, release id, manifest member)
+
+    @property
+    def listing(self) -> Listing:
+        """The host's releases: the first line the host prints (read when first asked for, so `prepare` can run
+        while the host is still starting its login shell)."""
+        if self._listing is None:
+            self._listing = cmd.parse_listing(self._reply())
+        return self._listing
+
+    def prepare(
+        self,
+        staged: StagedBuild,
+        *,
+        release_id: str | None = None,
+        manifest_fields: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """The local half of a push that needs no listing (the release id, the manifest as a tar member in memory,
+        never in the stage that parallel hosts share); called right after the exec starts, it runs while the host
+        starts its shell. Returns the release id."""
+        release_id = release_id or staged.release_id(now)
+        manifest = staged.manifest(release_id, **dict(manifest_fields or {}))
+        manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # the C encoder: ~10x
+        self._prepared = (staged, release_id, member_bytes(cmd.MANIFEST_NAME, manifest_text.encode()))
+        return release_id
 
     def base_files(self, base: ReleaseInfo) -> dict[str, Any] | None:
         """The base release's files map: from the local tree cache when its tree hash is known there (content-
@@ -82,7 +108,7 @@ class PushSession:
         cached = _cached_tree(base.tree_hash)
         if cached is not None:
             return cached
-        self._request({"op": "files", "id": base.id})
+        self._request({"op": "files", "id": base.id}, after_listing=True)
         files = self._reply(errors_ok=True).get("files")
         return files if isinstance(files, dict) else None
 
@@ -100,20 +126,21 @@ class PushSession:
         """Create and verify `releases/<id>` from the stage; unchanged files are hard-linked from `base`."""
         started = time.monotonic()
         say = progress or (lambda _message: None)
-        release_id = release_id or staged.release_id(now)
+        if self._prepared is None or self._prepared[0] is not staged or release_id or manifest_fields or now:
+            self.prepare(staged, release_id=release_id, manifest_fields=manifest_fields, now=now)
+        assert self._prepared is not None
+        _, release_id, manifest_member = self._prepared
         files = self.base_files(base) if base is not None else None
         if base is not None and files is None:
             say(f"cannot read the manifest of base release {base.id}: sending the whole tree")
         base_id = base.id if base is not None and files is not None else None
-        manifest = staged.manifest(release_id, **dict(manifest_fields or {}))
-        manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # the C encoder: ~10x
-        (staged.root / "manifest.json").write_text(manifest_text, encoding="utf-8")
-        names = cmd.files_to_send(staged.files, files)
-        expected = expected_tar_bytes(staged.files, names, {"manifest.json": len(manifest_text.encode())})
+        names = cmd.files_to_send(staged.files, files)  # the manifest first, then the files that differ
+        tar_names = names[1:]
+        expected = len(manifest_member) + expected_tar_bytes(staged.files, tar_names)
         linked = len(staged.files) - (len(names) - 1)
         say(f"sending {len(names) - 1} changed file(s), ~{expected:,} bytes; hard-linking {linked} from {base_id}")
-        self._request(cmd.receive_request(release_id, base_id, staged.tree_hash))
-        sent = send_tar(staged.root, names, self._command.write, on_bytes, expected)
+        self._request(cmd.receive_request(release_id, base_id, staged.tree_hash), after_listing=True)
+        sent = send_tar(staged.root, tar_names, self._command.write, on_bytes, expected, first=manifest_member)
         self._command.close_input()
         reply = self._reply()
         self._finished = True
@@ -129,17 +156,19 @@ class PushSession:
         )
 
     def close(self) -> None:
-        """End the conversation (the host script exits having changed nothing) and close the channel."""
+        """End the conversation (the host script exits having changed nothing) and close the channel; best
+        effort and without waiting: after "end" or EOF the host has nothing left to do."""
         try:
             if not self._finished:
                 self._finished = True
                 self._request({"op": "end"})
                 self._command.close_input()
-                self._command.read_line()
         finally:
             self._command.close()
 
-    def _request(self, request: dict[str, Any]) -> None:
+    def _request(self, request: dict[str, Any], after_listing: bool = False) -> None:
+        if after_listing:
+            _ = self.listing  # the host answers in order: its listing line comes before any reply
         self._command.write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
 
     def _reply(self, errors_ok: bool = False) -> dict[str, Any]:
@@ -159,11 +188,7 @@ class PushSession:
 def open_push(host: Host, spec: HostSpec, *, max_bytes: int = 0) -> Iterator[PushSession]:
     """Start the conversation; its time limit allows `max_bytes` at MIN_PUSH_RATE_BPS (a slow WAN, not a hang)."""
     command = host.stream(cmd.session_argv(spec), timeout=SCRIPT_TIMEOUT_S + max_bytes / MIN_PUSH_RATE_BPS)
-    try:
-        session = PushSession(host, spec, command)
-    except BaseException:
-        command.close()
-        raise
+    session = PushSession(host, spec, command)
     try:
         yield session
     finally:
@@ -215,10 +240,14 @@ def _tree_cache(tree_hash: str) -> Path:
 def remember_tree(staged: StagedBuild) -> None:
     """Keep the files map of a pushed tree locally (by tree hash), so the next push needs no round trip to
     learn its base; the newest KEEP_TREES are kept. A lost cache only costs that round trip."""
-    folder = _tree_cache(staged.tree_hash).parent
+    path = _tree_cache(staged.tree_hash)
     with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-        _tree_cache(staged.tree_hash).write_text(json.dumps(staged.files), encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():  # content-addressed: the same tree hash is the same files map
+            path.touch()  # newest again, for the eviction below
+        else:
+            path.write_text(json.dumps(staged.files), encoding="utf-8")
+        folder = path.parent
         for old in sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime)[:-KEEP_TREES]:
             old.unlink()
 

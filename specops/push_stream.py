@@ -16,6 +16,7 @@ import subprocess
 import tarfile
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -47,10 +48,25 @@ def expected_tar_bytes(files: dict[str, dict[str, Any]], names: list[str], sizes
     return _padded(total, RECORD)
 
 
-def send_tar(root: Path, names: list[str], write: Write, on_bytes: OnBytes | None = None, expected: int = 0) -> int:
-    """Write an uncompressed tar of `names` (relative to root) through `write`; returns the bytes written.
-    Stops early, without an error, when `write` says the receiver stopped reading."""
+def member_bytes(name: str, data: bytes, mtime: float | None = None) -> bytes:
+    """One regular-file tar member (GNU header, content, padding) made from bytes in memory: the manifest, which
+    differs per host (release id, unit), so it never goes through the stage folder that parallel hosts share."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o644, time.time() if mtime is None else mtime
+    header = info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+    return header + data + bytes(_padded(len(data)) - len(data))
+
+
+def send_tar(
+    root: Path, names: list[str], write: Write, on_bytes: OnBytes | None = None, expected: int = 0,
+    first: bytes = b"",
+) -> int:  # fmt: skip
+    """Write an uncompressed tar of `names` (relative to root) through `write`, after the ready-made members in
+    `first` (see member_bytes); returns the bytes written. Stops early, without an error, when `write` says the
+    receiver stopped reading."""
     counter = _Counter(write, on_bytes, expected)
+    if first and not counter(first):
+        return counter.sent
     if shutil.which("tar"):
         _send_gnu_tar(root, names, counter)
     else:

@@ -23,7 +23,8 @@ REMOTE_MODULES = (
     "release_remote.py", "release_rollback.py", "release_stream.py", "release_receive.py", "release_session.py",
 )  # fmt: skip
 RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-SEND_ALWAYS = ("manifest.json",)
+MANIFEST_NAME = "manifest.json"
+SEND_ALWAYS = (MANIFEST_NAME,)
 
 
 @dataclass(frozen=True)
@@ -73,14 +74,37 @@ def remote_script() -> str:
 
 
 def without_docstrings(tree: ast.Module) -> ast.Module:
-    """The script travels as one argv word on every exec and is compiled each time: its docstrings and comments
-    (half its text) stay in the source files, where people read them, and are left out of what the host runs."""
+    """The script travels as one argv word on every exec and is compiled each time: its docstrings, comments and
+    type annotations (more than half its text) stay in the source files, where people and mypy read them, and
+    are left out of what the host runs; so are the typing imports they needed (two fewer imports per exec)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
                 node.body = body[1:] or [ast.Pass()]
-    return tree
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            node.returns = None
+            arguments = node.args
+            for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                argument.annotation = None
+            for star in (arguments.vararg, arguments.kwarg):
+                if star is not None:
+                    star.annotation = None
+    stripped = _WireTransformer().visit(tree)
+    assert isinstance(stripped, ast.Module)
+    return stripped
+
+
+class _WireTransformer(ast.NodeTransformer):
+    """Annotated assignments become plain ones (or vanish when they assign nothing); typing imports vanish."""
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | None:
+        if node.value is None:
+            return None
+        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno), node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
+        return None if node.module in ("typing", "collections.abc", "__future__") else node
 
 
 def check_release_id(release_id: str) -> str:
@@ -90,7 +114,7 @@ def check_release_id(release_id: str) -> str:
 
 
 def script_argv(spec: HostSpec, op: str, *args: str) -> list[str]:
-    return [spec.python, "-I", "-c", remote_script(), op, spec.service_dir, *args]
+    return [spec.python, "-IS", "-c", remote_script(), op, spec.service_dir, *args]  # -S: stdlib only, no site
 
 
 def session_argv(spec: HostSpec) -> list[str]:

@@ -129,8 +129,11 @@ def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], re
             continue
         if base_dir is None or "link" in entry:
             raise Refused("incomplete", "file " + repr(name) + " was neither sent nor available in a base release")
-        source, destination = os.path.join(base_dir, name), safe_member_path(root, name)
-        real_folder(root, os.path.dirname(destination), folders)
+        destination = root + "/" + name if is_plain_relpath(name) else safe_member_path(root, name)
+        folder = destination[: destination.rindex("/")]
+        if folder not in folders:
+            real_folder(root, folder, folders)
+        source = base_dir + "/" + name
         try:
             os.link(source, destination)
             counts["linked"] += 1
@@ -140,6 +143,18 @@ def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], re
             shutil.copy2(source, destination)
             counts["copied"] += 1
     return counts
+
+
+def is_plain_relpath(name: str) -> bool:
+    """A relative path already in normal form with no `..`, `.` or empty part (what a stage produces): joining
+    it needs no normpath. Anything else takes safe_member_path's full check."""
+    return bool(name) and not (
+        name[0] in "/." or name[-1] == "/" or "//" in name or ("/." in name and has_dot_part(name)) or "\0" in name
+    )
+
+
+def has_dot_part(name: str) -> bool:
+    return any(part in (".", "..") for part in name.split("/"))
 
 
 def real_folder(root: str, folder: str, known: set[str]) -> None:

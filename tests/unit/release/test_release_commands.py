@@ -13,7 +13,7 @@ SPEC = HostSpec(name="llm-two", ssh="llm-two", python="/opt/venv/bin/python", mo
 
 def test_every_op_runs_the_remote_script_isolated_with_plain_argv_words() -> None:
     argv = cmd.receive_argv(SPEC, "20260102T030405Z-abcdefabcdef", "20260101T000000Z-0123456789ab", "f" * 64)
-    assert argv[:3] == ["/opt/venv/bin/python", "-I", "-c"]
+    assert argv[:3] == ["/opt/venv/bin/python", "-IS", "-c"]
     assert argv[3] == cmd.remote_script() and "def op_receive" in argv[3]
     assert argv[4:] == [
         "receive",
