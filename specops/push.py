@@ -139,11 +139,11 @@ class PushSession:
         expected = len(manifest_member) + expected_tar_bytes(staged.files, tar_names)
         linked = len(staged.files) - (len(names) - 1)
         say(f"sending {len(names) - 1} changed file(s), ~{expected:,} bytes; hard-linking {linked} from {base_id}")
+        self._finished = True  # closing early from here on is EOF inside the tar: the release stays unfinished
         self._request(cmd.receive_request(release_id, base_id, staged.tree_hash), after_listing=True)
         sent = send_tar(staged.root, tar_names, self._command.write, on_bytes, expected, first=manifest_member)
         self._command.close_input()
         reply = self._reply()
-        self._finished = True
         remember_tree(staged)
         return PushResult(
             release_id=release_id,

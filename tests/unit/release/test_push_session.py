@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,37 @@ def test_the_expected_tar_size_is_exact_for_long_names_links_and_empty_files(tmp
     staged = stage_build(tree, [], tmp_path / "work")
     names = sorted(staged.files)
     assert expected_tar_bytes(staged.files, names) == len(build_tar(staged.root, names))
+
+
+def test_hosts_pushing_the_same_stage_at_once_each_get_their_own_manifest(
+    host: LocalHost, build: Path, tmp_path: Path
+) -> None:
+    """A fleet deploy pushes one stage to several hosts in parallel; each manifest names its host's release and
+    unit (it used to be written into the shared stage, where the last writer won)."""
+    staged = stage_build(build, [], tmp_path / "w1")
+    specs = [
+        HostSpec(name=name, ssh=name, python=sys.executable, model_path="/m", base_dir=str(tmp_path / name))
+        for name in ("one", "two")
+    ]
+    sessions = [push.open_push(host, spec) for spec in specs]
+    opened = [session.__enter__() for session in sessions]
+    for index, session in enumerate(opened):
+        session.prepare(staged, release_id=f"r-{index}", manifest_fields={"unit": f"unit of host {index}"})
+    for session in opened:
+        session.push(staged, base=None)
+    for session in sessions:
+        session.__exit__(None, None, None)
+    for index, spec in enumerate(specs):
+        manifest = json.loads((Path(spec.service_dir) / "releases" / f"r-{index}" / "manifest.json").read_text())
+        assert (manifest["id"], manifest["unit"]) == (f"r-{index}", f"unit of host {index}")
+
+
+def test_a_local_tar_failure_mid_push_is_an_error_and_the_release_stays_unfinished(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
+) -> None:
+    staged = stage_build(build, [], tmp_path / "w1")
+    (staged.root / "sglang" / "launch_server.py").unlink()  # vanished between staging and sending
+    with pytest.raises(ReleaseError, match="launch_server.py: Cannot stat"):
+        push.push_release(host, spec, staged, base=None, release_id="r-01")
+    [release] = push.list_releases(host, spec)
+    assert (release.id, release.complete) == ("r-01", False)  # never switched to, never a rollback target
