@@ -21,7 +21,7 @@ from specops.deploy_plan import DeployPlan, HostPlan
 from specops.doctor.model import CheckContext, CheckResult, Status
 from specops.doctor.registry import all_checks, run_checks
 from specops.errors import ExitCode
-from specops.events import ByteProgress, Event, Reporter
+from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.gates import GateResult, restart_and_gate
 from specops.host.base import Host
 from specops.probe.run import probe
@@ -105,6 +105,9 @@ def deploy_host(
     with open_host() as host, lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say):
         _HostDeploy(host, plan, host_plan, options, outcome, reporter, profile_for).run()
     _record(open_host, host_plan, options, outcome)
+    level = "info" if outcome.outcome in ("deployed", "unchanged") else "warn"
+    message = f"{outcome.outcome}; serving {outcome.release or 'no release'}"
+    reporter.event(Event(spec.name, DONE_PHASE, message, level=level))
     return outcome
 
 

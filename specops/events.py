@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+DONE_PHASE = "done"  # the last event of a host's deploy: its outcome; the live view drops the host's row
+
 
 @dataclass(frozen=True)
 class Event:

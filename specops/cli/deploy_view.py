@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from specops.cli.output import stderr_console, stdout_console
+from specops.events import DONE_PHASE
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -141,6 +142,8 @@ class _HostRows:
 
         message = event.message.splitlines()[0] if event.message.strip() else ""
         with self._lock:
+            if event.phase == DONE_PHASE:  # the host is finished: its line was printed, its row goes
+                return self._rows.pop(event.host, None) is not None
             row = self._rows.get(event.host)
             created = row is None
             if row is None:

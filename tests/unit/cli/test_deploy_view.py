@@ -9,7 +9,7 @@ import threading
 from rich.console import Console
 
 from specops.cli.deploy_view import LiveReporter
-from specops.events import Event
+from specops.events import DONE_PHASE, Event
 
 MIB = 2**20
 BAR = "━"  # what rich draws a progress bar with
@@ -213,3 +213,16 @@ def _screen(text: str) -> tuple[list[str], list[str]]:
         elif line.strip():
             lines.append(line.rstrip())
     return lines, rows
+
+
+def test_a_finished_host_leaves_its_line_and_its_row_goes() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100)
+    with LiveReporter(0, console=console) as reporter:
+        reporter.event(Event("llm-one", "gates", "waiting for readiness"))
+        reporter.event(Event("llm-two", "gates", "waiting for readiness"))
+        done_at = len(out.getvalue())
+        reporter.event(Event("llm-one", DONE_PHASE, "deployed; serving r-02"))
+        lines, rows = _screen(out.getvalue()[done_at:])
+    assert lines[0] == "llm-one done deployed; serving r-02"
+    assert rows and all(row.startswith("llm-two") for row in rows)  # redrawn at once, without llm-one

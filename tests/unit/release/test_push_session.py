@@ -136,7 +136,7 @@ def test_a_local_tar_failure_mid_push_is_an_error_and_the_release_stays_unfinish
 ) -> None:
     staged = stage_build(build, [], tmp_path / "w1")
     (staged.root / "sglang" / "launch_server.py").unlink()  # vanished between staging and sending
-    with pytest.raises(ReleaseError, match="launch_server.py: Cannot stat"):
+    with pytest.raises(ReleaseError, match=r"launch_server\.py: Cannot stat"):
         push.push_release(host, spec, staged, base=None, release_id="r-01")
     [release] = push.list_releases(host, spec)
     assert (release.id, release.complete) == ("r-01", False)  # never switched to, never a rollback target
