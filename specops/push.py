@@ -15,22 +15,20 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from specops.build import StagedBuild
-from specops.buildhash import default_cache_file
 from specops.commands import release as cmd
 from specops.commands.release import Listing, ReleaseInfo, ReplyError
-from specops.errors import ReleaseError, ReleaseVerifyFailed
-from specops.host.base import Host, Result
+from specops.host.base import Host
 from specops.host.process import RunningCommand
 from specops.models import HostSpec
 from specops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
+from specops.release_replies import checked_reply, script_failed
+from specops.tree_cache import cached_tree, remember_tree
 
 Progress = Callable[[str], None]
 SCRIPT_TIMEOUT_S = 120.0
-KEEP_TREES = 20
 MIN_PUSH_RATE_BPS = 2_000_000  # the push timeout grows with the bytes sent (a slow WAN link, not a hang)
 
 
@@ -105,7 +103,7 @@ class PushSession:
     def base_files(self, base: ReleaseInfo) -> dict[str, Any] | None:
         """The base release's files map: from the local tree cache when its tree hash is known there (content-
         addressed, and the host verifies the result anyway), else from its manifest; None means a full push."""
-        cached = _cached_tree(base.tree_hash)
+        cached = cached_tree(base.tree_hash)
         if cached is not None:
             return cached
         self._request({"op": "files", "id": base.id}, after_listing=True)
@@ -177,10 +175,10 @@ class PushSession:
             reply = cmd.parse_reply(line)
         except ReplyError:
             self._finished = True
-            raise _failed(self.host, self.spec, self._command.wait()) from None
+            raise script_failed(self.host, self.spec, self._command.wait()) from None
         if not errors_ok or reply.get("kind") not in (None, "manifest"):
             self._finished = self._finished or reply.get("ok") is not True
-            return _checked(self.host, reply)
+            return checked_reply(self.host, reply)
         return reply
 
 
@@ -233,35 +231,6 @@ def update_manifest(host: Host, spec: HostSpec, release_id: str, changes: Mappin
     return cmd.parse_listing({"current": None, "releases": [reply]}).releases[0]
 
 
-def _tree_cache(tree_hash: str) -> Path:
-    return default_cache_file().parent / "trees" / f"{tree_hash}.json"
-
-
-def remember_tree(staged: StagedBuild) -> None:
-    """Keep the files map of a pushed tree locally (by tree hash), so the next push needs no round trip to
-    learn its base; the newest KEEP_TREES are kept. A lost cache only costs that round trip."""
-    path = _tree_cache(staged.tree_hash)
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists():  # content-addressed: the same tree hash is the same files map
-            path.touch()  # newest again, for the eviction below
-        else:
-            path.write_text(json.dumps(staged.files), encoding="utf-8")
-        folder = path.parent
-        for old in sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime)[:-KEEP_TREES]:
-            old.unlink()
-
-
-def _cached_tree(tree_hash: str | None) -> dict[str, Any] | None:
-    if not tree_hash:
-        return None
-    with contextlib.suppress(OSError, ValueError):
-        cached = json.loads(_tree_cache(tree_hash).read_text(encoding="utf-8"))
-        if isinstance(cached, dict):
-            return cached
-    return None
-
-
 def _run_script(
     host: Host, spec: HostSpec, argv: list[str], input: bytes | None = None, timeout: float = SCRIPT_TIMEOUT_S
 ) -> dict[str, Any]:
@@ -269,49 +238,8 @@ def _run_script(
     try:
         reply = cmd.parse_reply(result.text)
     except ReplyError:
-        raise _failed(host, spec, result) from None
-    return _checked(host, reply)
-
-
-def _checked(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
-    """The reply if it says ok; else the error it carries, as the ReleaseError that explains it."""
-    if reply.get("ok") is True:
-        return reply
-    if reply.get("kind") == "mismatch":
-        raise _mismatch(host, reply)
-    raise ReleaseError(f"{host.name}: {reply.get('error')}", hint=_hint(str(reply.get("kind"))))
-
-
-def _failed(host: Host, spec: HostSpec, result: Result) -> ReleaseError:
-    tail = result.err_tail(10) or result.out_tail(10)
-    op = result.argv[4] if len(result.argv) > 4 else "?"
-    message = f"{host.name}: the release script ({op}) exited with {result.exit_code}"
-    if tail:
-        message += "\n" + "\n".join(f"  | {line}" for line in tail.splitlines())
-    hint = f"is {spec.python} (hosts.{spec.name}.python) a working Python 3.8+ on the host?"
-    return ReleaseError(message, hint=hint)
-
-
-def _mismatch(host: Host, reply: dict[str, Any]) -> ReleaseVerifyFailed:
-    expected, actual = str(reply.get("expected")), str(reply.get("actual"))
-    files = [str(name) for name in reply.get("files") or []]
-    message = f"{host.name}: {reply.get('error')}: staged {expected}, on the host {actual}"
-    if files:
-        message += "\n" + "\n".join(f"  | {name}" for name in files)
-    hint = (
-        "the release was left `unfinished` (never switched to or rolled back to); if a file of the base release "
-        "was changed on the host, push the whole tree (no base)"
-    )
-    return ReleaseVerifyFailed(message, expected, actual, hint=hint)
-
-
-def _hint(kind: str) -> str:
-    return {
-        "exists": "a release with this id exists already: wait a second and push again",
-        "unsafe": "the tar stream was refused as unsafe; this is a bug in specops if it came from a push",
-        "unfinished": "that release's push did not verify: push again",
-        "current": "specops manages `current` as a symlink to releases/<id>",
-    }.get(kind, "")
+        raise script_failed(host, spec, result) from None
+    return checked_reply(host, reply)
 
 
 def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: str) -> dict[str, Any]:
@@ -321,7 +249,7 @@ def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: 
 
 def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] | None:
     """The files map a push would diff against (None: a full push), read without a session; for --dry-run."""
-    cached = _cached_tree(base.tree_hash)
+    cached = cached_tree(base.tree_hash)
     if cached is not None:
         return cached
     result = host.run(["cat", "--", cmd.manifest_path(spec, base.id)], timeout=SCRIPT_TIMEOUT_S)

@@ -1,0 +1,55 @@
+"""What the host's release script answered, turned into the errors an operator can act on.
+
+The script prints one JSON object per answer: {"ok": true, ...} or {"ok": false, "kind": ..., "error": ...}.
+A reply that is not JSON at all means the script never ran (no such interpreter, killed): that error names the
+`python` setting to check instead of showing a parse failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specops.errors import ReleaseError, ReleaseVerifyFailed
+from specops.host.base import Host, Result
+from specops.models import HostSpec
+
+
+def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply if it says ok; else the error it carries, as the ReleaseError that explains it."""
+    if reply.get("ok") is True:
+        return reply
+    if reply.get("kind") == "mismatch":
+        raise mismatch_error(host, reply)
+    raise ReleaseError(f"{host.name}: {reply.get('error')}", hint=reply_hint(str(reply.get("kind"))))
+
+
+def script_failed(host: Host, spec: HostSpec, result: Result) -> ReleaseError:
+    tail = result.err_tail(10) or result.out_tail(10)
+    op = result.argv[4] if len(result.argv) > 4 else "?"
+    message = f"{host.name}: the release script ({op}) exited with {result.exit_code}"
+    if tail:
+        message += "\n" + "\n".join(f"  | {line}" for line in tail.splitlines())
+    hint = f"is {spec.python} (hosts.{spec.name}.python) a working Python 3.8+ on the host?"
+    return ReleaseError(message, hint=hint)
+
+
+def mismatch_error(host: Host, reply: dict[str, Any]) -> ReleaseVerifyFailed:
+    expected, actual = str(reply.get("expected")), str(reply.get("actual"))
+    files = [str(name) for name in reply.get("files") or []]
+    message = f"{host.name}: {reply.get('error')}: staged {expected}, on the host {actual}"
+    if files:
+        message += "\n" + "\n".join(f"  | {name}" for name in files)
+    hint = (
+        "the release was left `unfinished` (never switched to or rolled back to); if a file of the base release "
+        "was changed on the host, push the whole tree (no base)"
+    )
+    return ReleaseVerifyFailed(message, expected, actual, hint=hint)
+
+
+def reply_hint(kind: str) -> str:
+    return {
+        "exists": "a release with this id exists already: wait a second and push again",
+        "unsafe": "the tar stream was refused as unsafe; this is a bug in specops if it came from a push",
+        "unfinished": "that release's push did not verify: push again",
+        "current": "specops manages `current` as a symlink to releases/<id>",
+    }.get(kind, "")
