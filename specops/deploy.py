@@ -102,9 +102,13 @@ def deploy_host(
         reporter.event(Event(spec.name, "lock", text))
 
     holder = lock.LockHolder.current(options.command)
-    with open_host() as host, lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say):
-        _HostDeploy(host, plan, host_plan, options, outcome, reporter, profile_for).run()
-    _record(open_host, host_plan, options, outcome)
+    try:
+        with open_host() as host, lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say):
+            _HostDeploy(host, plan, host_plan, options, outcome, reporter, profile_for).run()
+        _record(open_host, host_plan, options, outcome)
+    except BaseException as error:  # the summary names the cause; this only ends the host's live row
+        reporter.event(Event(spec.name, DONE_PHASE, f"stopped ({type(error).__name__})", level="error"))
+        raise
     level = "info" if outcome.outcome in ("deployed", "unchanged") else "warn"
     message = f"{outcome.outcome}; serving {outcome.release or 'no release'}"
     reporter.event(Event(spec.name, DONE_PHASE, message, level=level))

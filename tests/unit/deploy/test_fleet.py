@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +71,21 @@ def test_unreachable_and_locked_hosts_become_outcomes_with_their_exit_codes(plan
     assert (locked["a"].outcome, locked["a"].exit_code) == ("locked", ExitCode.LOCK_HELD)
     assert fleet_exit_code({**unreachable, "b": locked["a"]}) == ExitCode.UNREACHABLE
     assert fleet_exit_code({"a": HostOutcome("a", "unchanged")}) == ExitCode.OK
+
+
+def test_a_host_whose_deploy_raises_still_ends_with_a_done_event(plans: list[HostPlan]) -> None:
+    """The live view drops a host's row on its `done` event; a host that cannot even connect must send one too,
+    and the error still reaches the fleet runner (which turns it into the host's outcome)."""
+    from specops.deploy import DeployOptions, deploy_host
+    from specops.deploy_plan import DeployPlan
+    from specops.events import DONE_PHASE, Recorder
+
+    def unreachable() -> Any:
+        raise ConnectError("a: cannot connect to a:22: Connection refused")
+
+    recorder = Recorder()
+    plan = DeployPlan(staged=None, hosts=plans[:1])  # type: ignore[arg-type]  # never reached: no connection
+    with pytest.raises(ConnectError):
+        deploy_host(plan, plans[0], DeployOptions(), recorder, unreachable, lambda _name: plans[0].target.profile)
+    last = recorder.events[-1]
+    assert (last.host, last.phase, last.message, last.level) == ("a", DONE_PHASE, "stopped (ConnectError)", "error")
