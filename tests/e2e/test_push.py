@@ -3,6 +3,8 @@ engine build, a one-line-patch re-push that sends one file and hard-links the re
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -84,3 +86,26 @@ def test_push_delta_switch_list_prune(testhost: TestHost, ssh: SshHost, tmp_path
     assert [r.id for r in push.list_releases(ssh, SPEC)] == [second.release_id, third.release_id]
     remaining = _inodes(testhost, second.release_id)
     assert remaining.keys() == new.keys()  # the hard links kept the content alive after the base was removed
+
+
+def test_a_large_push_reports_its_bytes_as_they_go_and_the_total_is_exact(
+    testhost: TestHost, ssh: SshHost, tmp_path: Path
+) -> None:
+    """What the progress bar is drawn from, over real SSH: counts that only grow, a total known from the first
+    count, and a last count equal to that total and to what was sent. The cache of trees is empty (fresh
+    XDG_CACHE_HOME), so the base's files map comes through the same conversation."""
+    build = tmp_path / "python"
+    shutil.copytree(BUILD_PYTHON, build, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (build / "sglang" / "big_weights.bin").write_bytes(os.urandom(24 * 2**20))
+    staged = stage_build(build, [], tmp_path / "w1")
+    counts: list[tuple[int, int]] = []
+    first = push.push_release(ssh, SPEC, staged, base=None, on_bytes=lambda *count: counts.append(count))
+    assert len(counts) > 3 and counts == sorted(counts)
+    assert {total for _, total in counts} == {first.sent_bytes} and counts[-1][0] == first.sent_bytes
+    shutil.rmtree(tmp_path / "cache")  # forget the tree: the delta push asks the host for its base's files
+    patched = stage_build(build, [DDTREE_PATCH], tmp_path / "w2")
+    with push.open_push(ssh, SPEC, max_bytes=patched.total_bytes) as session:
+        [base] = session.listing.releases
+        second = session.push(patched, base=base)
+    assert (second.base_id, second.sent_files) == (first.release_id, 1)
+    assert second.sent_bytes < 64 * 1024  # one file and the manifest, not the 24 MiB
