@@ -128,7 +128,7 @@ class Host(Protocol):
 
 
 class HostBase:
-    """Shared behaviour of the real transports: argv checks, check=True, put/get via run, context manager."""
+    """Shared behaviour of the real transports: run via stream, check=True, put/get via run, context manager."""
 
     name: str
 
@@ -141,6 +141,15 @@ class HostBase:
         check: bool = False,
         env: Mapping[str, str] | None = None,
     ) -> Result:
+        """The one-shot case of `stream`: the whole input, then everything the command printed and its status."""
+        with self.stream(argv, timeout=timeout, env=env) as command:
+            if input:
+                command.write(input)
+            return self.finish(command.wait(), check)
+
+    def stream(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+    ) -> RunningCommand:
         raise NotImplementedError
 
     def close(self) -> None:

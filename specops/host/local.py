@@ -17,16 +17,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from specops.errors import ConnectError, RemoteTimeout
+from specops.errors import ConnectError
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     HostBase,
-    Result,
     Tunnel,
     checked_argv,
-    display_command,
     reveal,
-    shorten,
 )
 from specops.host.process import POLL_S, FinishedPipe, RunningCommand
 
@@ -38,35 +35,6 @@ class LocalHost(HostBase):
 
     def __init__(self, name: str = "localhost") -> None:
         self.name = name
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        input: bytes | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        check: bool = False,
-        env: Mapping[str, str] | None = None,
-    ) -> Result:
-        words = checked_argv(argv, env)
-        started = time.monotonic()
-        environment = {**os.environ, **{name: reveal(value) for name, value in (env or {}).items()}}
-        try:
-            process = subprocess.Popen(
-                [reveal(word) for word in words],
-                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=environment,
-                start_new_session=True,  # its own process group, so a timeout can kill the children too
-            )
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
-            message = f"{words[0]}: {error.strerror or error}\n".encode()
-            result = Result(words, COMMAND_NOT_FOUND, b"", message, time.monotonic() - started)
-            return self.finish(result, check)
-        stdout, stderr = self._communicate(process, words, input, timeout)
-        result = Result(words, process.returncode, stdout, stderr, time.monotonic() - started)
-        return self.finish(result, check)
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
@@ -85,17 +53,6 @@ class LocalHost(HostBase):
                                   grace=0.0, started=started)  # fmt: skip
         return RunningCommand(_ProcessPipe(process), words, host=self.name, timeout=timeout, grace=0.0,
                               started=started)  # fmt: skip
-
-    def _communicate(
-        self, process: subprocess.Popen[bytes], words: tuple[str, ...], input: bytes | None, timeout: float
-    ) -> tuple[bytes, bytes]:
-        try:
-            return process.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            with contextlib.suppress(subprocess.TimeoutExpired):  # a daemonized grandchild holds the pipes
-                process.communicate(timeout=5)
-            raise RemoteTimeout(shorten(display_command(words)), timeout, host=self.name) from None
 
     def open_tunnel(self, remote_host: str, remote_port: int) -> Tunnel:
         """A plain TCP connection: on the local machine "the host's port" is just a local port."""
@@ -158,13 +115,13 @@ class _ProcessPipe:
 
 def _read_polled(stream: IO[bytes], size: int) -> bytes:
     try:
-        if not select.select([stream], [], [], POLL_S)[0]:
-            raise TimeoutError
-        return os.read(stream.fileno(), size)
-    except (ValueError, OSError) as error:  # closed by close() while this reader waited
-        if isinstance(error, TimeoutError):
-            raise
+        ready = select.select([stream], [], [], POLL_S)[0]
+        data = os.read(stream.fileno(), size) if ready else None
+    except (ValueError, OSError):  # closed by close() while this reader waited: the end of the stream
         return b""
+    if data is None:
+        raise TimeoutError
+    return data
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

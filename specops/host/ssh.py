@@ -32,7 +32,6 @@ from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
     HostBase,
-    Result,
     Tunnel,
     checked_argv,
     wire_command,
@@ -143,20 +142,6 @@ class SshHost(HostBase):
         self.target = target
         self.connect_s = connect_s  # connect + handshake + auth, for `--verbose` and benchmarks
         self._client = client
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        input: bytes | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        check: bool = False,
-        env: Mapping[str, str] | None = None,
-    ) -> Result:
-        with self.stream(argv, timeout=timeout, env=env) as command:
-            if input:
-                command.write(input)
-            return self.finish(command.wait(), check)
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
