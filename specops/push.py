@@ -20,6 +20,7 @@ from typing import Any
 from specops.build import StagedBuild
 from specops.commands import release as cmd
 from specops.commands.release import Listing, ReleaseInfo, ReplyError
+from specops.commands.release_remote import MANIFEST
 from specops.host.base import Host
 from specops.host.process import RunningCommand
 from specops.models import HostSpec
@@ -97,7 +98,7 @@ class PushSession:
         release_id = release_id or staged.release_id(now)
         manifest = staged.manifest(release_id, **dict(manifest_fields or {}))
         manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # the C encoder: ~10x
-        self._prepared = (staged, release_id, member_bytes(cmd.MANIFEST_NAME, manifest_text.encode()))
+        self._prepared = (staged, release_id, member_bytes(MANIFEST, manifest_text.encode()))
         return release_id
 
     def base_files(self, base: ReleaseInfo) -> dict[str, Any] | None:

@@ -9,7 +9,6 @@ without it. The byte count feeds the progress bar of a large push.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import subprocess
@@ -22,24 +21,23 @@ from pathlib import Path
 from typing import IO, Any
 
 from specops.commands import release as cmd
+from specops.commands.release_stream import PIPE_BYTES, widen_pipe
 from specops.errors import ReleaseError
 
 Write = Callable[[bytes], bool]  # False: the receiver stopped reading (it refused the push: its reply says why)
 OnBytes = Callable[[int, int], None]  # (bytes sent so far, bytes expected in all)
 BLOCK = 512
 RECORD = 20 * BLOCK  # GNU tar pads its output to whole records of 20 blocks
-READ_BYTES = 1 << 20
-F_SETPIPE_SZ = 1031  # Linux: a 1 MiB pipe lets tar run ahead instead of waiting on 64 KiB at a time
+READ_BYTES = PIPE_BYTES
 
 
-def expected_tar_bytes(files: dict[str, dict[str, Any]], names: list[str], sizes: dict[str, int] | None = None) -> int:
+def expected_tar_bytes(files: dict[str, dict[str, Any]], names: list[str]) -> int:
     """What GNU tar will write for `names` (header, content padded to blocks, a long-name entry for names of
-    100 bytes or more, two end blocks, padding to a record): the total of the progress bar. `sizes` gives the
-    size of a name that `files` does not list (the manifest, written just before the push)."""
+    100 bytes or more, two end blocks, padding to a record): the total of the progress bar."""
     total = 2 * BLOCK
     for name in names:
         entry = files.get(name, {})
-        size = (sizes or {}).get(name, 0) if name not in files else 0 if "link" in entry else int(entry.get("size", 0))
+        size = 0 if "link" in entry else int(entry.get("size", 0))
         total += BLOCK + _padded(size)
         for long_text in (name, entry.get("link", "")):  # a GNU long-name or long-link entry first
             encoded = len(str(long_text).encode("utf-8", "surrogateescape"))
@@ -107,8 +105,7 @@ def _send_gnu_tar(root: Path, names: list[str], counter: _Counter) -> None:
         pipe = subprocess.PIPE
         process = subprocess.Popen(cmd.tar_argv(str(root)), stdin=pipe, stdout=pipe, stderr=errors)
         assert process.stdin is not None and process.stdout is not None
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(process.stdout.fileno(), F_SETPIPE_SZ, READ_BYTES)
+        widen_pipe(process.stdout)  # tar runs up to 1 MiB ahead instead of waiting on 64 KiB at a time
         feeder = threading.Thread(target=_write_and_close, args=(process.stdin, listing), daemon=True)
         feeder.start()
         try:

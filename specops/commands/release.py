@@ -16,15 +16,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from specops.commands.release_remote import MANIFEST, RELEASE_ID
 from specops.models import HostSpec
 
 # in order; the last has main()
 REMOTE_MODULES = (
     "release_remote.py", "release_rollback.py", "release_stream.py", "release_receive.py", "release_session.py",
 )  # fmt: skip
-RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-MANIFEST_NAME = "manifest.json"
-SEND_ALWAYS = (MANIFEST_NAME,)
+SEND_ALWAYS = (MANIFEST,)
 
 
 @dataclass(frozen=True)

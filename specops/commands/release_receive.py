@@ -42,7 +42,10 @@ HASHES_FILE = ".verified-hashes.json"
 
 
 def safe_member_path(root: str, name: str) -> str:
-    """Where a tar member may land: inside `root`, never absolute, never through `..`."""
+    """Where a tar member may land: inside `root`, never absolute, never through `..`. A name already in plain
+    form (what a stage produces) is joined as it is: no split or normpath per file on a 5,800-file link."""
+    if is_plain_relpath(name):
+        return root + "/" + name
     if name.startswith("/") or ".." in name.split("/") or "\0" in name:
         raise Refused("unsafe", "refusing tar member " + repr(name) + ": absolute or '..' path")
     return os.path.join(root, os.path.normpath(name))
@@ -129,7 +132,7 @@ def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], re
             continue
         if base_dir is None or "link" in entry:
             raise Refused("incomplete", "file " + repr(name) + " was neither sent nor available in a base release")
-        destination = root + "/" + name if is_plain_relpath(name) else safe_member_path(root, name)
+        destination = safe_member_path(root, name)
         folder = destination[: destination.rindex("/")]
         if folder not in folders:
             real_folder(root, folder, folders)
@@ -147,7 +150,7 @@ def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], re
 
 def is_plain_relpath(name: str) -> bool:
     """A relative path already in normal form with no `..`, `.` or empty part (what a stage produces): joining
-    it needs no normpath. Anything else takes safe_member_path's full check."""
+    it needs no normpath. Anything else takes the full check."""
     return bool(name) and not (
         name[0] in "/." or name[-1] == "/" or "//" in name or ("/." in name and has_dot_part(name)) or "\0" in name
     )

@@ -21,12 +21,14 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
 
 MANIFEST = "manifest.json"
+RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # no "/", no leading "."
 UNFINISHED = "unfinished"
 SUMMARIES = ".release-summaries"  # <service_dir>/.release-summaries/<id>.json: what `list` reads
 NOT_HASHED = (MANIFEST, UNFINISHED)

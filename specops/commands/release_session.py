@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tarfile
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from typing import Any
 
 from specops.commands.release_receive import op_receive
 from specops.commands.release_remote import (
+    RELEASE_ID,
     Refused,
     op_list,
     op_prune,
@@ -35,8 +35,6 @@ from specops.commands.release_remote import (
 )
 from specops.commands.release_rollback import op_guard, op_rollback
 
-SESSION_RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
 
 def say(reply: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
@@ -45,7 +43,7 @@ def say(reply: dict[str, Any]) -> None:
 
 def checked_id(value: object, empty_ok: bool = False) -> str:
     text = value if isinstance(value, str) else ""
-    if (empty_ok and text == "") or SESSION_RELEASE_ID.fullmatch(text):
+    if (empty_ok and text == "") or RELEASE_ID.fullmatch(text):
         return text
     raise Refused("request", "not a release id: " + repr(value))
 

@@ -68,7 +68,6 @@ class RunningCommand:
         self._error: BaseException | None = None
         self._input_open = True
         self._stop = threading.Event()
-        self.sent_bytes = 0
         for name, recv, sink in (("stdout", pipe.recv, self._stdout), ("stderr", pipe.recv_stderr, self._stderr)):
             threading.Thread(target=self._drain, args=(name, recv, sink), daemon=True).start()
 
@@ -88,7 +87,6 @@ class RunningCommand:
             if sent == 0:  # the command closed its stdin
                 self._input_open = False
                 break
-            self.sent_bytes += sent
             view = view[sent:]
         return self._input_open
 
