@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 from bench.fleet import Fleet
 
 if TYPE_CHECKING:
-    from specops.config import Config
+    from specops.config.loader import Config
     from specops.host.ssh import SshHost
 
 GPU_QUERY = ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total", "--format=csv,noheader,nounits"]
 DOCTOR_IMPORTS = (
     "import specops.cli.main, specops.cli.doctor_view, specops.doctor.runner, specops.doctor.registry, "
-    "specops.host.ssh, specops.probe.run, specops.config; specops.doctor.registry.all_checks()"
+    "specops.host.ssh, specops.probe.run, specops.config.loader; specops.doctor.registry.all_checks()"
 )
 CLI_IMPORT = "import specops.cli.main"
 BASHRC = "/root/.bashrc"
@@ -42,7 +42,7 @@ def _timed(phases: Phases, key: str) -> Iterator[None]:
 
 
 def _config(fleet: Fleet) -> Config:
-    from specops.config import load
+    from specops.config.loader import load
 
     return load(fleet.config)
 

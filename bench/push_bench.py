@@ -30,11 +30,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from specops import push
-from specops.build import StagedBuild, stage_build
+from specops.build.stage import StagedBuild, stage_build
 from specops.commands.release import ReleaseInfo, newest_complete
+from specops.config.inventory import HostSpec
 from specops.host.ssh import SshHost, connect
-from specops.models import HostSpec
+from specops.ops import release as push
 from tests.testbed.testhost import TestHost, start_host, stop_host
 
 ALIAS = "push-bench"

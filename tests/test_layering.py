@@ -16,7 +16,7 @@ ALLOWED = {
     "typer": ("specops/cli/",),
     "rich": ("specops/cli/",),
     "paramiko": ("specops/host/ssh.py",),
-    "httpx": ("specops/engine.py",),
+    "httpx": ("specops/engine/client.py",),
     "click": (),
     "torch": (),
     "torchcodec": (),

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specops.build import StagedBuild
-from specops.buildhash import default_cache_file
+from specops.build.hashes import default_cache_file
+from specops.build.stage import StagedBuild
 
 KEEP_TREES = 20
 

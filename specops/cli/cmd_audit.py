@@ -17,8 +17,8 @@ def audit(
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Show the host's last audit entries, oldest first: when, who, action, from → to, outcome."""
-    from specops import audit as audit_log
     from specops.host.ssh import connect
+    from specops.ops import audit as audit_log
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)

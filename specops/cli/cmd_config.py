@@ -12,7 +12,7 @@ from specops.cli.state import state
 from specops.errors import ConfigError, SpecopsError
 
 if TYPE_CHECKING:
-    from specops.config import Config
+    from specops.config.loader import Config
 
 app = typer.Typer(help="Inspect and validate the configuration.", no_args_is_help=True)
 
@@ -53,7 +53,7 @@ def _pair_errors(config: Config) -> list[str]:
 
 
 def _secret_errors(config: Config) -> list[str]:
-    from specops.secrets import resolve_secrets
+    from specops.config.secrets import resolve_secrets
 
     path = config.secrets_path
     lines: list[str] = []

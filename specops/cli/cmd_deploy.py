@@ -18,11 +18,11 @@ from specops.cli.state import state
 from specops.host import ssh_opener
 
 if TYPE_CHECKING:
-    from specops.config import Config
-    from specops.deploy import HostOutcome
-    from specops.deploy_plan import HostPlan
+    from specops.config.loader import Config
+    from specops.config.profile import Profile
+    from specops.deploy.execute import HostOutcome
+    from specops.deploy.plan import HostPlan
     from specops.events import Reporter
-    from specops.profile import Profile
 
 
 def deploy(
@@ -41,9 +41,9 @@ def deploy(
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
-    from specops.deploy import DeployOptions, deploy_host
-    from specops.deploy_plan import make_plan
-    from specops.fleet import FleetOptions, fleet_exit_code, run_fleet
+    from specops.deploy.execute import DeployOptions, deploy_host
+    from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
+    from specops.deploy.plan import make_plan
 
     app_state = state(ctx)
     as_json = app_state.json or json_output
@@ -80,9 +80,9 @@ def rollback(
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Put a verified release back, restart, and prove it with the readiness and smoke gates."""
-    from specops import audit, lock
+    from specops.deploy.rollback import rollback_host
     from specops.errors import ExitCode
-    from specops.rollback import rollback_host
+    from specops.ops import audit, lock
 
     app_state = state(ctx)
     as_json = app_state.json or json_output

@@ -12,7 +12,7 @@ from specops.cli.state import state
 from specops.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from specops.config import Config
+    from specops.config.loader import Config
     from specops.doctor.runner import DoctorTarget, HostReport
 
 

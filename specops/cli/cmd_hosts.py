@@ -10,8 +10,8 @@ from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 
 if TYPE_CHECKING:
-    from specops.config import Config
-    from specops.models import HostSpec
+    from specops.config.inventory import HostSpec
+    from specops.config.loader import Config
 
 
 def hosts(

@@ -18,7 +18,7 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
     """Write a commented starter specops.toml (two example hosts, a group, every common key)."""
-    from specops.resources import starter_config
+    from specops.config.shipped import starter_config
 
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")

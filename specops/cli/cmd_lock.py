@@ -11,9 +11,9 @@ from specops.cli.state import state
 from specops.errors import LockHeld, SpecopsError
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
     from specops.host.base import Host
-    from specops.lock import LockInfo, Released
-    from specops.models import HostSpec
+    from specops.ops.lock import LockInfo, Released
 
 app = typer.Typer(help="See or clear a host's deploy lock.", no_args_is_help=True)
 
@@ -29,7 +29,7 @@ def lock_status(
     ctx: typer.Context, host: HostArg, stale_after: StaleAfter = 90.0, json_output: JsonOpt = False
 ) -> None:
     """Who holds the host's lock, since when, its last heartbeat, and whether it is stale (exit 0 either way)."""
-    from specops.lock import status
+    from specops.ops.lock import status
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
@@ -50,7 +50,7 @@ def lock_release(
     json_output: JsonOpt = False,
 ) -> None:
     """Remove a stale lock (or your own crashed one); --force removes any lock. The release is audited."""
-    from specops.lock import lock_held_error, release
+    from specops.ops.lock import lock_held_error, release
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
@@ -82,7 +82,7 @@ def _connect(spec: HostSpec) -> Host:
 
 def _audit_release(host: Host, spec: HostSpec, outcome: Released, force: bool) -> None:
     """Leave a trace of who removed whose lock; a failure to write it is a warning, the release stands."""
-    from specops import audit
+    from specops.ops import audit
 
     assert outcome.info is not None
     entry = audit.new_entry("lock-release", outcome="released", forced=force, message=outcome.info.describe())

@@ -1,6 +1,6 @@
 """`specops smoke HOST`: run the smoke gate against the service that is running now, and show every gate.
 
-The same gate the deploy runs before it calls a release verified (specops.smoke, docs/smoke.md), on demand:
+The same gate the deploy runs before it calls a release verified (specops.engine.smoke, docs/smoke.md), on demand:
 after a driver update, when users complain, or to see the figures. Exit 0 pass, 1 a gate failed, 4 the host
 is unreachable over SSH. The engine's port is reached through the SSH connection; it need not be open.
 """
@@ -17,9 +17,9 @@ from specops.cli.state import state
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+    from specops.engine.smoke import SmokeResult
     from specops.host.base import Host
-    from specops.models import HostSpec
-    from specops.smoke import SmokeResult
 
 _FIGURES = (
     ("tokens_per_s", "tokens/s"),
@@ -40,10 +40,10 @@ def smoke(
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Generate with the profile's prompt and check tokens/s, accept length and the text against the gates."""
-    from specops.engine import EngineClient
+    from specops.engine.client import EngineClient
+    from specops.engine.readiness import unit_problems
+    from specops.engine.smoke import run_smoke, with_cause
     from specops.host.ssh import connect
-    from specops.readiness import unit_problems
-    from specops.smoke import run_smoke, with_cause
 
     app_state = state(ctx)
     target = app_state.load_config().resolve(name, profile)

@@ -14,8 +14,8 @@ from specops.errors import ExitCode, UsageError
 from specops.host import ssh_opener
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
     from specops.host.base import Host
-    from specops.models import HostSpec
 
 
 def status(
@@ -24,7 +24,7 @@ def status(
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Current release, profile, unit state, PID, restarts, whether the process runs `current`, health."""
-    from specops.status import host_status
+    from specops.ops.status import host_status
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
@@ -61,7 +61,7 @@ def releases(
     """Releases kept on the host: id, age, profile, verified, current (rollback targets are the verified ones)."""
     from rich.table import Table
 
-    from specops.status import host_status
+    from specops.ops.status import host_status
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
@@ -130,7 +130,7 @@ def _read(host: Host, argv: list[str]) -> tuple[list[str], str | None]:
 def _print_lines(lines: list[str], pattern: re.Pattern[str] | None, explain: bool = True) -> None:
     from rich.markup import escape
 
-    from specops.signatures import match
+    from specops.engine.signatures import match
 
     console = stdout_console()
     shown = [line for line in lines if pattern is None or pattern.search(line)]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.spinner import Spinner
     from rich.table import Table
 
-    from specops.deploy import HostOutcome
+    from specops.deploy.execute import HostOutcome
     from specops.events import Event
 
 _COLORS = {"deployed": "green", "unchanged": "green", "rolled-back": "yellow", "skipped": "dim"}

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any
 from specops.cli.output import print_json, print_raw
 
 if TYPE_CHECKING:
-    from specops.deploy_plan import DeployPlan, HostPlan
+    from specops.config.inventory import HostSpec
+    from specops.deploy.plan import DeployPlan, HostPlan
     from specops.host.base import Host
-    from specops.models import HostSpec
 
 Opener = Callable[["HostSpec"], Callable[[], AbstractContextManager["Host"]]]
 
 
 def host_plan_view(plan: DeployPlan, host_plan: HostPlan, host: Host) -> dict[str, Any]:
     from specops.commands.release import files_to_send, newest_complete
-    from specops.deploy_plan import unit_diff
-    from specops.push import base_files, identical_release, read_listing
-    from specops.unit_install import read_unit
+    from specops.deploy.plan import unit_diff
+    from specops.ops.release import base_files, identical_release, read_listing
+    from specops.ops.unit import read_unit
 
     spec = host_plan.target.host
     listing = read_listing(host, spec)

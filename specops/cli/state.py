@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from specops.config import Config
+    from specops.config.loader import Config
 
 
 @dataclass
@@ -22,7 +22,7 @@ class AppState:
     verbose: int = 0
 
     def load_config(self) -> Config:
-        from specops.config import load
+        from specops.config.loader import load
 
         return load(self.config_path)
 

@@ -1,28 +1,21 @@
 """Pure builders for release operations: argv lists for the host's interpreter, the local tar command, and
-parsers for the host's JSON replies. Nothing here talks to a host (specops/push.py does), so every command
+parsers for the host's JSON replies. Nothing here talks to a host (specops/ops/release.py does), so every command
 specops would run can be unit-tested and shown by a dry run.
 
 Every remote value travels as its own argv word (the Host quotes once); the host-side logic is the stdlib
-script specops/commands/release_remote.py, passed with `python -I -c` (isolated: no PYTHONPATH, no user site).
+script specops/remote/release/script.py, passed with `python -I -c` (isolated: no PYTHONPATH, no user site).
 """
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-from specops.commands.release_remote import MANIFEST, RELEASE_ID
-from specops.models import HostSpec
+from specops.config.inventory import HostSpec
+from specops.remote.bundle import release_script
+from specops.remote.release.script import MANIFEST, RELEASE_ID
 
-# in order; the last has main()
-REMOTE_MODULES = (
-    "release_remote.py", "release_rollback.py", "release_stream.py", "release_receive.py", "release_session.py",
-)  # fmt: skip
 SEND_ALWAYS = (MANIFEST,)
 
 
@@ -58,54 +51,6 @@ class ReplyError(Exception):
     """The host's reply is not the JSON the script prints (the script did not run: no python, killed...)."""
 
 
-@lru_cache(maxsize=1)
-def remote_script() -> str:
-    """The host-side script: the modules concatenated, minus the imports that join them for tooling (and the
-    later `from __future__` lines) and the docstrings; `python -c` runs it as __main__."""
-    parts = []
-    for index, name in enumerate(REMOTE_MODULES):
-        text = resources.files("specops.commands").joinpath(name).read_text(encoding="utf-8")
-        if index:
-            text = re.sub(r"from specops\.commands\.release_\w+ import (?:\([^)]*\)|[^\n]*)\n", "", text)
-            text = text.replace("from __future__ import annotations\n", "")
-        parts.append(text)
-    return ast.unparse(without_docstrings(ast.parse("\n".join(parts))))
-
-
-def without_docstrings(tree: ast.Module) -> ast.Module:
-    """The script travels as one argv word on every exec and is compiled each time: its docstrings, comments and
-    type annotations (more than half its text) stay in the source files, where people and mypy read them, and
-    are left out of what the host runs; so are the typing imports they needed (two fewer imports per exec)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                node.body = body[1:] or [ast.Pass()]
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            node.returns = None
-            arguments = node.args
-            for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
-                argument.annotation = None
-            for star in (arguments.vararg, arguments.kwarg):
-                if star is not None:
-                    star.annotation = None
-    stripped = _WireTransformer().visit(tree)
-    assert isinstance(stripped, ast.Module)
-    return stripped
-
-
-class _WireTransformer(ast.NodeTransformer):
-    """Annotated assignments become plain ones (or vanish when they assign nothing); typing imports vanish."""
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | None:
-        if node.value is None:
-            return None
-        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno), node)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
-        return None if node.module in ("typing", "collections.abc", "__future__") else node
-
-
 def check_release_id(release_id: str) -> str:
     if not RELEASE_ID.fullmatch(release_id):
         raise ValueError(f"not a release id: {release_id!r}")
@@ -113,7 +58,7 @@ def check_release_id(release_id: str) -> str:
 
 
 def script_argv(spec: HostSpec, op: str, *args: str) -> list[str]:
-    return [spec.python, "-IS", "-c", remote_script(), op, spec.service_dir, *args]  # -S: stdlib only, no site
+    return [spec.python, "-IS", "-c", release_script(), op, spec.service_dir, *args]  # -S: stdlib only, no site
 
 
 def session_argv(spec: HostSpec) -> list[str]:

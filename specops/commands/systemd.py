@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from specops.commands.quoting import env_file_line, environment_directive, exec_arg, systemd_specifiers
-from specops.config import Target
+from specops.config.loader import Target
 
 if TYPE_CHECKING:
     import jinja2
@@ -152,7 +152,7 @@ def render_env_file(target: Target, secrets: Mapping[str, str] | None = None) ->
 def _template() -> jinja2.Template:
     import jinja2
 
-    from specops.resources import data_dir
+    from specops.config.shipped import data_dir
 
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(data_dir("units"))),

@@ -1,6 +1,6 @@
 """Reference tables for docs/, generated from the models so the documentation cannot drift from the code.
 
-`python -m specops.docs_reference` rewrites the generated blocks in docs/*.md; a unit test fails when a
+`python -m specops.config.docs_reference` rewrites the generated blocks in docs/*.md; a unit test fails when a
 block is stale.
 """
 
@@ -14,16 +14,16 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile, Readiness, Server, Smoke, Speculative
 from specops.errors import EXIT_CODE_MEANINGS
-from specops.models import HostSpec
-from specops.profile import Profile, Readiness, Server, Smoke, Speculative
 
 BEGIN = "<!-- BEGIN GENERATED: {name} -->"
 END = "<!-- END GENERATED: {name} -->"
 
 
 def _type_name(annotation: Any) -> str:
-    text = str(annotation).replace("typing.", "").replace("specops.profile.", "")
+    text = str(annotation).replace("typing.", "").replace("specops.config.profile.", "")
     text = re.sub(r"Annotated\[(\w+), [^\]]*\]", r"\1", text)
     text = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", text)
     text = re.sub(r"Optional\[(.*)\]$", r"\1 (optional)", text)

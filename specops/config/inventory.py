@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specops.fields import AbsPath, EnvName, GpuList, ModelRef, Name, PlainText, ServiceName, SshTarget
+from specops.config.fields import AbsPath, EnvName, GpuList, ModelRef, Name, PlainText, ServiceName, SshTarget
 
 _HOST_SETTINGS_DOC = {
     "python": "the interpreter of the host's venv that runs SGLang (and the doctor's probe)",

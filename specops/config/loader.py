@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specops.errorfmt import display_path, toml_line, validation_lines
+from specops.config.errorfmt import display_path, toml_line, validation_lines
+from specops.config.inventory import HostSettings, HostSpec, Inventory
+from specops.config.profile import Profile
+from specops.config.profile_store import LoadedProfile, apply_overrides, load_profiles
 from specops.errors import ConfigError, UsageError
-from specops.models import HostSettings, HostSpec, Inventory
-from specops.profile import Profile
-from specops.profile_store import LoadedProfile, apply_overrides, load_profiles
 
 CONFIG_NAME = "specops.toml"
 _TOP_KEYS = {"hosts", "groups", "defaults", "secrets_file"}
@@ -56,7 +56,7 @@ class Config:
 
     def resolve(self, host_name: str, profile_name: str | None = None) -> Target:
         """The host with its profile; raises ConfigError listing every broken rule."""
-        from specops.rules import check_profile_for_host
+        from specops.config.rules import check_profile_for_host
 
         host = self.host(host_name)
         name = profile_name or host.profile

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specops.fields import EnvName, Name, PlainText
+from specops.config.fields import EnvName, Name, PlainText
 
 Algorithm = Literal["NEXTN", "EAGLE", "EAGLE3", "DFLASH", "DDTREE", "STANDALONE", "NGRAM"]
 EAGLE_FAMILY = frozenset({"NEXTN", "EAGLE", "EAGLE3"})

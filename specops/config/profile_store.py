@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specops.errorfmt import display_path, toml_line, validation_lines
+from specops.config.errorfmt import display_path, toml_line, validation_lines
+from specops.config.profile import Profile
+from specops.config.shipped import data_dir
 from specops.errors import ConfigError
-from specops.profile import Profile
-from specops.resources import data_dir
 
 
 @dataclass(frozen=True)

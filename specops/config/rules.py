@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from specops.models import HostSpec
-from specops.profile import Profile
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
 
 MANAGED_FLAGS = frozenset(
     {

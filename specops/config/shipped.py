@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # specops/
 
 
 def data_dir(name: str) -> Path:
@@ -21,4 +21,4 @@ def data_dir(name: str) -> Path:
 
 def starter_config() -> str:
     """The commented specops.toml that `specops init` writes (also the documented example)."""
-    return (_PACKAGE_DIR / "starter.toml").read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parent / "starter.toml").read_text(encoding="utf-8")

@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from specops import audit, guard, lock
 from specops.commands.release import Listing, ReleaseInfo, newest_complete
-from specops.deploy_plan import DeployPlan, HostPlan
+from specops.deploy.plan import DeployPlan, HostPlan
+from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host, smoke_figures
 from specops.doctor.model import CheckContext, CheckResult, Status
 from specops.doctor.registry import all_checks, run_checks
+from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ExitCode
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
-from specops.gates import GateResult, restart_and_gate
 from specops.host.base import Host
+from specops.ops import audit, guard, lock
+from specops.ops.release import PushSession, identical_release, open_push, prune, switch_current, update_manifest
+from specops.ops.unit import install_env_file, install_unit, read_unit
 from specops.probe.run import probe
-from specops.push import PushSession, identical_release, open_push, prune, switch_current, update_manifest
-from specops.rollback import ProfileFor, RollbackResult, rollback_host, smoke_figures
-from specops.unit_install import install_env_file, install_unit, read_unit
 
 GATE_FAILED = ExitCode.CHECKS_FAILED
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from specops.deploy import HostOutcome
-from specops.deploy_plan import HostPlan
+from specops.deploy.execute import HostOutcome
+from specops.deploy.plan import HostPlan
 from specops.errors import ConnectError, ExitCode, LockHeld, SpecopsError
 
 # the exit code of a fleet: the most severe host code, in this order

@@ -11,11 +11,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from specops.build import StagedBuild, stage_build
+from specops.build.stage import StagedBuild, stage_build
 from specops.commands.systemd import render_env_file, render_unit
 from specops.commands.units import sha256_text
-from specops.config import Config, Target
-from specops.secrets import resolve_secrets
+from specops.config.loader import Config, Target
+from specops.config.secrets import resolve_secrets
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from specops.commands.release import ReleaseInfo
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
+from specops.engine.gates import GateResult, restart_and_gate
+from specops.engine.readiness import journal_position
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
-from specops.gates import GateResult, restart_and_gate
 from specops.host.base import Host
-from specops.models import HostSpec
-from specops.profile import Profile
-from specops.push import read_listing, rollback_release, update_manifest
-from specops.readiness import journal_position
+from specops.ops.release import read_listing, rollback_release, update_manifest
 
 ProfileFor = Callable[[str | None], Profile]
 

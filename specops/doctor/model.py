@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from specops.models import HostSpec
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
 from specops.probe.facts import DeepFacts, HostFacts
-from specops.profile import Profile
 
 
 class Status(StrEnum):

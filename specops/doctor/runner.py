@@ -18,10 +18,10 @@ from specops.doctor.registry import run_checks
 from specops.errors import ConnectError, SpecopsError
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+    from specops.config.profile import Profile
     from specops.host.base import Host
-    from specops.models import HostSpec
     from specops.probe.facts import DeepFacts, HostFacts
-    from specops.profile import Profile
 
 
 @dataclass(frozen=True)

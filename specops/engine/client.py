@@ -25,8 +25,8 @@ from specops.errors import ExitCode, SpecopsError
 if TYPE_CHECKING:
     import httpx
 
+    from specops.config.inventory import HostSpec
     from specops.host.base import Host, Tunnel
-    from specops.models import HostSpec
 
 DEFAULT_TIMEOUT_S = 30.0
 HEALTH_TIMEOUT_S = 30.0  # SGLang answers 503 itself after SGLANG_HEALTH_CHECK_TIMEOUT (20 s)

@@ -10,13 +10,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
+from specops.engine.readiness import Readiness, journal_position, unit_problems, wait_ready
+from specops.engine.smoke import SmokeResult, run_smoke, with_cause
 from specops.events import Event, Reporter
 from specops.host.base import Host
-from specops.models import HostSpec
-from specops.profile import Profile
-from specops.readiness import Readiness, journal_position, unit_problems, wait_ready
-from specops.smoke import SmokeResult, run_smoke, with_cause
-from specops.unit_install import restart
+from specops.ops.unit import restart
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def restart_and_gate(
     readiness = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress)
     if not readiness.ok:
         return GateResult(readiness, None)
-    from specops.engine import EngineClient
+    from specops.engine.client import EngineClient
 
     reporter.event(Event(spec.name, "smoke", "running the smoke gate"))
     client = EngineClient(host, spec)

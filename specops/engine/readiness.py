@@ -7,7 +7,7 @@ the unit is active.
 
 Each poll is ONE host.run (`systemctl show` + the journal since a cursor, specops.commands.journal) plus
 one /health_generate through the SSH tunnel. The wait ends AT ONCE when:
-- the journal shows a fatal signature (specops.signatures), e.g. torchcodec's FFmpeg error;
+- the journal shows a fatal signature (specops.engine.signatures), e.g. torchcodec's FFmpeg error;
 - the main process exits, systemd schedules a restart (auto-restart), or NRestarts / the main PID change.
 
 Deadline rule: `profile.readiness.timeout_s` from the start; every PROGRESS line (weights loading, CUDA graph
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from specops.commands import journal
-from specops.signatures import JournalScanner, Match, primary_cause
+from specops.engine.signatures import JournalScanner, Match, primary_cause
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+    from specops.config.profile import Profile
     from specops.host.base import Host
-    from specops.models import HostSpec
-    from specops.profile import Profile
 
 POLL_INTERVAL_S = 1.0
 POLL_COMMAND_TIMEOUT_S = 30.0
@@ -190,7 +190,7 @@ def wait_ready(
     wait = _Wait(host, spec, profile, since_cursor_or_time, clock, grace_s)
     client = None
     if health is None:
-        from specops.engine import EngineClient
+        from specops.engine.client import EngineClient
 
         client = EngineClient(host, spec)
         probe = client  # bound once: mypy keeps the narrowed type inside the lambda

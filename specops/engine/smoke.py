@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from specops.engine.signatures import Match, primary_cause
 from specops.errors import SpecopsError
-from specops.signatures import Match, primary_cause
 
 if TYPE_CHECKING:
-    from specops.engine import EngineClient
-    from specops.models import HostSpec
-    from specops.profile import Profile
+    from specops.config.inventory import HostSpec
+    from specops.config.profile import Profile
+    from specops.engine.client import EngineClient
 
 TEXT_HEAD_CHARS = 80
 DOMINANT_TOKEN_SHARE = 0.5  # one token making up more than half of the output is a loop, not language

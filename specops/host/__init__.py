@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from specops.host.base import Host, Result, Tunnel
 
 if TYPE_CHECKING:
-    from specops.models import HostSpec
+    from specops.config.inventory import HostSpec
 
 __all__ = ["Host", "Result", "Tunnel", "ssh_opener"]
 

@@ -40,7 +40,7 @@ class Result:
     """One finished command: a plain value (what ran, how it ended, what it printed, how long it took).
 
     The stdin `input` is deliberately NOT kept: it is how secrets travel, and a Result ends up in errors,
-    logs and --json output. Args that are `specops.secrets.Secret` print as *** in `command` and repr.
+    logs and --json output. Args that are `specops.config.secrets.Secret` print as *** in `command` and repr.
     """
 
     argv: tuple[str, ...]

@@ -42,7 +42,7 @@ from specops.host.process import POLL_S, RunningCommand
 from specops.host.target import SshTarget, split_ssh_spec
 
 if TYPE_CHECKING:
-    from specops.models import HostSpec
+    from specops.config.inventory import HostSpec
 
 # paramiko logs handshake failures with a traceback from its own thread; we raise ConnectError instead. A
 # NullHandler keeps Python's last-resort handler from printing them (a configured root logger still sees them).

@@ -18,13 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specops.config.secrets import Secret
 from specops.errors import CommandFailed
-from specops.lock import local_who, utc_now
-from specops.secrets import Secret
+from specops.ops.lock import local_who, utc_now
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
     from specops.host.base import Host
-    from specops.models import HostSpec
 
 AUDIT_FILE = "audit.jsonl"
 MAX_LINE_BYTES = 256 * 1024

@@ -9,9 +9,9 @@ the host wherever the killed deploy stopped.
 
 from __future__ import annotations
 
-from specops.commands import release as cmd
+from specops.config.inventory import HostSpec
 from specops.host.base import Host
-from specops.models import HostSpec
+from specops.remote.bundle import release_script
 
 GUARD_INTERVAL_S = 15
 TIMEOUT_S = 60.0
@@ -28,7 +28,7 @@ def guard_script_path(spec: HostSpec) -> str:
 def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> None:
     """Install the script and start the timer (a leftover guard of a crashed deploy is replaced)."""
     disarm(host, spec)
-    host.put(cmd.remote_script().encode("utf-8"), guard_script_path(spec), mode=0o600)
+    host.put(release_script().encode("utf-8"), guard_script_path(spec), mode=0o600)
     argv = [
         "systemd-run",
         f"--unit={guard_unit(spec)}",

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from specops.commands import release as cmd
-from specops.commands.release_stream import PIPE_BYTES, widen_pipe
 from specops.errors import ReleaseError
+from specops.remote.release.stream import PIPE_BYTES, widen_pipe
 
 Write = Callable[[bytes], bool]  # False: the receiver stopped reading (it refused the push: its reply says why)
 OnBytes = Callable[[int, int], None]  # (bytes sent so far, bytes expected in all)

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from specops.build import StagedBuild
+from specops.build.stage import StagedBuild
+from specops.build.tree_cache import cached_tree, remember_tree
 from specops.commands import release as cmd
 from specops.commands.release import Listing, ReleaseInfo, ReplyError
-from specops.commands.release_remote import MANIFEST
+from specops.config.inventory import HostSpec
 from specops.host.base import Host
 from specops.host.process import RunningCommand
-from specops.models import HostSpec
-from specops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
-from specops.release_replies import checked_reply, script_failed
-from specops.tree_cache import cached_tree, remember_tree
+from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
+from specops.ops.release_replies import checked_reply, script_failed
+from specops.remote.release.script import MANIFEST
 
 Progress = Callable[[str], None]
 SCRIPT_TIMEOUT_S = 120.0

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError, ReleaseVerifyFailed
 from specops.host.base import Host, Result
-from specops.models import HostSpec
 
 
 def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:

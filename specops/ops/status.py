@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specops.commands.units import parse_show, show_argv
+from specops.config.inventory import HostSpec
 from specops.host.base import Host
-from specops.models import HostSpec
-from specops.push import read_listing
+from specops.ops.release import read_listing
 
 STATUS_PROPERTIES = ["ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStartTimestamp", "LoadState"]
 
@@ -54,7 +54,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True) -> HostSt
     figures = smoke.get("figures", {}) if isinstance(smoke, dict) else {}
     health = None
     if check_health and unit.get("ActiveState") == "active":
-        from specops.engine import EngineClient
+        from specops.engine.client import EngineClient
 
         client = EngineClient(host, spec)
         try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specops.commands.units import needs_daemon_reload, parse_show, show_argv, unit_path, verify_argv, verify_path
+from specops.config.inventory import HostSpec
 from specops.errors import SpecopsError
 from specops.host.base import Host
-from specops.models import HostSpec
 
 UNIT_TIMEOUT_S = 60.0
 

@@ -1,6 +1,6 @@
 """Typed facts about one host, built from the probe's JSON by pure parsers (specops/probe/parse.py).
 
-The probe (specops/probe/remote/, bundled by specops/probe/bundle.py) runs on the host with the host's own
+The probe (specops/remote/probe/, bundled by specops/remote/bundle.py) runs on the host with the host's own
 interpreter in ONE round trip and prints raw observations; everything that needs interpretation (nvidia-smi
 text, version strings) is parsed here, on the operator's side, so recorded outputs can drive unit tests.
 Checks read only these models.

@@ -13,13 +13,13 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
 from specops.errors import SpecopsError
 from specops.host.base import Result
-from specops.models import HostSpec
-from specops.probe.bundle import build_script
 from specops.probe.facts import DeepFacts, HostFacts
 from specops.probe.parse import parse_deep, parse_host_facts
-from specops.profile import Profile
+from specops.remote.bundle import build_script
 
 PROBE_TIMEOUT_S = 60.0
 DEEP_IMPORT_TIMEOUT_S = 120.0

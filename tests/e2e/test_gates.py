@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from specops.config import Target
+from specops.config.loader import Target
+from specops.engine.readiness import Readiness, journal_position, wait_ready
 from specops.host.base import Host
 from specops.host.ssh import connect
-from specops.readiness import Readiness, journal_position, wait_ready
 from tests.testbed.drift import remove_ffmpeg_libs
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, copy_build
 from tests.testbed.engine.local import http_get

@@ -33,7 +33,7 @@ def test_wheel_ships_units_and_profiles(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for shipped in ("units/sglang.service.j2", "profiles/nextn.toml", "profiles/dflash.toml", "profiles/ddtree.toml"):
         assert f"specops/_data/{shipped}" in names
-    assert "specops/starter.toml" in names
+    assert "specops/config/starter.toml" in names
 
 
 def test_installed_specops_renders_the_example(installed: Path, tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from specops import audit
+from specops.config.inventory import HostSpec
 from specops.errors import LockHeld
 from specops.host.ssh import SshHost, connect
-from specops.lock import LockHolder, acquire, status
-from specops.models import HostSpec
+from specops.ops import audit
+from specops.ops.lock import LockHolder, acquire, status
 from tests.testbed.testhost import TestHost
 from tests.unit.clirun import run_cli
 
@@ -34,8 +34,8 @@ import json, sys, time
 from pathlib import Path
 from specops.errors import LockHeld
 from specops.host.ssh import connect
-from specops.lock import LockHolder, acquire
-from specops.models import HostSpec
+from specops.ops.lock import LockHolder, acquire
+from specops.config.inventory import HostSpec
 config, alias, name, start_at, hold_s, beat_s = sys.argv[1:7]
 spec = HostSpec(name=alias, ssh=alias, python="/usr/bin/python3", model_path="/models/target")
 with connect(spec, ssh_config=Path(config), known_hosts=[]) as host:
@@ -82,7 +82,7 @@ def contender(ssh_config: Path, host: SshHost) -> Iterator[Contend]:
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=30)
-    from specops.lock import release
+    from specops.ops.lock import release
 
     release(host, force=True)
 

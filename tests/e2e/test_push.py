@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from specops import push
-from specops.build import stage_build
+from specops.build.stage import stage_build
 from specops.commands.release import newest_complete
+from specops.config.inventory import HostSpec
 from specops.host.ssh import SshHost, connect
-from specops.models import HostSpec
+from specops.ops import release as push
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, RENUMBER_PATCH
 from tests.testbed.testhost import TestHost
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from specops.config.inventory import HostSpec
+from specops.config.secrets import Secret
 from specops.errors import CommandFailed, ConnectError, ExitCode, RemoteTimeout
 from specops.host.ssh import SshHost, connect
-from specops.models import HostSpec
-from specops.secrets import Secret
 from tests.testbed.testhost import TestHost
 from tests.testbed.testhost.keys import write_keypair
 from tests.unit.host import stream_cases

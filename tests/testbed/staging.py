@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from specops.commands.systemd import render_env_file, render_unit
-from specops.config import Target, load_config
+from specops.config.loader import Target, load_config
 from tests.testbed.models import write_model_fixtures
 from tests.testbed.testhost import TestHost
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.docs_reference import refresh
+from specops.config.docs_reference import refresh
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 def test_generated_tables_are_current(name: str) -> None:
     text = (ROOT / "docs" / name).read_text(encoding="utf-8")
     assert "BEGIN GENERATED" in text
-    assert refresh(text) == text, "run `python -m specops.docs_reference` and commit docs/"
+    assert refresh(text) == text, "run `python -m specops.config.docs_reference` and commit docs/"
 
 
 def test_readme_gives_the_two_setup_commands() -> None:

@@ -7,6 +7,6 @@ from specops.doctor.checks import (  # noqa: F401, I001 (import order = output o
     torchcodec,
     native,
     sglang,
-    models,
-    resources,
+    model_files,
+    host_resources,
 )

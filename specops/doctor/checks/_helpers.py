@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from specops.models import HostSpec
+from specops.config.inventory import HostSpec
 from specops.probe.facts import HostFacts, SpecInfoFacts
 
 # FFmpeg major <-> the libavutil soname major that identifies it (doctor-facts §4; libswresample is ambiguous)

@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from specops.probe.remote.elf import (
+from specops.remote.probe.elf import (
     SHN_UNDEF,
     SHT_DYNSYM,
     STB_GLOBAL,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from specops.probe.remote.common import read_text, run_command
+from specops.remote.probe.common import read_text, run_command
 
 GPU_QUERY = "--query-gpu=index,name,driver_version,compute_cap,memory.total,memory.used,uuid"
 APPS_QUERY = "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"

@@ -14,7 +14,7 @@ import struct
 import sys
 from typing import Any
 
-from specops.probe.remote.common import first_found, read_text, run_command, site_packages
+from specops.remote.probe.common import first_found, read_text, run_command, site_packages
 
 ENV_KEYS = ("LD_LIBRARY_PATH", "CUDA_HOME", "PATH", "CUDA_VISIBLE_DEVICES", "CONDA_PREFIX")
 CONFIG_KEYS = (

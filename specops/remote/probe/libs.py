@@ -16,9 +16,9 @@ import sys
 import threading
 from typing import Any
 
-from specops.probe.remote.common import first_found, package_dir, package_version, read_text
-from specops.probe.remote.elf import ElfError, read_elf
-from specops.probe.remote.elfhash import defined_in_library
+from specops.remote.probe.common import first_found, package_dir, package_version, read_text
+from specops.remote.probe.elf import ElfError, read_elf
+from specops.remote.probe.elfhash import defined_in_library
 
 TORCH_SYMBOL_RE = re.compile(r"^(?:_Z(?:T[VIS])?N?K?(?:3c10|2at|5torch)|aoti_torch_|torch_)")
 MULTIARCH = platform.machine() + "-linux-gnu"  # x86_64-linux-gnu, aarch64-linux-gnu (GH200 hosts)

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from specops.probe.remote.common import PROBE_VERSION, guarded, package_dir, run_command, site_packages
-from specops.probe.remote.gpu import gather_nvidia
-from specops.probe.remote.hoststate import (
+from specops.remote.probe.common import PROBE_VERSION, guarded, package_dir, run_command, site_packages
+from specops.remote.probe.gpu import gather_nvidia
+from specops.remote.probe.hoststate import (
     gather_disks,
     gather_env,
     gather_limits,
@@ -35,14 +35,14 @@ from specops.probe.remote.hoststate import (
     gather_system,
     gather_unit,
 )
-from specops.probe.remote.libs import (
+from specops.remote.probe.libs import (
     gather_cuda_userspace,
     gather_ffmpeg,
     gather_native_ext,
     gather_torch,
     gather_torchcodec,
 )
-from specops.probe.remote.sglang import gather_releases, gather_sglang
+from specops.remote.probe.sglang import gather_releases, gather_sglang
 
 DEEP_TIMEOUT_S = 120.0
 NATIVE_EXTENSIONS = ["sgl_kernel", "flashinfer"]

@@ -14,7 +14,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from specops.probe.remote.common import read_text, run_command, version_from_file
+from specops.remote.probe.common import read_text, run_command, version_from_file
 
 SPEC_INFO_TIMEOUT_S = 10.0
 SPEC_INFO_REL = os.path.join("sglang", "srt", "speculative", "spec_info.py")

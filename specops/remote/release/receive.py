@@ -24,7 +24,7 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
-from specops.commands.release_remote import (
+from specops.remote.release.script import (
     UNFINISHED,
     Refused,
     check_symlink,
@@ -35,7 +35,7 @@ from specops.commands.release_remote import (
     write_json_atomic,
     write_summary,
 )
-from specops.commands.release_stream import extract_with_tar
+from specops.remote.release.stream import extract_with_tar
 
 CHUNK = 1 << 20
 HASHES_FILE = ".verified-hashes.json"

@@ -19,7 +19,7 @@ import os
 import time
 from typing import Any
 
-from specops.commands.release_remote import (
+from specops.remote.release.script import (
     Refused,
     current_id,
     op_list,

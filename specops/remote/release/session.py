@@ -23,8 +23,9 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
-from specops.commands.release_receive import op_receive
-from specops.commands.release_remote import (
+from specops.remote.release.receive import op_receive
+from specops.remote.release.rollback import op_guard, op_rollback
+from specops.remote.release.script import (
     RELEASE_ID,
     Refused,
     op_list,
@@ -33,7 +34,6 @@ from specops.commands.release_remote import (
     op_update_manifest,
     read_manifest,
 )
-from specops.commands.release_rollback import op_guard, op_rollback
 
 
 def say(reply: dict[str, Any]) -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from specops.config import load_config
-from specops.deploy import HostOutcome
-from specops.deploy_plan import HostPlan, plan_host
+from specops.config.loader import load_config
+from specops.deploy.execute import HostOutcome
+from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
+from specops.deploy.plan import HostPlan, plan_host
 from specops.errors import ConnectError, ExitCode, LockHeld
-from specops.fleet import FleetOptions, fleet_exit_code, run_fleet
 
 HOSTS = ["a", "b", "c", "d"]
 
@@ -76,8 +76,8 @@ def test_unreachable_and_locked_hosts_become_outcomes_with_their_exit_codes(plan
 def test_a_host_whose_deploy_raises_still_ends_with_a_done_event(plans: list[HostPlan]) -> None:
     """The live view drops a host's row on its `done` event; a host that cannot even connect must send one too,
     and the error still reaches the fleet runner (which turns it into the host's outcome)."""
-    from specops.deploy import DeployOptions, deploy_host
-    from specops.deploy_plan import DeployPlan
+    from specops.deploy.execute import DeployOptions, deploy_host
+    from specops.deploy.plan import DeployPlan
     from specops.events import DONE_PHASE, Recorder
 
     def unreachable() -> Any:

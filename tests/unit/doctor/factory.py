@@ -17,9 +17,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
 from specops.doctor.model import CheckContext, CheckResult
 from specops.doctor.registry import all_checks, run_checks
-from specops.models import HostSpec
 from specops.probe.facts import (
     CudaUserspaceFacts,
     DiskFacts,
@@ -39,7 +40,6 @@ from specops.probe.facts import (
     UnitFacts,
 )
 from specops.probe.parse_text import parse_apps_query, parse_gpu_query, parse_smi_header
-from specops.profile import Profile
 
 ROOT = Path(__file__).resolve().parents[3]
 SMI = ROOT / "tests" / "testbed" / "gpu" / "nvidia-smi"

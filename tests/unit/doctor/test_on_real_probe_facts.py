@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from specops.config.inventory import HostSpec
 from specops.doctor.model import CheckContext, Status
 from specops.doctor.registry import all_checks, run_checks
 from specops.host.local import LocalHost
-from specops.models import HostSpec
 from specops.probe.run import probe
 from tests.testbed.models import write_model_fixtures
 from tests.unit.doctor.factory import ROOT, load_profile

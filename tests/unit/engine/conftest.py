@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile, Readiness, Smoke
 from specops.host.recording import RecordingHost
-from specops.models import HostSpec
-from specops.profile import Profile, Readiness, Smoke
 from tests.unit.engine.fakes import CannedServer
 
 

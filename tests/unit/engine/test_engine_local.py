@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from specops.engine import EngineClient, EngineError
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile, Smoke
+from specops.engine.client import EngineClient, EngineError
+from specops.engine.smoke import run_smoke
 from specops.host.local import LocalHost
-from specops.models import HostSpec
-from specops.profile import Profile, Smoke
-from specops.smoke import run_smoke
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, copy_build
 from tests.testbed.engine.local import LocalEngine, free_port
 from tests.testbed.models import write_model_fixtures

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from specops.commands.journal import POLL_MARKER
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
+from specops.engine.readiness import journal_position, wait_ready
 from specops.host.recording import RecordingHost, reply
-from specops.models import HostSpec
-from specops.profile import Profile
-from specops.readiness import journal_position, wait_ready
 
 DATA = Path(__file__).parent / "data"
 LOADING = ["[2026-11-29 17:22:14] Load weight begin. avail mem=78.50 GB"]

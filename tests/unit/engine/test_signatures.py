@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.signatures import JournalScanner, match, primary_cause
+from specops.engine.signatures import JournalScanner, match, primary_cause
 
 DATA = Path(__file__).parent / "data"
 NO_FFMPEG = (DATA / "torchcodec_no_ffmpeg.txt").read_text().splitlines()
@@ -138,7 +138,7 @@ def test_primary_cause_prefers_fatal_over_errors_and_warnings() -> None:
 
 
 def test_every_problem_signature_is_documented_with_its_fix() -> None:
-    from specops.signatures import SIGNATURES, TORCHCODEC
+    from specops.engine.signatures import SIGNATURES, TORCHCODEC
 
     text = (Path(__file__).resolve().parents[3] / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
     problems = [sig for sig in (TORCHCODEC, *SIGNATURES) if sig.kind in ("fatal", "error", "warning")]

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from specops.engine import EngineClient
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
+from specops.engine.client import EngineClient
+from specops.engine.signatures import match
+from specops.engine.smoke import degenerate_reason, run_smoke, with_cause
 from specops.host.recording import RecordingHost
-from specops.models import HostSpec
-from specops.profile import Profile
-from specops.signatures import match
-from specops.smoke import degenerate_reason, run_smoke, with_cause
 from tests.unit.engine.fakes import CannedServer, json_route
 
 GOOD_TEXT = " the model drafts a block of tokens and the target verifies"

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
+from specops.config.secrets import Secret
 from specops.errors import CommandFailed, ExitCode, RemoteTimeout
 from specops.host.base import Result, checked_argv, display_command, wire_command, with_deadline, with_env
 from specops.host.local import LocalHost
-from specops.secrets import Secret
 
 NASTY = ["two words", "it's", 'say "hi"', "$HOME", "a;b", "*", "line1\nline2", "back\\slash", "", "-n", "ünï"]
 

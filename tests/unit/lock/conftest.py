@@ -21,7 +21,7 @@ def local() -> LocalHost:
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A lock root under tmp_path; also made the default, so code that omits `root=` cannot touch /run."""
     path = str(tmp_path / "run" / "specops" / "lock")
-    monkeypatch.setattr("specops.lock.DEFAULT_LOCK_ROOT", path)
+    monkeypatch.setattr("specops.ops.lock.DEFAULT_LOCK_ROOT", path)
     return path
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from specops import audit
+from specops.config.inventory import HostSpec
+from specops.config.secrets import Secret
 from specops.errors import CommandFailed
 from specops.host.local import LocalHost
 from specops.host.recording import RecordingHost, reply
-from specops.models import HostSpec
-from specops.secrets import Secret
+from specops.ops import audit
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specops.host.local import LocalHost
-from specops.lock import HostLock, LockHolder, acquire
+from specops.ops.lock import HostLock, LockHolder, acquire
 from tests.unit.clirun import run_cli
 from tests.unit.lock.conftest import age_lock
 

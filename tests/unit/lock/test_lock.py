@@ -12,7 +12,7 @@ import pytest
 
 from specops.errors import ExitCode, LockHeld
 from specops.host.local import LocalHost
-from specops.lock import HostLock, LockHolder, acquire, release, status
+from specops.ops.lock import HostLock, LockHolder, acquire, release, status
 from tests.unit.lock.conftest import age_lock, holder_json
 
 

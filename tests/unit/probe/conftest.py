@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.models import HostSpec
+from specops.config.inventory import HostSpec
 from tests.testbed import gpu
 
 

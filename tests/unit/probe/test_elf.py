@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from specops.probe.remote.elf import ElfError, read_elf
-from specops.probe.remote.libs import TORCH_SYMBOL_RE, analyze_library
+from specops.remote.probe.elf import ElfError, read_elf
+from specops.remote.probe.libs import TORCH_SYMBOL_RE, analyze_library
 
 LIBZ = "/lib/x86_64-linux-gnu/libz.so.1"
 LIBSTDCXX = "/lib/x86_64-linux-gnu/libstdc++.so.6"

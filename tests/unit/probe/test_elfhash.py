@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from specops.probe.remote import libs
-from specops.probe.remote.elf import ElfError, _sections, read_elf
-from specops.probe.remote.elfhash import SHT_GNU_HASH, SHT_HASH, _lookup_tables, defined_in_library
+from specops.remote.probe import libs
+from specops.remote.probe.elf import ElfError, _sections, read_elf
+from specops.remote.probe.elfhash import SHT_GNU_HASH, SHT_HASH, _lookup_tables, defined_in_library
 from tests.testbed.pyenv import site_packages, torchcodec_010_dir
 from tests.testbed.pyenv_fixtures import host_venv  # noqa: F401 - the fixture
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.probe.remote.hoststate import inspect_model, read_safetensors_header
+from specops.remote.probe.hoststate import inspect_model, read_safetensors_header
 from tests.testbed.models import HIDDEN, LAYER_IDS, VOCAB, write_model_fixtures, write_safetensors_header
 
 

@@ -12,7 +12,7 @@ from specops.probe.parse_text import (
     smi_int,
     smi_value,
 )
-from specops.probe.remote.gpu import APPS_QUERY, CSV_FORMAT, GPU_QUERY
+from specops.remote.probe.gpu import APPS_QUERY, CSV_FORMAT, GPU_QUERY
 from tests.testbed import gpu
 from tests.unit.probe.conftest import smi_output
 

@@ -15,8 +15,8 @@ import pytest
 
 from specops.host.base import Result
 from specops.host.local import LocalHost
-from specops.probe.bundle import BundleError, _strip_internal_imports, build_script, probe_source
 from specops.probe.run import ProbeError, build_request, probe, probe_deep
+from specops.remote.bundle import BundleError, _strip_internal_imports, build_script, probe_source
 from tests.testbed import gpu
 from tests.testbed.engine import DDTREE_PATCH, copy_build
 from tests.testbed.models import write_model_fixtures
@@ -34,16 +34,16 @@ def _release(service_dir: Path, release_id: str, verified: bool, created_at: str
 
 def test_bundle_has_no_internal_imports_and_one_future_import() -> None:
     source = probe_source()
-    assert "specops.probe.remote" not in source
+    assert "specops.remote.probe" not in source
     assert source.count("from __future__ import annotations") == 1
     compile(source, "<probe>", "exec")
 
 
 def test_bundler_refuses_a_name_defined_twice() -> None:
-    _text, names = _strip_internal_imports("from specops.probe.remote.common import x\ndef run_command(): pass\n")
+    _text, names = _strip_internal_imports("from specops.remote.probe.common import x\ndef run_command(): pass\n")
     assert names == {"run_command"}
     with pytest.raises(BundleError):  # guard: if MODULE_ORDER listed a module twice, names would clash
-        from specops.probe import bundle
+        from specops.remote import bundle
 
         original = bundle.MODULE_ORDER
         bundle.probe_source.cache_clear()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.probe.remote.sglang import inspect_spec_info, read_spec_info_ast
+from specops.remote.probe.sglang import inspect_spec_info, read_spec_info_ast
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, RENUMBER_PATCH, copy_build
 
 SPEC_INFO = Path("sglang/srt/speculative/spec_info.py")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from specops.config.inventory import HostSpec
 from specops.host.local import LocalHost
-from specops.models import HostSpec
 from tests.testbed.engine import BUILD_PYTHON
 
 

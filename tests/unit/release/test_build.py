@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specops.build import stage_build
-from specops.buildhash import HashCache
+from specops.build.hashes import HashCache
+from specops.build.stage import stage_build
 from specops.errors import BuildError, ExitCode
 from tests.testbed.engine import DDTREE_PATCH, RENUMBER_PATCH
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from specops import push
-from specops.build import stage_build
+from specops.build.stage import stage_build
 from specops.commands import release as cmd
+from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.local import LocalHost
-from specops.models import HostSpec
-from specops.push_stream import build_tar, expected_tar_bytes
+from specops.ops import release as push
+from specops.ops.push_stream import build_tar, expected_tar_bytes
 from tests.testbed.engine import DDTREE_PATCH
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from specops.commands import release as cmd
 from specops.commands.release import ReleaseInfo, ReplyError
-from specops.models import HostSpec
+from specops.config.inventory import HostSpec
+from specops.remote.bundle import release_script
 
 SPEC = HostSpec(name="llm-two", ssh="llm-two", python="/opt/venv/bin/python", model_path="/m", base_dir="/srv/o+p")
 
@@ -14,7 +15,7 @@ SPEC = HostSpec(name="llm-two", ssh="llm-two", python="/opt/venv/bin/python", mo
 def test_every_op_runs_the_remote_script_isolated_with_plain_argv_words() -> None:
     argv = cmd.receive_argv(SPEC, "20260102T030405Z-abcdefabcdef", "20260101T000000Z-0123456789ab", "f" * 64)
     assert argv[:3] == ["/opt/venv/bin/python", "-IS", "-c"]
-    assert argv[3] == cmd.remote_script() and "def op_receive" in argv[3]
+    assert argv[3] == release_script() and "def op_receive" in argv[3]
     assert argv[4:] == [
         "receive",
         "/srv/o+p/sglang",
@@ -38,7 +39,7 @@ def test_release_ids_that_could_escape_or_confuse_are_refused(bad: str) -> None:
 
 
 def test_remote_script_stays_well_under_the_kernels_single_argument_limit() -> None:
-    assert len(cmd.remote_script().encode()) < 32 * 1024  # MAX_ARG_STRLEN is 128 KiB; sh -c carries it whole
+    assert len(release_script().encode()) < 32 * 1024  # MAX_ARG_STRLEN is 128 KiB; sh -c carries it whole
 
 
 def test_files_to_send_is_the_manifest_plus_what_differs_from_the_base() -> None:

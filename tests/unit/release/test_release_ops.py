@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from specops import push
-from specops.build import StagedBuild, stage_build
+from specops.build.stage import StagedBuild, stage_build
 from specops.commands import release as cmd
+from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError, ReleaseVerifyFailed
 from specops.host.local import LocalHost
-from specops.models import HostSpec
+from specops.ops import release as push
 from tests.testbed.engine import DDTREE_PATCH
 
 SPEC_INFO = "sglang/srt/speculative/spec_info.py"

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from specops import push
-from specops.build import StagedBuild, stage_build
+from specops.build.stage import StagedBuild, stage_build
 from specops.commands import release as cmd
-from specops.commands.release_receive import known_sha
-from specops.commands.release_remote import file_sha256
-from specops.commands.release_stream import TarHasher
+from specops.config.inventory import HostSpec
 from specops.errors import ReleaseVerifyFailed
 from specops.host.local import LocalHost
-from specops.models import HostSpec
-from specops.push_stream import build_tar
+from specops.ops import release as push
+from specops.ops.push_stream import build_tar
+from specops.remote.release.receive import known_sha
+from specops.remote.release.script import file_sha256
+from specops.remote.release.stream import TarHasher
 
 LONG_NAME = "sglang/" + "deep_folder_name/" * 8 + "module_with_a_name_longer_than_one_hundred_bytes.py"
 
