@@ -8,6 +8,7 @@ config is loaded is the only way to guarantee nothing is injected later, so ever
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated
 
@@ -21,6 +22,16 @@ _HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SSH_TARGET = re.compile(
     r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*@)?(?:[A-Za-z0-9][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
 )
+MAX_PATH = 4096  # PATH_MAX on Linux
+# Units a deploy must never overwrite or restart: the ones that keep a host reachable and running.
+SYSTEM_UNITS = frozenset(
+    {
+        "ssh", "sshd", "dbus", "dbus-broker", "cron", "crond", "rsyslog", "syslog", "networking", "network",
+        "NetworkManager", "polkit", "udev", "getty", "serial-getty", "user", "init", "nvidia-persistenced",
+        "nvidia-fabricmanager", "docker", "containerd", "kubelet", "chronyd", "chrony", "ntp", "auditd",
+    }
+)  # fmt: skip
+SYSTEM_UNIT_PREFIXES = ("systemd-", "getty@", "user@", "sys-", "dev-")
 _GPU_LIST = re.compile(r"[0-9]{1,3}(?:,[0-9]{1,3})*")
 
 
@@ -48,11 +59,18 @@ def _service_name(value: str) -> str:
     _name(value)
     if value.endswith(".service"):
         raise ValueError(f"{value!r}: give the unit name without '.service'")
+    if value in SYSTEM_UNITS or value.startswith(SYSTEM_UNIT_PREFIXES):
+        raise ValueError(
+            f"{value!r} is a system service: a deploy would overwrite and restart it (for 'ssh', the host "
+            "would drop off the network). Name the engine's own unit, e.g. 'sglang'"
+        )
     return value
 
 
 def _abs_path(value: str) -> str:
     _no_control(value)
+    if len(value) > MAX_PATH:
+        raise ValueError(f"a path of {len(value)} characters is longer than any host accepts ({MAX_PATH})")
     if not _PATH.fullmatch(value):
         raise ValueError(
             f"{value!r} is not an absolute path specops can quote safely: it must start with '/' and use only "
@@ -85,13 +103,29 @@ def _ssh_target(value: str) -> str:
         raise ValueError(f"{value!r} starts with '-' and would be read as an ssh option")
     if not _SSH_TARGET.fullmatch(value):
         raise ValueError(f"{value!r} is not an ssh alias or user@host[:port]")
+    port = value.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in value.rsplit("]", 1)[-1] else None
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise ValueError(f"{value!r}: port {int(port)} is outside 1-65535")
     return value
 
 
 def _gpu_list(value: str) -> str:
     if not _GPU_LIST.fullmatch(value):
         raise ValueError(f"{value!r} is not a GPU index list like '0' or '0,1,2,3'")
+    indexes = value.split(",")
+    repeated = sorted({index for index in indexes if indexes.count(index) > 1}, key=int)
+    if repeated:
+        raise ValueError(f"{value!r} lists GPU {', '.join(repeated)} more than once")
     return value
+
+
+def _listen_address(value: str) -> str:
+    """--host must be an address: a name or "" would make SGLang bind where specops does not look."""
+    _no_control(value)
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IP address (e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
 
 
 PlainText = Annotated[str, AfterValidator(_no_control)]
@@ -102,3 +136,4 @@ ModelRef = Annotated[str, AfterValidator(_model_ref)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 SshTarget = Annotated[str, AfterValidator(_ssh_target)]
 GpuList = Annotated[str, AfterValidator(_gpu_list)]
+ListenAddress = Annotated[str, AfterValidator(_listen_address)]

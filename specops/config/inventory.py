@@ -6,7 +6,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specops.config.fields import AbsPath, EnvName, GpuList, ModelRef, Name, PlainText, ServiceName, SshTarget
+from specops.config.fields import (
+    AbsPath,
+    EnvName,
+    GpuList,
+    ListenAddress,
+    ModelRef,
+    Name,
+    PlainText,
+    ServiceName,
+    SshTarget,
+)  # fmt: skip
 
 _HOST_SETTINGS_DOC = {
     "python": "the interpreter of the host's venv that runs SGLang (and the doctor's probe)",
@@ -33,12 +43,12 @@ _HOST_SETTINGS_DOC = {
 class HostSettings(BaseModel):
     """Everything a host can set; also the shape of [defaults], where every field is optional."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     python: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["python"])
     service: ServiceName | None = Field(default=None, description=_HOST_SETTINGS_DOC["service"])
     base_dir: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["base_dir"])
-    listen: PlainText | None = Field(default=None, description=_HOST_SETTINGS_DOC["listen"])
+    listen: ListenAddress | None = Field(default=None, description=_HOST_SETTINGS_DOC["listen"])
     port: int | None = Field(default=None, ge=1, le=65535, description=_HOST_SETTINGS_DOC["port"])
     gpus: GpuList | None = Field(default=None, description=_HOST_SETTINGS_DOC["gpus"])
     model_path: ModelRef | None = Field(default=None, description=_HOST_SETTINGS_DOC["model_path"])
@@ -58,14 +68,14 @@ class HostSettings(BaseModel):
 class HostSpec(BaseModel):
     """One host after [defaults] are applied: every field has its final value."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     name: Name
     ssh: SshTarget = Field(description="an alias from ~/.ssh/config, or [user@]host[:port]")
     python: AbsPath = Field(description=_HOST_SETTINGS_DOC["python"])
     service: ServiceName = Field(default="sglang", description=_HOST_SETTINGS_DOC["service"])
     base_dir: AbsPath = Field(default="/opt/specops", description=_HOST_SETTINGS_DOC["base_dir"])
-    listen: PlainText = Field(default="127.0.0.1", description=_HOST_SETTINGS_DOC["listen"])
+    listen: ListenAddress = Field(default="127.0.0.1", description=_HOST_SETTINGS_DOC["listen"])
     port: int = Field(default=30000, ge=1, le=65535, description=_HOST_SETTINGS_DOC["port"])
     gpus: GpuList | None = Field(default=None, description=_HOST_SETTINGS_DOC["gpus"])
     model_path: ModelRef = Field(description=_HOST_SETTINGS_DOC["model_path"])
@@ -101,7 +111,7 @@ class HostSpec(BaseModel):
 class Inventory(BaseModel):
     """The whole specops.toml after validation."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     hosts: dict[Name, HostSpec] = {}
     groups: dict[Name, list[Name]] = {}

@@ -20,7 +20,9 @@ AttentionBackend = Literal["flashinfer", "fa3", "fa4", "triton", "trtllm_mha", "
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """TOML has real types: a boolean or a float where a count belongs is a mistake, never a value to coerce."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Speculative(_Strict):
@@ -63,11 +65,11 @@ class Server(_Strict):
 class Readiness(_Strict):
     """How long the engine may take to come up, and how systemd restarts it."""
 
-    timeout_s: int = Field(default=900, ge=10, description="TimeoutStartSec= and the readiness deadline")
-    stop_timeout_s: int = Field(default=120, ge=1, description="TimeoutStopSec=")
-    restart_s: int = Field(default=10, ge=0, description="RestartSec=")
-    start_limit_burst: int = Field(default=3, ge=1, description="StartLimitBurst=")
-    start_limit_interval_s: int = Field(default=1800, ge=1, description="StartLimitIntervalSec=")
+    timeout_s: int = Field(default=900, ge=10, le=86400, description="TimeoutStartSec= and the readiness deadline")
+    stop_timeout_s: int = Field(default=120, ge=1, le=3600, description="TimeoutStopSec=")
+    restart_s: int = Field(default=10, ge=0, le=3600, description="RestartSec=")
+    start_limit_burst: int = Field(default=3, ge=1, le=100, description="StartLimitBurst=")
+    start_limit_interval_s: int = Field(default=1800, ge=1, le=86400, description="StartLimitIntervalSec=")
 
 
 class Smoke(_Strict):
@@ -77,8 +79,8 @@ class Smoke(_Strict):
         default="Explain in three sentences why the sky is blue.", description="prompt sent at temperature 0"
     )
     max_new_tokens: int = Field(default=256, ge=1, le=8192, description="tokens to generate (ignore_eos)")
-    min_tokens_per_s: float = Field(default=20.0, ge=0, description="gate: completion tokens / e2e latency")
-    min_accept_length: float = Field(default=1.5, ge=1.0, description="gate: meta_info.spec_accept_length")
+    min_tokens_per_s: float = Field(default=20.0, ge=0, le=100000, description="gate: completion tokens / e2e latency")
+    min_accept_length: float = Field(default=1.5, ge=1.0, le=64, description="gate: meta_info.spec_accept_length")
     max_regression_pct: float = Field(
         default=25.0, ge=0, le=100, description="gate: allowed drop vs the previous verified release"
     )

@@ -45,7 +45,7 @@ class Violation:
 
 def check_profile_for_host(profile: Profile, host: HostSpec) -> list[Violation]:
     """All violations of SGLang's rules for this profile launched on this host."""
-    violations = _extra_args(host)
+    violations = _extra_args(host) + _gpu_count(host)
     if profile.is_eagle_family:
         violations += _eagle_rules(profile)
     if profile.is_dflash_family:
@@ -61,16 +61,34 @@ def check_profile_for_host(profile: Profile, host: HostSpec) -> list[Violation]:
 def _extra_args(host: HostSpec) -> list[Violation]:
     found = []
     for index, arg in enumerate(host.extra_args):
-        flag = arg.split("=", 1)[0]
-        if flag in MANAGED_FLAGS:
-            found.append(
-                Violation(
-                    "host",
-                    f"extra_args.{index}",
-                    f"{flag} is set by specops from the host and profile settings; set it there instead",
-                )
-            )
+        managed = managed_flag_for(arg.split("=", 1)[0])
+        if managed is not None:
+            found.append(Violation("host", f"extra_args.{index}", managed))
     return found
+
+
+def _gpu_count(host: HostSpec) -> list[Violation]:
+    """SGLang puts one tensor-parallel rank on each visible GPU: more ranks than GPUs cannot start."""
+    if host.gpus is None or host.tp_size <= len(host.gpus.split(",")):
+        return []
+    count = len(host.gpus.split(","))
+    message = f"tp_size {host.tp_size} needs {host.tp_size} GPUs, but gpus lists {count} ({host.gpus})"
+    return [Violation("host", "tp_size", message, related=("gpus",))]
+
+
+def managed_flag_for(flag: str) -> str | None:
+    """Why `flag` may not be passed by hand, or None. SGLang's parser takes any unambiguous prefix of a long
+    option (`--hos 0.0.0.0` is `--host`), so a prefix of a managed flag is as dangerous as the flag itself."""
+    if flag in MANAGED_FLAGS:
+        return f"{flag} is set by specops from the host and profile settings; set it there instead"
+    if len(flag) > 2 and flag.startswith("--"):
+        owners = sorted(name for name in MANAGED_FLAGS if name.startswith(flag))
+        if owners:
+            return (
+                f"{flag} is an abbreviation SGLang would read as {owners[0]}, which specops sets from the host "
+                "and profile settings; set it there instead"
+            )
+    return None
 
 
 def _eagle_rules(profile: Profile) -> list[Violation]:

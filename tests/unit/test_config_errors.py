@@ -26,7 +26,7 @@ CASES = [
     ),
     pytest.param(
         _host("port = 30000.5\n"),
-        "specops.toml: hosts.llm-two.port: Input should be a valid integer, got a number with a fractional part",
+        "specops.toml: hosts.llm-two.port: Input should be a valid integer (got 30000.5)",
         id="port_fraction",
     ),
     pytest.param(
@@ -231,9 +231,95 @@ CASES = [
         "specops.toml: hosts.llm-two.overrides.ddtree.speculative.eagle_topk: DDTREE forces eagle_topk to 1; got 4 (remove it)",
         id="override_topk_for_dflash",
     ),
+    pytest.param(
+        _host("port = true\n"),
+        "specops.toml: hosts.llm-two.port: Input should be a valid integer (got True)",
+        id="port_boolean",
+    ),
+    pytest.param(
+        _host("port = 30000.0\n"),
+        "specops.toml: hosts.llm-two.port: Input should be a valid integer (got 30000.0)",
+        id="port_whole_float",
+    ),
+    pytest.param(
+        _host('listen = ""\n'),
+        "specops.toml: hosts.llm-two.listen: '' is not an IP address (e.g. 127.0.0.1, 0.0.0.0 or ::1)",
+        id="listen_empty",
+    ),
+    pytest.param(
+        _host('listen = "localhost"\n'),
+        "specops.toml: hosts.llm-two.listen: 'localhost' is not an IP address (e.g. 127.0.0.1, 0.0.0.0 or ::1)",
+        id="listen_name",
+    ),
+    pytest.param(
+        _host('service = "ssh"\n'),
+        "specops.toml: hosts.llm-two.service: 'ssh' is a system service: a deploy would overwrite and restart it (for 'ssh', the host would drop off the network). Name the engine's own unit, e.g. 'sglang'",
+        id="service_ssh",
+    ),
+    pytest.param(
+        _host('service = "systemd-journald"\n'),
+        "specops.toml: hosts.llm-two.service: 'systemd-journald' is a system service: a deploy would overwrite and restart it (for 'ssh', the host would drop off the network). Name the engine's own unit, e.g. 'sglang'",
+        id="service_journald",
+    ),
+    pytest.param(
+        _host('gpus = "0,1,0"\n'),
+        "specops.toml: hosts.llm-two.gpus: '0,1,0' lists GPU 0 more than once",
+        id="gpus_duplicate",
+    ),
+    pytest.param(
+        _host('gpus = "0,1"\ntp_size = 4\n'),
+        "specops.toml: hosts.llm-two.tp_size: tp_size 4 needs 4 GPUs, but gpus lists 2 (0,1)",
+        id="tp_size_more_than_gpus",
+    ),
+    pytest.param(
+        _host('ssh = "root@llm-two:0"\n', drop=("ssh",)),
+        "specops.toml: hosts.llm-two.ssh: 'root@llm-two:0': port 0 is outside 1-65535",
+        id="ssh_port_zero",
+    ),
+    pytest.param(
+        _host('ssh = "llm-two:99999"\n', drop=("ssh",)),
+        "specops.toml: hosts.llm-two.ssh: 'llm-two:99999': port 99999 is outside 1-65535",
+        id="ssh_port_too_large",
+    ),
+    pytest.param(
+        _host('extra_args = ["--hos", "0.0.0.0"]\n'),
+        "specops.toml: hosts.llm-two.extra_args.0: --hos is an abbreviation SGLang would read as --host, which specops sets from the host and profile settings; set it there instead",
+        id="extra_args_prefix_host",
+    ),
+    pytest.param(
+        _host('extra_args = ["--model-pat=/x"]\n'),
+        "specops.toml: hosts.llm-two.extra_args.0: --model-pat is an abbreviation SGLang would read as --model-path, which specops sets from the host and profile settings; set it there instead",
+        id="extra_args_prefix_model_path",
+    ),
+    pytest.param(
+        _host('python = "/' + "a" * 5000 + '"\n', drop=("python",)),
+        "specops.toml: hosts.llm-two.python: a path of 5001 characters is longer than any host accepts (4096)",
+        id="python_path_too_long",
+    ),
 ]
 
 PROFILE_CASES = [
+    pytest.param(
+        "fast.toml",
+        'algorithm = "NEXTN"\n[smoke]\nmin_tokens_per_s = inf\n',
+        "fast",
+        "profiles/fast.toml: smoke.min_tokens_per_s: Input should be a finite number",
+        id="profile_infinite_floor",
+    ),
+    pytest.param(
+        "fast.toml",
+        'algorithm = "NEXTN"\n[readiness]\ntimeout_s = 99999999\n',
+        "fast",
+        "profiles/fast.toml: readiness.timeout_s: Input should be less than or equal to 86400",
+        id="profile_absurd_timeout",
+    ),
+    pytest.param(
+        "fast.toml",
+        'algorithm = "NEXTN"\n[smoke]\nmax_new_tokens = true\n',
+        "fast",
+        "profiles/fast.toml: smoke.max_new_tokens: Input should be a valid integer (got True)",
+        id="profile_boolean_count",
+    ),
     pytest.param(
         "fast.toml",
         'algorithm = "MEDUSA"\n',
