@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,3 +62,23 @@ def toml_line(source: str, error: Exception) -> str:
     if match:
         return f"{source}: {match.group(2)}: {match.group(1)}"
     return f"{source}: {error}"
+
+
+def read_toml_file(path: Path, source: str) -> dict[str, Any]:
+    """A TOML file as a dict, or one `source: ...` line in a ConfigError for every way reading it can fail:
+    bad syntax, bytes that are not UTF-8 (a binary file), a folder, no permission, nesting too deep to parse."""
+    from specops.errors import ConfigError
+
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([toml_line(source, exc)]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{source}: not UTF-8 text (byte {exc.start}): is this the right file?"]) from None
+    except IsADirectoryError:
+        raise ConfigError([f"{source}: is a folder, not a TOML file"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{source}: cannot read: {exc.strerror}"]) from None
+    except RecursionError:
+        raise ConfigError([f"{source}: nested too deeply to read"]) from None

@@ -7,7 +7,6 @@ one), because an operator fixing a config wants the whole list, and a typo must 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specops.config.errorfmt import display_path, toml_line, validation_lines
+from specops.config.errorfmt import display_path, read_toml_file, validation_lines
 from specops.config.inventory import HostSettings, HostSpec, Inventory
 from specops.config.profile import Profile
 from specops.config.profile_store import LoadedProfile, apply_overrides, load_profiles
@@ -59,6 +58,8 @@ class Config:
         from specops.config.rules import check_profile_for_host
 
         host = self.host(host_name)
+        if profile_name == "":
+            raise UsageError("--profile is empty", hint=f"known profiles: {', '.join(self.profiles)}")
         name = profile_name or host.profile
         if name is None:
             raise UsageError(
@@ -118,7 +119,7 @@ def find_config(explicit: Path | None, cwd: Path, environ: Mapping[str, str]) ->
 def load_config(path: Path, cwd: Path) -> Config:
     """Parse and validate the inventory and the profiles; all errors in one ConfigError."""
     display = display_path(path, cwd)
-    raw = _read_toml(path, display)
+    raw = read_toml_file(path, display)
     profiles, failed_profiles, lines = load_profiles(path.parent / "profiles", cwd)
     lines += _unknown_top_keys(raw, display)
     defaults = _validate_defaults(raw.get("defaults", {}), display, lines)
@@ -133,16 +134,6 @@ def load_config(path: Path, cwd: Path) -> Config:
     except ValidationError as exc:
         raise ConfigError(validation_lines(display, [], exc, Inventory)) from None
     return Config(path=path, display=display, inventory=inventory, profiles=profiles)
-
-
-def _read_toml(path: Path, display: str) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([toml_line(display, exc)]) from None
-    except OSError as exc:
-        raise ConfigError([f"{display}: cannot read: {exc.strerror}"]) from None
 
 
 def _unknown_top_keys(raw: Mapping[str, Any], display: str) -> list[str]:
@@ -171,7 +162,8 @@ def _validate_hosts(raw: Any, defaults: dict[str, Any], display: str, lines: lis
             lines.append(f"{display}: hosts.{name}: expected a table with at least ssh, python and model_path")
             continue
         merged = {**defaults, **settings, "name": name}
-        merged["env"] = {**defaults.get("env", {}), **settings.get("env", {})}
+        if isinstance(settings.get("env", {}), dict):  # otherwise validation names the wrong type
+            merged["env"] = {**defaults.get("env", {}), **settings.get("env", {})}
         try:
             hosts[name] = HostSpec.model_validate(merged)
         except ValidationError as exc:
@@ -189,6 +181,8 @@ def _check_groups(groups: Any, hosts: Mapping[str, HostSpec], display: str) -> l
         if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
             lines.append(f"{display}: groups.{group}: expected a list of host names")
             continue
+        if not members:
+            lines.append(f"{display}: groups.{group}: an empty group; list its hosts or remove it")
         lines += [f"{display}: groups.{group}: unknown host {member!r}" for member in members if member not in hosts]
     return lines
 

@@ -6,7 +6,6 @@ so a site can tune `ddtree` without forking specops.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specops.config.errorfmt import display_path, toml_line, validation_lines
+from specops.config.errorfmt import display_path, read_toml_file, validation_lines
 from specops.config.profile import Profile
 from specops.config.shipped import data_dir
 from specops.errors import ConfigError
@@ -50,9 +49,9 @@ def load_profiles(user_dir: Path, cwd: Path) -> tuple[dict[str, LoadedProfile], 
 
 def _load_one(file: Path, source: str, lines: list[str]) -> LoadedProfile | None:
     try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        lines.append(toml_line(source, exc))
+        raw = read_toml_file(file, source)
+    except ConfigError as error:
+        lines += error.lines
         return None
     if "name" in raw:
         lines.append(f"{source}: name: a profile is named by its file name; remove this key")

@@ -33,7 +33,13 @@ class Secret(str):
 def read_secrets_file(path: Path) -> dict[str, str]:
     """`NAME=value` lines; blank lines and # comments ignored; optional quotes around the value."""
     values = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not UTF-8 text (byte {exc.start}): is this the secrets file?"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read the secrets file: {exc.strerror}"]) from None
+    for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue

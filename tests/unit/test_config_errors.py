@@ -232,6 +232,21 @@ CASES = [
         id="override_topk_for_dflash",
     ),
     pytest.param(
+        _host('env = ["A"]\n'),
+        "specops.toml: hosts.llm-two.env: Input should be a valid dictionary",
+        id="env_list_not_table",
+    ),
+    pytest.param(
+        _host() + "[groups]\nempty = []\n",
+        "specops.toml: groups.empty: an empty group; list its hosts or remove it",
+        id="group_empty",
+    ),
+    pytest.param(
+        "a = " + "[" * 3000 + "]" * 3000 + "\n",
+        "specops.toml: nested too deeply to read",
+        id="nesting_too_deep",
+    ),
+    pytest.param(
         _host("port = true\n"),
         "specops.toml: hosts.llm-two.port: Input should be a valid integer (got True)",
         id="port_boolean",
@@ -408,6 +423,45 @@ def test_bad_user_profile_is_reported_with_its_file(
     write_config(VALID_HOST.replace('profile = "ddtree"', f'profile = "{name}"'))
     (config_dir / "profiles").mkdir()
     (config_dir / "profiles" / file).write_text(content, encoding="utf-8")
+    result = run_cli(capsys, "config", "check")
+    _assert_config_error(result.code, result.err, expected)
+
+
+UNREADABLE_FILES = [
+    pytest.param(
+        "specops.toml",
+        b'[hosts.x]\nssh = "\xff\xfe"\n',
+        "specops.toml: not UTF-8 text (byte 17): is this the right file?",
+        id="inventory_not_utf8",
+    ),
+    pytest.param(
+        "profiles/fast.toml",
+        bytes(range(128, 256)),
+        "profiles/fast.toml: not UTF-8 text (byte 0): is this the right file?",
+        id="profile_binary",
+    ),
+    pytest.param(
+        "profiles/fast.toml", None, "profiles/fast.toml: is a folder, not a TOML file", id="profile_is_a_folder"
+    ),
+]
+
+
+@pytest.mark.parametrize(("file", "content", "expected"), UNREADABLE_FILES)
+def test_a_file_that_is_not_toml_text_is_a_config_error(
+    capsys: pytest.CaptureFixture[str],
+    write_config: Callable[[str], Path],
+    config_dir: Path,
+    file: str,
+    content: bytes | None,
+    expected: str,
+) -> None:
+    write_config(VALID_HOST)
+    target = config_dir / file
+    target.parent.mkdir(exist_ok=True)
+    if content is None:
+        target.mkdir()
+    else:
+        target.write_bytes(content)
     result = run_cli(capsys, "config", "check")
     _assert_config_error(result.code, result.err, expected)
 
