@@ -28,9 +28,9 @@ from tests.testbed.testhost import (
 )
 from tests.testbed.testhost.fixtures import require_testhost_environment
 from tests.testbed.testhost.keys import write_keypair
-from tests.testbed.testhost.layout import CGROUP_PREFIX, HostRecord, base_dir, cgroup2_root
+from tests.testbed.testhost.layout import CGROUP_PREFIX, HostRecord, base_dir, cgroup2_root, cgroup_dir
 from tests.testbed.testhost.leftovers import host_leftovers, mounts_mentioning
-from tests.testbed.testhost.procs import pids_in_pid_namespace
+from tests.testbed.testhost.procs import pid_namespace_inode, pids_in_pid_namespace
 
 REPO = Path(__file__).resolve().parents[2]
 Factory = Callable[[int], list[TestHost]]
@@ -231,7 +231,9 @@ def test_stop_leaves_no_process_mount_link_or_cgroup(testhost_session: None) -> 
     host.ssh("systemd-run --unit=e2e-sleeper sleep 600 && systemctl is-active e2e-sleeper")
     record = HostRecord.load(host.state_dir)
     assert record is not None and record.pidns_inode is not None
-    assert len(pids_in_pid_namespace(record.pidns_inode)) >= 5  # systemd, journald, sshd, logind, sleep
+    all_in_namespace = pids_in_pid_namespace(record.pidns_inode)
+    assert len(all_in_namespace) >= 5  # systemd, journald, sshd, logind, sleep
+    assert pids_in_pid_namespace(record.pidns_inode, Path(record.cgroup)) == all_in_namespace  # all in its cgroup
     began = time.monotonic()
     stop_host(host)
     print(f"\n[testhost] stop: {time.monotonic() - began:.2f}s")
@@ -385,3 +387,32 @@ def test_without_root_e2e_skips_locally_but_fails_in_ci(monkeypatch: pytest.Monk
 @pytest.mark.e2e
 def test_zz_no_host_of_this_session_left_anything(testhost_session: None) -> None:
     assert_no_leftovers()
+
+
+@pytest.mark.e2e
+def test_a_stranger_in_a_recycled_pid_namespace_inode_is_not_a_leftover(testhost_session: None) -> None:
+    """The kernel recycles namespace inodes at once: a torn-down host's inode may name someone else's host
+    a moment later. Its processes are not ours, so the leftover check must not count them."""
+    stranger = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        inode = None
+        while inode is None and time.monotonic() < deadline:
+            child = next((p for p in _children(stranger.pid)), None)
+            inode = pid_namespace_inode(child) if child else None
+            time.sleep(0.05)
+        assert inode is not None and inode != pid_namespace_inode(os.getpid())
+        gone = HostRecord(name="th-gone", index=250, owner_pid=None, owner_start=None,
+                          cgroup=str(cgroup_dir("th-gone")), link="stho250", incarnation="gone", pidns_inode=inode)  # fmt: skip
+        assert pids_in_pid_namespace(inode) != []  # the stranger is there, in the recycled inode
+        assert host_leftovers(gone, Path("/nonexistent/th-gone")) == []
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []

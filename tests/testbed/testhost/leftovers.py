@@ -65,7 +65,7 @@ def host_leftovers(record: HostRecord, state_dir: Path) -> list[str]:
         found.append(f"process: PID 1 of {record.name} (outer PID {record.systemd_pid}) is alive")
     name_reused, index_reused, ns_reused = _reused_by_newer_host(record, state_dir)
     if record.pidns_inode is not None and not ns_reused:
-        pids = procs.pids_in_pid_namespace(record.pidns_inode)
+        pids = procs.pids_in_pid_namespace(record.pidns_inode, Path(record.cgroup))
         if pids:
             found.append(f"process: {len(pids)} processes left in {record.name}'s PID namespace: {pids}")
     if not name_reused:

@@ -12,6 +12,8 @@ import signal
 import time
 from pathlib import Path
 
+from tests.testbed.testhost.layout import cgroup2_root
+
 
 def _stat_fields(pid: int) -> list[str] | None:
     try:
@@ -66,15 +68,37 @@ def pid_namespace_inode(pid: int) -> int | None:
         return None
 
 
-def pids_in_pid_namespace(inode: int) -> list[int]:
-    """Every live process of the machine whose PID namespace is `inode` (outer PIDs)."""
+def pids_in_pid_namespace(inode: int, cgroup: Path | None = None) -> list[int]:
+    """Every live process of the machine whose PID namespace is `inode` (outer PIDs), and, with `cgroup`,
+    that also lives in that cgroup or below it.
+
+    Why the cgroup too: the kernel recycles a namespace's inode number as soon as the namespace is freed,
+    so a test host started a moment later by anything else on the machine can carry a torn-down host's
+    inode. Its processes are never in the torn-down host's own cgroup subtree.
+    """
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and pid_namespace_inode(int(entry.name)) == inode:
             fields = _stat_fields(int(entry.name))
-            if fields and fields[0] != "Z":
+            if fields and fields[0] != "Z" and (cgroup is None or in_cgroup(int(entry.name), cgroup)):
                 found.append(int(entry.name))
     return found
+
+
+def cgroup_of(pid: int, root: Path) -> Path | None:
+    """The cgroup2 folder of a process (`0::/path` in /proc/PID/cgroup, under `root`), or None when gone."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    unified = next((line[3:] for line in lines if line.startswith("0::")), None)
+    return None if unified is None else root / unified.lstrip("/")
+
+
+def in_cgroup(pid: int, cgroup: Path) -> bool:
+    """Whether the process lives in `cgroup` (a folder under the cgroup2 mount) or in a cgroup below it."""
+    found = cgroup_of(pid, cgroup2_root())
+    return found is not None and (found == cgroup or cgroup in found.parents)
 
 
 def first_child(pid: int) -> int | None:
