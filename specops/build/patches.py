@@ -23,15 +23,22 @@ def patch_sha256(patch: Path) -> str:
     return hashlib.sha256(patch.read_bytes()).hexdigest()
 
 
+_GIT_PATH_HEADERS = ("rename from ", "rename to ", "copy from ", "copy to ")
+
+
 def patch_targets(text: str) -> list[str]:
-    """The paths a unified diff names (from `--- ` and `+++ ` lines), before stripping; /dev/null dropped."""
+    """Every path a diff names, before stripping: `--- `/`+++ ` lines, and a git diff's `diff --git a/X b/Y`,
+    rename and copy headers (a mode-only change has no `---` line, yet patch chmods the file); /dev/null dropped.
+    Rename/copy headers carry no `a/` prefix, so one is added to strip like the others."""
     paths = []
     for line in text.splitlines():
         if line.startswith(("--- ", "+++ ")):
-            path = line[4:].split("\t")[0].strip()
-            if path and path != "/dev/null":
-                paths.append(path)
-    return paths
+            paths.append(line[4:].split("\t")[0].strip())
+        elif line.startswith("diff --git "):
+            paths += line[len("diff --git ") :].split(" ")[:2]
+        elif line.startswith(_GIT_PATH_HEADERS):
+            paths.append("a/" + line.split(" ", 2)[2].strip())
+    return list(dict.fromkeys(path for path in paths if path and path != "/dev/null"))
 
 
 def strip_level(stage: Path, targets: list[str]) -> int:

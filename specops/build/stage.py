@@ -22,7 +22,7 @@ from typing import Any
 from specops.build.hashes import HashCache, default_cache_file
 from specops.build.patches import apply_patch, patch_sha256
 from specops.errors import BuildError
-from specops.remote.release.script import NOT_HASHED, tree_hash, tree_line
+from specops.remote.release.script import NOT_HASHED, Refused, check_symlink, tree_hash, tree_line
 
 SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")  # build junk; a wheel's .dist-info is kept (metadata, entry points)
@@ -203,10 +203,27 @@ def _scan(stage: Path, cache: HashCache) -> tuple[dict[str, dict[str, Any]], lis
                 continue
             info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
-                files[relpath] = {"link": os.readlink(path)}
+                files[relpath] = {"link": _checked_link(stage, relpath, os.readlink(path))}
                 lines.append(tree_line(relpath, "l", files[relpath]["link"]))
             elif stat.S_ISREG(info.st_mode):
                 sha = cache.sha256(path, info)
                 files[relpath] = {"size": info.st_size, "mode": stat.S_IMODE(info.st_mode), "sha256": sha}
                 lines.append(tree_line(relpath, "x" if info.st_mode & 0o111 else "-", sha))
+            elif not stat.S_ISDIR(info.st_mode):
+                raise BuildError(
+                    f"staged build: {relpath} is not a file, folder or symlink; a release holds only those"
+                )
     return files, lines
+
+
+def _checked_link(stage: Path, relpath: str, target: str) -> str:
+    """The host refuses a symlink that leaves the release (an unfinished release would stay behind): refuse it
+    here, with the host's own rule, before any host is touched. A patch can create one (git's mode 120000)."""
+    try:
+        check_symlink(str(stage), relpath, target)
+    except Refused as refused:
+        raise BuildError(
+            f"staged build: {refused} (a --patch or the build created it)",
+            hint="a release must be self-contained: make the link point inside the build, or ship the file",
+        ) from None
+    return target

@@ -152,3 +152,35 @@ def test_release_id_and_manifest(build: Path, tmp_path: Path) -> None:
     assert manifest["created_at"] == "2026-01-02T03:04:05Z" and manifest["verified"] is False
     assert manifest["profile"] == "ddtree" and manifest["files"] is staged.files
     assert manifest["patches"][0]["sha256"] == __import__("hashlib").sha256(DDTREE_PATCH.read_bytes()).hexdigest()
+
+
+def test_a_patch_that_creates_a_symlink_out_of_the_tree_is_refused_before_any_host(build: Path, tmp_path: Path) -> None:
+    """git writes a symlink as mode 120000 with the target as content; GNU patch creates it. The host would refuse
+    it mid-push and leave an unfinished release behind, so staging refuses it with the host's own rule."""
+    patch = tmp_path / "escape.patch"
+    patch.write_text(
+        "diff --git a/sglang/escape b/sglang/escape\n"
+        "new file mode 120000\n"
+        "--- /dev/null\n"
+        "+++ b/sglang/escape\n"
+        "@@ -0,0 +1 @@\n"
+        "+../../../etc/passwd\n"
+        "\\ No newline at end of file\n"
+    )
+    with pytest.raises(BuildError) as caught:
+        stage_build(build, [patch], tmp_path / "work")
+    assert caught.value.message == (
+        "staged build: refusing symlink 'sglang/escape' -> '../../../etc/passwd': points outside "
+        "(a --patch or the build created it)"
+    )
+    assert "self-contained" in caught.value.hint
+
+
+def test_a_mode_only_patch_never_changes_the_operators_source(build: Path, tmp_path: Path) -> None:
+    """A git mode change has no `---` line, yet patch chmods the file: the staged copy must be private first."""
+    patch = tmp_path / "mode.patch"
+    patch.write_text(f"diff --git a/{SPEC_INFO} b/{SPEC_INFO}\nold mode 100644\nnew mode 100755\n")
+    before = (build / SPEC_INFO).stat().st_mode
+    staged = stage_build(build, [patch], tmp_path / "work")
+    assert staged.files[SPEC_INFO]["mode"] == 0o755
+    assert (build / SPEC_INFO).stat().st_mode == before
