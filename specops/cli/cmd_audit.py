@@ -6,25 +6,25 @@ from typing import Annotated, Any
 
 import typer
 
+from specops.cli.options import HostArg, JsonOpt
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 
 
 def audit(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="The host (as named in specops.toml).")],
+    host: HostArg,
     lines: Annotated[int, typer.Option("-n", "--lines", min=1, help="How many of the latest entries.")] = 20,
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Show the host's last audit entries, oldest first: when, who, action, from → to, outcome."""
-    from specops.host.ssh import connect
     from specops.ops import audit as audit_log
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
-    with connect(spec) as connected:
+    with app_state.connect(spec) as connected:
         entries = audit_log.read(connected, spec, lines)
-    if app_state.json or json_output:
+    if app_state.wants_json(json_output):
         print_json({"host": spec.name, "path": audit_log.host_audit_path(spec), "entries": entries})
         return
     if not entries:

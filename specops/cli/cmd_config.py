@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from specops.cli.options import JsonOpt
 from specops.cli.output import print_json
 from specops.cli.state import state
 from specops.errors import ConfigError, SpecopsError
@@ -18,7 +19,7 @@ app = typer.Typer(help="Inspect and validate the configuration.", no_args_is_hel
 
 
 @app.command("check")
-def check(ctx: typer.Context) -> None:
+def check(ctx: typer.Context, json_output: JsonOpt = False) -> None:
     """Validate everything a deploy would need from the config; exit 0 when valid, 3 when not."""
     app_state = state(ctx)
     config = app_state.load_config()
@@ -26,7 +27,7 @@ def check(ctx: typer.Context) -> None:
     if lines:
         raise ConfigError(lines)
     hosts, groups, profiles = len(config.inventory.hosts), len(config.inventory.groups), sorted(config.profiles)
-    if app_state.json:
+    if app_state.wants_json(json_output):
         print_json({"config": config.display, "hosts": hosts, "groups": groups, "profiles": profiles, "valid": True})
     else:
         typer.echo(

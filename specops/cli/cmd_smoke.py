@@ -7,19 +7,17 @@ is unreachable over SSH. The engine's port is reached through the SSH connection
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from specops.cli.options import JsonOpt
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
-    from specops.config.inventory import HostSpec
     from specops.engine.smoke import SmokeResult
-    from specops.host.base import Host
 
 _FIGURES = (
     ("tokens_per_s", "tokens/s"),
@@ -37,40 +35,27 @@ def smoke(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The host whose running service to test.")],
     profile: Annotated[str | None, typer.Option("--profile", "-p", help="Judge with this profile's gates.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Generate with the profile's prompt and check tokens/s, accept length and the text against the gates."""
     from specops.engine.client import EngineClient
     from specops.engine.readiness import unit_problems
     from specops.engine.smoke import run_smoke, with_cause
-    from specops.host.ssh import connect
+    from specops.ops.status import recorded_smoke_figures
 
     app_state = state(ctx)
     target = app_state.load_config().resolve(name, profile)
     spec = target.host
-    with connect(spec) as host, EngineClient(host, spec) as client:
-        baseline = _recorded_figures(host, spec)
+    with app_state.connect(spec) as host, EngineClient(host, spec) as client:
+        baseline = recorded_smoke_figures(host, spec)
         result = run_smoke(client, target.profile, spec, baseline)
         if not result.passed:  # only then is the journal worth a round trip: it names the cause
             result = with_cause(result, unit_problems(host, spec))
-    if app_state.json or json_output:
+    if app_state.wants_json(json_output):
         print_json({"host": name, "profile": target.profile.name, **result.to_json()})
     else:
         _print_result(name, target.profile.name, result)
     raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED))
-
-
-def _recorded_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:
-    """The figures the deploy recorded for the current release (manifest gates.smoke.figures), if any."""
-    result = host.run(["cat", "--", f"{spec.current_dir}/manifest.json"], timeout=30)
-    if not result.ok:
-        return None
-    try:
-        manifest = json.loads(result.stdout)
-        figures = manifest["gates"]["smoke"]["figures"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return figures if isinstance(figures, dict) else None
 
 
 def _print_result(name: str, profile: str, result: SmokeResult) -> None:

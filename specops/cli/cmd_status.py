@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-import re
-import time
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from specops.cli.options import HostArg, JsonOpt
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
-from specops.errors import ExitCode, UsageError
-from specops.host import ssh_opener
-
-if TYPE_CHECKING:
-    from specops.config.inventory import HostSpec
-    from specops.host.base import Host
+from specops.errors import ExitCode
 
 
 def status(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name.")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    host: HostArg,
+    json_output: JsonOpt = False,
 ) -> None:
     """Current release, profile, unit state, PID, restarts, whether the process runs `current`, health."""
     from specops.ops.status import host_status
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
-    with ssh_opener(spec)() as connection:
+    with app_state.connect(spec) as connection:
         found = host_status(connection, spec)
-    if app_state.json or json_output:
+    if app_state.wants_json(json_output):
         print_json(found.to_json())
     else:
         unit = found.unit
@@ -55,8 +49,8 @@ def status(
 
 def releases(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name.")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    host: HostArg,
+    json_output: JsonOpt = False,
 ) -> None:
     """Releases kept on the host: id, age, profile, verified, current (rollback targets are the verified ones)."""
     from rich.table import Table
@@ -65,9 +59,9 @@ def releases(
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
-    with ssh_opener(spec)() as connection:
+    with app_state.connect(spec) as connection:
         found = host_status(connection, spec, check_health=False)
-    if app_state.json or json_output:
+    if app_state.wants_json(json_output):
         print_json({"host": host, "current": found.current, "releases": found.releases})
         return
     table = Table(box=None, pad_edge=False)
@@ -82,60 +76,35 @@ def releases(
 
 def logs(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name.")],
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many lines.")] = 100,
+    host: HostArg,
+    lines: Annotated[int, typer.Option("-n", "--lines", min=1, help="How many lines.")] = 100,
     since: Annotated[str | None, typer.Option("--since", help="'deploy' (the last start) or a journal time.")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C to stop).")] = False,
     grep: Annotated[str | None, typer.Option("--grep", help="Only lines matching this regular expression.")] = None,
 ) -> None:
     """The engine's journal, with known failure signatures explained underneath."""
-    from specops.commands import journal
+    from specops.ops import logs as journal
 
-    pattern = _compile(grep)
-    spec = state(ctx).load_config().host(host)
-    with ssh_opener(spec)() as connection:
-        position = _since(connection, spec, since)
-        argv = journal.journal_argv(spec.unit_name, position, None if since else lines)
-        text, cursor = _read(connection, argv)
-        _print_lines(text, pattern)
-        while follow:
-            time.sleep(1.0)
-            text, cursor = _read(connection, journal.journal_argv(spec.unit_name, cursor or position))
-            _print_lines(text, pattern, explain=False)
-
-
-def _compile(grep: str | None) -> re.Pattern[str] | None:
-    try:
-        return re.compile(grep) if grep else None
-    except re.error as error:
-        raise UsageError(f"--grep {grep!r}: {error}") from None
+    query = journal.JournalQuery(lines=lines, since=since, grep=grep)
+    query.pattern()  # a bad --grep is a usage error before anything connects
+    app_state = state(ctx)
+    spec = app_state.load_config().host(host)
+    with app_state.connect(spec) as connection:
+        shown, position = journal.first_read(connection, spec, query)
+        _print_lines(shown)
+        if follow:
+            for batch in journal.follow(connection, spec, query, position):
+                _print_lines(batch, explain=False)
 
 
-def _since(host: Host, spec: HostSpec, since: str | None) -> str | None:
-    if since != "deploy":
-        return since
-    from specops.commands.units import parse_show, show_argv
-
-    shown = parse_show(host.run(show_argv(spec.unit_name, ["ExecMainStartTimestamp"]), timeout=30).text)
-    started = shown.get("ExecMainStartTimestamp", "").strip()
-    return started or None
-
-
-def _read(host: Host, argv: list[str]) -> tuple[list[str], str | None]:
-    from specops.commands.journal import split_journal
-
-    return split_journal(host.run(argv, timeout=60).text)
-
-
-def _print_lines(lines: list[str], pattern: re.Pattern[str] | None, explain: bool = True) -> None:
+def _print_lines(lines: list[str], explain: bool = True) -> None:
     from rich.markup import escape
 
     from specops.engine.signatures import match
 
     console = stdout_console()
-    shown = [line for line in lines if pattern is None or pattern.search(line)]
-    found = {m.line_no: m for m in match(shown)}
-    for number, line in enumerate(shown):
+    found = {m.line_no: m for m in match(lines)}
+    for number, line in enumerate(lines):
         hit = found.get(number)
         style = "red" if hit and hit.fatal else ("yellow" if hit else "")
         console.print(f"[{style}]{escape(line)}[/]" if style else escape(line), soft_wrap=True)

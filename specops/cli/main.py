@@ -16,7 +16,8 @@ import specops.cli.cmd_audit as cmd_audit
 import specops.cli.cmd_lock as cmd_lock
 import specops.cli.cmd_smoke as cmd_smoke
 from specops import __version__
-from specops.cli import cmd_config, cmd_deploy, cmd_doctor, cmd_hosts, cmd_init, cmd_render, cmd_status
+from specops.cli import cmd_config, cmd_deploy, cmd_doctor, cmd_hosts, cmd_init, cmd_render, cmd_rollback, cmd_status
+from specops.cli.options import JsonOpt
 from specops.cli.state import AppState
 from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError
 
@@ -36,7 +37,7 @@ app.command("render")(cmd_render.render)
 app.command("hosts")(cmd_hosts.hosts)
 app.command("doctor")(cmd_doctor.doctor)
 app.command("deploy")(cmd_deploy.deploy)
-app.command("rollback")(cmd_deploy.rollback)
+app.command("rollback")(cmd_rollback.rollback)
 app.command("status")(cmd_status.status)
 app.command("releases")(cmd_status.releases)
 app.command("logs")(cmd_status.logs)
@@ -58,7 +59,7 @@ def root(
     config: Annotated[
         Path | None, typer.Option("--config", help="specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    json_output: JsonOpt = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail (repeatable).")] = 0,
     version: Annotated[

@@ -7,6 +7,7 @@ or a restart that never happened). The running process's working directory was r
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,3 +84,18 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True) -> HostSt
             for r in listing.releases
         ],
     )
+
+
+def recorded_smoke_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:
+    """The figures the deploy recorded for the current release (manifest gates.smoke.figures), if any.
+
+    The smoke's regression baseline: absent (None) on a host never verified, or with an unreadable manifest,
+    and then the regression gate is skipped rather than failed."""
+    result = host.run(["cat", "--", f"{spec.current_dir}/manifest.json"], timeout=30)
+    if not result.ok:
+        return None
+    try:
+        figures = json.loads(result.stdout)["gates"]["smoke"]["figures"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return figures if isinstance(figures, dict) else None
