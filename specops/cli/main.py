@@ -6,7 +6,10 @@ rich) are imported inside the commands, so `specops --help` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -61,18 +64,40 @@ def root(
     ] = None,
     json_output: JsonOpt = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colours (also: the NO_COLOR environment variable).")
+    ] = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail (repeatable).")] = 0,
     version: Annotated[
         bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
     """Global options apply to every command."""
-    ctx.obj = AppState(config_path=config, json=json_output, debug=debug, verbose=verbose)
+    ctx.obj = AppState(config_path=config, json=json_output, debug=debug, verbose=verbose, color=not no_color)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; SpecopsError becomes a message + hint + exit code, never a traceback (unless --debug)."""
     args = sys.argv[1:] if argv is None else argv
+    with no_color_if_asked(args):
+        return _run(args)
+
+
+@contextmanager
+def no_color_if_asked(args: list[str]) -> Iterator[None]:
+    """`--no-color` works like NO_COLOR=1 for the whole run: every console (ours, typer's usage errors, the live
+    view) honours that variable, so no code path can forget the option. Restored afterwards."""
+    if "--no-color" not in args or os.environ.get("NO_COLOR"):
+        yield
+        return
+    os.environ["NO_COLOR"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("NO_COLOR", None)
+
+
+def _run(args: list[str]) -> int:
     debug = "--debug" in args
     as_json = "--json" in args
     try:
