@@ -75,7 +75,7 @@ with_uv() {
 
 with_pipx() {
     say "installing with pipx (PIPX_HOME=$SPECOPS_HOME/pipx)"
-    PIPX_HOME=$SPECOPS_HOME/pipx PIPX_BIN_DIR=$SPECOPS_HOME/pipx/bin pipx install -q --force --python "$PYTHON" "$SOURCE" >&2
+    PIPX_HOME=$SPECOPS_HOME/pipx PIPX_BIN_DIR=$SPECOPS_HOME/pipx/bin pipx install --force --python "$PYTHON" "$SOURCE" >&2
     echo "$SPECOPS_HOME/pipx/bin/specops"
 }
 
