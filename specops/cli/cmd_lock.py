@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specops.cli.options import HostArg, JsonOpt
+from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.options import AllOpt, HostArg, JsonOpt, TargetsArg
 from specops.cli.output import print_json, stderr_console, stdout_console
 from specops.cli.state import state
+from specops.errors import ExitCode
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+    from specops.host.base import Host
     from specops.ops.lock import LockInfo
 
 app = typer.Typer(help="See or clear a host's deploy lock.", no_args_is_help=True)
@@ -22,19 +27,55 @@ StaleAfter = Annotated[
 
 @app.command("status")
 def lock_status(
-    ctx: typer.Context, host: HostArg, stale_after: StaleAfter = 90.0, json_output: JsonOpt = False
+    ctx: typer.Context,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
+    stale_after: StaleAfter = 90.0,
+    json_output: JsonOpt = False,
 ) -> None:
-    """Who holds the host's lock, since when, its last heartbeat, and whether it is stale (exit 0 either way)."""
+    """Who holds the host's lock, since when, its last heartbeat, and whether it is stale (exit 0 either way).
+
+    A group, several hosts or --all: a row per host (exit 4 when one is unreachable)."""
     from specops.ops.lock import status
 
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is None:
+
+        def ask(host: Host, spec: HostSpec) -> tuple[_Held, ExitCode]:
+            return _Held(status(host, stale_after_s=stale_after)), ExitCode.OK
+
+        readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+        finish(readings, as_json, _Held.to_json, ("STATE", "HOLDER", "SINCE", "HEARTBEAT", "STALE"), _Held.row)
+    spec = config.host(single)
     with app_state.connect(spec) as connected:
         info = status(connected, stale_after_s=stale_after)
-    if app_state.wants_json(json_output):
+    if as_json:
         print_json({"host": spec.name, "locked": info is not None, "lock": info.to_json() if info else None})
         return
     _print_status(spec.name, info)
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A host's lock for the fleet table: None when free (a free host is still a reading, not an error)."""
+
+    info: LockInfo | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"locked": self.info is not None, "lock": self.info.to_json() if self.info else None}
+
+    def row(self) -> list[str]:
+        info = self.info
+        if info is None:
+            return ["free", "", "", "", ""]
+        holder = info.holder
+        who = f"{holder.who} pid {holder.pid}" if holder else "unknown"
+        since = format_age(info.age_s) + " ago" if info.age_s is not None else "?"
+        beat = "never" if info.heartbeat_age_s is None else f"{format_age(info.heartbeat_age_s)} ago"
+        return ["locked", who, since, beat, "yes" if info.stale else "no"]
 
 
 @app.command("release")

@@ -2,67 +2,141 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from specops.cli.options import HostArg, JsonOpt
-from specops.cli.output import print_json, stdout_console
-from specops.cli.state import state
-from specops.errors import ExitCode
+from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.options import AllOpt, JsonOpt, TargetsArg
+from specops.cli.output import escape, print_json, stderr_console, stdout_console
+from specops.cli.state import AppState, state
+from specops.errors import ExitCode, SpecopsError
+
+if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+    from specops.host.base import Host
+    from specops.ops.logs import JournalQuery
+    from specops.ops.status import HostStatus
 
 
 def status(
     ctx: typer.Context,
-    host: HostArg,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
     json_output: JsonOpt = False,
 ) -> None:
-    """Current release, profile, unit state, PID, restarts, whether the process runs `current`, health."""
-    from specops.ops.status import host_status
+    """What each host serves: release, profile, verified, unit state and restarts, health, last smoke figures.
+
+    One host: the detailed view. A group, several hosts or --all: one row per host, asked in parallel.
+    Exit 0 when every host is healthy, 1 when one is not, 4 when one is unreachable (the most severe wins)."""
+    from specops.ops.status import HostStatus, host_status
 
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
-    with app_state.connect(spec) as connection:
-        found = host_status(connection, spec)
-    if app_state.wants_json(json_output):
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is not None:
+        spec = config.host(single)
+        with app_state.connect(spec) as connection:
+            found = host_status(connection, spec)
+        _print_status(found, spec.unit_name, as_json)
+        raise typer.Exit(int(found.exit_code))
+
+    def ask(host: Host, spec: HostSpec) -> tuple[HostStatus, ExitCode]:
+        found = host_status(host, spec)
+        return found, found.exit_code
+
+    readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+    finish(readings, as_json, HostStatus.to_json, STATUS_COLUMNS, _status_row, _status_notes)
+
+
+STATUS_COLUMNS = ("RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH", "TOK/S", "ACCEPT")
+
+
+def _status_row(found: HostStatus) -> list[str]:
+    unit = found.unit
+    health = "-" if found.health is None else str(found.health)
+    return [found.current or "-", found.profile or "-", "yes" if found.verified else "NO",
+            f"{unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}", unit.get("NRestarts", "-"), health,
+            _figure(found.figures.get("tokens_per_s")), _figure(found.figures.get("accept_length"))]  # fmt: skip
+
+
+def _figure(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, float) else ("-" if value is None else str(value))
+
+
+def _status_notes(found: HostStatus) -> list[str]:
+    if found.uses_current is False:
+        return [f"runs {found.running_release}, NOT current ({found.current})"]
+    return []
+
+
+def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
+    if as_json:
         print_json(found.to_json())
-    else:
-        unit = found.unit
-        mismatch = "" if found.uses_current is not False else f"  [red]runs {found.running_release}, NOT current[/]"
-        lines = [
-            f"[bold]{host}[/]  {spec.unit_name}: {unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}"
-            f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
-            f"current: {found.current or '-'} ({'verified' if found.verified else 'NOT verified'}, profile "
-            f"{found.profile or '-'}){mismatch}",
-            f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
-        ]
-        if found.figures:
-            lines.append(
-                f"last smoke: {found.figures.get('tokens_per_s', '-')} tok/s, accept length "
-                f"{found.figures.get('accept_length', '-')}"
-            )
-        for line in lines:
-            stdout_console().print(line)
-    healthy = found.verified and found.uses_current is not False and found.health == 200
-    raise typer.Exit(int(ExitCode.OK if healthy else ExitCode.CHECKS_FAILED))
+        return
+    unit = found.unit
+    mismatch = "" if found.uses_current is not False else f"  [red]runs {found.running_release}, NOT current[/]"
+    lines = [
+        f"[bold]{found.host}[/]  {unit_name}: {unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}"
+        f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
+        f"current: {found.current or '-'} ({'verified' if found.verified else 'NOT verified'}, profile "
+        f"{found.profile or '-'}){mismatch}",
+        f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
+    ]
+    if found.figures:
+        lines.append(
+            f"last smoke: {found.figures.get('tokens_per_s', '-')} tok/s, accept length "
+            f"{found.figures.get('accept_length', '-')}"
+        )
+    for line in lines:
+        stdout_console().print(line)
 
 
 def releases(
     ctx: typer.Context,
-    host: HostArg,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
     json_output: JsonOpt = False,
 ) -> None:
-    """Releases kept on the host: id, age, profile, verified, current (rollback targets are the verified ones)."""
-    from rich.table import Table
+    """Releases kept on each host: id, age, profile, verified, current (rollback targets are the verified ones).
 
+    One host: every release. A group, several hosts or --all: a row per host (current, kept, verified)."""
     from specops.ops.status import host_status
 
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
-    with app_state.connect(spec) as connection:
-        found = host_status(connection, spec, check_health=False)
-    if app_state.wants_json(json_output):
-        print_json({"host": host, "current": found.current, "releases": found.releases})
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is not None:
+        spec = config.host(single)
+        with app_state.connect(spec) as connection:
+            found = host_status(connection, spec, check_health=False)
+        _print_releases(found, as_json)
+        return
+
+    def ask(host: Host, spec: HostSpec) -> tuple[HostStatus, ExitCode]:
+        return host_status(host, spec, check_health=False), ExitCode.OK
+
+    readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+    finish(readings, as_json, _releases_json, ("CURRENT", "KEPT", "VERIFIED", "NEWEST"), _releases_row)
+
+
+def _releases_json(found: HostStatus) -> dict[str, object]:
+    return {"host": found.host, "current": found.current, "releases": found.releases}
+
+
+def _releases_row(found: HostStatus) -> list[str]:
+    verified = [release["id"] for release in found.releases if release["verified"]]
+    newest = found.releases[-1]["id"] if found.releases else "-"
+    return [found.current or "-", str(len(found.releases)), str(len(verified)), newest]
+
+
+def _print_releases(found: HostStatus, as_json: bool) -> None:
+    from rich.table import Table
+
+    if as_json:
+        print_json(_releases_json(found))
         return
     table = Table(box=None, pad_edge=False)
     for column in ("", "RELEASE", "CREATED", "PROFILE", "VERIFIED"):
@@ -76,19 +150,26 @@ def releases(
 
 def logs(
     ctx: typer.Context,
-    host: HostArg,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
     lines: Annotated[int, typer.Option("-n", "--lines", min=1, help="How many lines.")] = 100,
     since: Annotated[str | None, typer.Option("--since", help="'deploy' (the last start) or a journal time.")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C to stop).")] = False,
     grep: Annotated[str | None, typer.Option("--grep", help="Only lines matching this regular expression.")] = None,
 ) -> None:
-    """The engine's journal, with known failure signatures explained underneath."""
+    """The engine's journal, with known failure signatures explained underneath.
+
+    A group, several hosts or --all: every line prefixed with its host; with -f the journals interleave."""
     from specops.ops import logs as journal
 
     query = journal.JournalQuery(lines=lines, since=since, grep=grep)
     query.pattern()  # a bad --grep is a usage error before anything connects
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is None:
+        _fleet_logs(app_state, selected(config, names or [], all_hosts), query, follow)
+    spec = config.host(single)
     with app_state.connect(spec) as connection:
         shown, position = journal.first_read(connection, spec, query)
         _print_lines(shown)
@@ -97,20 +178,39 @@ def logs(
                 _print_lines(batch, explain=False)
 
 
-def _print_lines(lines: list[str], explain: bool = True) -> None:
-    from rich.markup import escape
+def _fleet_logs(app_state: AppState, specs: list[HostSpec], query: JournalQuery, follow: bool) -> NoReturn:
+    """Print each host's lines prefixed `HOST | `; errors per host at the end; exit with the most severe."""
+    from specops.deploy.survey import most_severe
+    from specops.ops.logs import journal_fleet
 
+    width = max(len(spec.name) for spec in specs)
+    failed: dict[str, SpecopsError] = {}
+    order = {spec.name: index for index, spec in enumerate(specs)}
+    batches = journal_fleet(specs, app_state.opener, query, follow)
+    if not follow:  # one screen per host, in inventory order
+        batches = iter(sorted(batches, key=lambda batch: order[batch.host]))
+    for batch in batches:
+        if batch.error is not None:
+            failed[batch.host] = batch.error
+            stderr_console().print(f"[bold red]error:[/] {escape(batch.error.message)}", soft_wrap=True)
+            continue
+        _print_lines(batch.lines, explain=batch.first, prefix=f"{batch.host:<{width}} | ")
+    raise typer.Exit(int(most_severe(error.exit_code for error in failed.values())))
+
+
+def _print_lines(lines: list[str], explain: bool = True, prefix: str = "") -> None:
     from specops.engine.signatures import match
 
     console = stdout_console()
     found = {m.line_no: m for m in match(lines)}
+    lead = escape(prefix)
     for number, line in enumerate(lines):
         hit = found.get(number)
         style = "red" if hit and hit.fatal else ("yellow" if hit else "")
-        console.print(f"[{style}]{escape(line)}[/]" if style else escape(line), soft_wrap=True)
+        console.print(lead + (f"[{style}]{escape(line)}[/]" if style else escape(line)), soft_wrap=True)
     if explain:
         for hit in found.values():
             if hit.signature.kind in ("fatal", "error", "warning"):
-                console.print(f"[bold]explained:[/] {escape(hit.summary)}")
+                console.print(f"{lead}[bold]explained:[/] {escape(hit.summary)}")
                 if hit.signature.hint:
-                    console.print(f"  [cyan]fix:[/] {escape(hit.signature.hint)}")
+                    console.print(f"{lead}  [cyan]fix:[/] {escape(hit.signature.hint)}")

@@ -24,12 +24,13 @@ TABLE: dict[str, Any] = {
         "audit": {
             "help": "Show the host's last audit entries, oldest first: when, who, action, from → to, outcome.",
             "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
                 "-n": {"value": "any", "help": "How many of the latest entries."},
                 "--lines": {"value": "any", "help": "How many of the latest entries."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
-            "arguments": [{"value": "host", "many": False}],
+            "arguments": [{"value": "target", "many": True}],
         },
         "completion": {
             "help": "Print the completion script for bash, zsh or fish (or use `specops --install-completion`).",
@@ -138,6 +139,7 @@ TABLE: dict[str, Any] = {
                     "heartbeat, and whether it is stale (exit 0 either "
                     "way).",
                     "options": {
+                        "--all": {"value": "", "help": "Every host in the inventory."},
                         "--stale-after": {
                             "value": "any",
                             "help": "Seconds without a heartbeat after which a lock is stale.",
@@ -145,13 +147,14 @@ TABLE: dict[str, Any] = {
                         "--json": {"value": "", "help": "Print machine-readable JSON."},
                         "--help": {"value": "", "help": "Show this message and exit."},
                     },
-                    "arguments": [{"value": "host", "many": False}],
+                    "arguments": [{"value": "target", "many": True}],
                 },
             },
         },
         "logs": {
             "help": "The engine's journal, with known failure signatures explained underneath.",
             "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
                 "-n": {"value": "any", "help": "How many lines."},
                 "--lines": {"value": "any", "help": "How many lines."},
                 "--since": {"value": "any", "help": "'deploy' (the last start) or a journal time."},
@@ -160,16 +163,17 @@ TABLE: dict[str, Any] = {
                 "--grep": {"value": "any", "help": "Only lines matching this regular expression."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
-            "arguments": [{"value": "host", "many": False}],
+            "arguments": [{"value": "target", "many": True}],
         },
         "releases": {
-            "help": "Releases kept on the host: id, age, profile, verified, current (rollback "
-            "targets are the verified ones).",
+            "help": "Releases kept on each host: id, age, profile, verified, current "
+            "(rollback targets are the verified ones).",
             "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
-            "arguments": [{"value": "host", "many": False}],
+            "arguments": [{"value": "target", "many": True}],
         },
         "render": {
             "help": "Print the systemd unit a deploy would install, byte for byte (pipe it to a file to inspect).",
@@ -196,20 +200,23 @@ TABLE: dict[str, Any] = {
             "help": "Generate with the profile's prompt and check tokens/s, accept length and "
             "the text against the gates.",
             "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
                 "--profile": {"value": "profile", "help": "Judge with this profile's gates."},
                 "-p": {"value": "profile", "help": "Judge with this profile's gates."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
-            "arguments": [{"value": "host", "many": False}],
+            "arguments": [{"value": "target", "many": True}],
         },
         "status": {
-            "help": "Current release, profile, unit state, PID, restarts, whether the process runs `current`, health.",
+            "help": "What each host serves: release, profile, verified, unit state and "
+            "restarts, health, last smoke figures.",
             "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
-            "arguments": [{"value": "host", "many": False}],
+            "arguments": [{"value": "target", "many": True}],
         },
     },
 }

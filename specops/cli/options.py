@@ -12,7 +12,9 @@ import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 HostArg = Annotated[str, typer.Argument(help="The host (as named in specops.toml).")]
-HostsArg = Annotated[list[str] | None, typer.Argument(help="Hosts or groups (as named in specops.toml).")]
+TargetsArg = Annotated[
+    list[str] | None, typer.Argument(help="Hosts or groups (as named in specops.toml).", show_default=False)
+]
 AllOpt = Annotated[bool, typer.Option("--all", help="Every host in the inventory.")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="Profile (default: the host's).")]
 LockWaitOpt = Annotated[float, typer.Option("--lock-wait", help="Seconds to wait for a held lock.")]

@@ -39,6 +39,13 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True, color_system="auto" if colour else None)
 
 
+def escape(text: str) -> str:
+    """Text shown as-is inside rich markup (a journal line with `[brackets]` is not a style)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def print_json(data: Any) -> None:
     """Machine-readable output: one JSON document on stdout."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -13,6 +13,7 @@ from typing import Any
 
 from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
+from specops.errors import ExitCode
 from specops.host.base import Host
 from specops.ops.release import read_listing
 
@@ -31,6 +32,15 @@ class HostStatus:
     health: int | None
     figures: dict[str, Any] = field(default_factory=dict)
     releases: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        """Verified, the process runs `current`, and it generates (health 200)."""
+        return self.verified and self.uses_current is not False and self.health == 200
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.healthy else ExitCode.CHECKS_FAILED
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -49,6 +49,14 @@ def test_logs_when_journalctl_fails_exits_5_with_the_hosts_error(
     assert "hint: check the journal on llm-two" in result.err
 
 
+def test_a_unit_that_never_logged_is_an_empty_journal_not_an_error(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    recorded.script(["journalctl"], reply(exit_code=1))  # systemd 252 with --show-cursor and no entries
+    result = run_cli(capsys, "logs", "llm-two")
+    assert (result.code, result.out, result.err) == (0, "", "")
+
+
 def test_a_bad_grep_is_a_usage_error_before_connecting(
     capsys: pytest.CaptureFixture[str], recorded: RecordingHost
 ) -> None:
