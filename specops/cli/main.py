@@ -136,3 +136,11 @@ def _run(args: list[str]) -> int:
 
         return report_internal_error(error)
     return 0
+
+
+def entry() -> None:
+    """Same as specops.cli.entry:entry, for an install whose `specops` script still names this module
+    (re-install to get the fast completion path: this module has already loaded typer)."""
+    from specops.cli.entry import entry as console_entry
+
+    console_entry()
