@@ -1,5 +1,5 @@
 """`python -m specops` is the same as the `specops` command."""
 
-from specops.cli.main import entry
+from specops.cli.entry import entry
 
 entry()

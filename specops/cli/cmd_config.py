@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specops.cli.output import print_json
+from specops.cli.options import JsonOpt
+from specops.cli.output import print_json, print_raw
 from specops.cli.state import state
-from specops.errors import ConfigError, SpecopsError
+from specops.errors import ConfigError, SpecopsError, UsageError
 
 if TYPE_CHECKING:
     from specops.config.loader import Config
@@ -18,7 +21,7 @@ app = typer.Typer(help="Inspect and validate the configuration.", no_args_is_hel
 
 
 @app.command("check")
-def check(ctx: typer.Context) -> None:
+def check(ctx: typer.Context, json_output: JsonOpt = False) -> None:
     """Validate everything a deploy would need from the config; exit 0 when valid, 3 when not."""
     app_state = state(ctx)
     config = app_state.load_config()
@@ -26,13 +29,43 @@ def check(ctx: typer.Context) -> None:
     if lines:
         raise ConfigError(lines)
     hosts, groups, profiles = len(config.inventory.hosts), len(config.inventory.groups), sorted(config.profiles)
-    if app_state.json:
+    if app_state.wants_json(json_output):
         print_json({"config": config.display, "hosts": hosts, "groups": groups, "profiles": profiles, "valid": True})
     else:
         typer.echo(
             f"{config.display}: valid ({_count(hosts, 'host')}, {_count(groups, 'group')}, "
             f"profiles: {', '.join(profiles)})"
         )
+
+
+class SchemaKind(StrEnum):
+    config = "config"
+    profile = "profile"
+
+
+@app.command("schema")
+def schema(
+    kind: Annotated[SchemaKind, typer.Argument(help="config: specops.toml; profile: a profiles/NAME.toml.")] = (
+        SchemaKind.config
+    ),
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead.")] = None,
+) -> None:
+    """Print the JSON Schema of specops.toml (or of a profile file) for editors: descriptions, defaults, enums.
+
+    Save it next to specops.toml and put `#:schema ./specops.schema.json` on the file's first line."""
+    import json
+
+    from specops.config.schema import schema_for
+
+    text = json.dumps(schema_for(kind.value), indent=2) + "\n"
+    if output is None:
+        print_raw(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{output}: cannot write: {error.strerror}") from None
+    typer.echo(f"wrote {output}")
 
 
 def _count(number: int, noun: str) -> str:

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from specops.cli.options import AllOpt, JsonOpt
 from specops.cli.output import print_json
-from specops.cli.state import state
+from specops.cli.state import AppState, state
 from specops.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -19,14 +20,14 @@ if TYPE_CHECKING:
 def doctor(
     ctx: typer.Context,
     names: Annotated[list[str] | None, typer.Argument(help="Hosts or groups to examine.")] = None,
-    all_hosts: Annotated[bool, typer.Option("--all", help="Every host in the inventory.")] = False,
+    all_hosts: AllOpt = False,
     local: Annotated[bool, typer.Option("--local", help="This machine, with this Python (no config needed).")] = False,
     profile: Annotated[str | None, typer.Option("--profile", "-p", help="Check for this profile.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
     deep: Annotated[bool, typer.Option("--deep", help="Also import torch/torchcodec for real.")] = False,
     only: Annotated[str | None, typer.Option("--only", help="Comma-separated check ids or prefixes.")] = None,
     list_checks: Annotated[bool, typer.Option("--list", help="List the checks and exit.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Check hosts before a deploy: native libraries, CUDA, the SGLang build, the models, the system."""
     from specops.cli.doctor_view import print_check_list, print_reports
@@ -34,14 +35,14 @@ def doctor(
     from specops.doctor.runner import examine_all
 
     app_state = state(ctx)
-    as_json = app_state.json or json_output
+    as_json = app_state.wants_json(json_output)
     if list_checks:
         print_check_list(all_checks(), as_json)
         return
     checks = select(only.split(",") if only else None)
     targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
     if not local:
-        targets = _inventory_targets(app_state.load_config(), names or [], all_hosts, profile)
+        targets = _inventory_targets(app_state, names or [], all_hosts, profile)
     reports = examine_all(targets, checks, deep)
     if as_json:
         print_json({"hosts": {name: _report_json(report) for name, report in reports.items()}})
@@ -50,10 +51,12 @@ def doctor(
     raise typer.Exit(int(_exit_code(reports, strict)))
 
 
-def _inventory_targets(config: Config, names: list[str], all_hosts: bool, profile: str | None) -> list[DoctorTarget]:
+def _inventory_targets(
+    app_state: AppState, names: list[str], all_hosts: bool, profile: str | None
+) -> list[DoctorTarget]:
     from specops.doctor.runner import DoctorTarget
-    from specops.host import ssh_opener
 
+    config = app_state.load_config()
     if not names and not all_hosts:
         raise UsageError("name hosts or groups, or pass --all (or --local for this machine)")
     specs = list(config.inventory.hosts.values()) if all_hosts else config.inventory.select(names)
@@ -62,7 +65,9 @@ def _inventory_targets(config: Config, names: list[str], all_hosts: bool, profil
         chosen = profile or spec.profile
         resolved = config.resolve(spec.name, chosen).profile if chosen else None
         targets.append(
-            DoctorTarget(name=spec.name, spec=spec, profile=resolved, open_host=ssh_opener(spec), python=spec.python)
+            DoctorTarget(
+                name=spec.name, spec=spec, profile=resolved, open_host=app_state.opener(spec), python=spec.python
+            )
         )
     return targets
 

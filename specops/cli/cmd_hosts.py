@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from specops.cli.options import JsonOpt
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 
@@ -17,13 +18,14 @@ if TYPE_CHECKING:
 def hosts(
     ctx: typer.Context,
     names: Annotated[list[str] | None, typer.Argument(help="Hosts or groups (default: all).")] = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """List hosts: where specops will connect (host, user, port, key), the profile and the groups."""
     app_state = state(ctx)
     config = app_state.load_config()
     selected = config.inventory.select(names) if names else list(config.inventory.hosts.values())
     rows = [_row(config, spec) for spec in selected]
-    if app_state.json:
+    if app_state.wants_json(json_output):
         print_json({"hosts": rows})
         return
     _print_table(rows)

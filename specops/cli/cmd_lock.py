@@ -2,43 +2,80 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.options import AllOpt, HostArg, JsonOpt, TargetsArg
 from specops.cli.output import print_json, stderr_console, stdout_console
 from specops.cli.state import state
-from specops.errors import LockHeld, SpecopsError
+from specops.errors import ExitCode
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.host.base import Host
-    from specops.ops.lock import LockInfo, Released
+    from specops.ops.lock import LockInfo
 
 app = typer.Typer(help="See or clear a host's deploy lock.", no_args_is_help=True)
 
-HostArg = Annotated[str, typer.Argument(help="The host (as named in specops.toml).")]
 StaleAfter = Annotated[
     float, typer.Option("--stale-after", help="Seconds without a heartbeat after which a lock is stale.")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
 @app.command("status")
 def lock_status(
-    ctx: typer.Context, host: HostArg, stale_after: StaleAfter = 90.0, json_output: JsonOpt = False
+    ctx: typer.Context,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
+    stale_after: StaleAfter = 90.0,
+    json_output: JsonOpt = False,
 ) -> None:
-    """Who holds the host's lock, since when, its last heartbeat, and whether it is stale (exit 0 either way)."""
+    """Who holds the host's lock, since when, its last heartbeat, and whether it is stale (exit 0 either way).
+
+    A group, several hosts or --all: a row per host (exit 4 when one is unreachable)."""
     from specops.ops.lock import status
 
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
-    with _connect(spec) as connected:
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is None:
+
+        def ask(host: Host, spec: HostSpec) -> tuple[_Held, ExitCode]:
+            return _Held(status(host, stale_after_s=stale_after)), ExitCode.OK
+
+        readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+        finish(readings, as_json, _Held.to_json, ("STATE", "HOLDER", "SINCE", "HEARTBEAT", "STALE"), _Held.row)
+    spec = config.host(single)
+    with app_state.connect(spec) as connected:
         info = status(connected, stale_after_s=stale_after)
-    if app_state.json or json_output:
+    if as_json:
         print_json({"host": spec.name, "locked": info is not None, "lock": info.to_json() if info else None})
         return
     _print_status(spec.name, info)
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A host's lock for the fleet table: None when free (a free host is still a reading, not an error)."""
+
+    info: LockInfo | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"locked": self.info is not None, "lock": self.info.to_json() if self.info else None}
+
+    def row(self) -> list[str]:
+        info = self.info
+        if info is None:
+            return ["free", "", "", "", ""]
+        holder = info.holder
+        who = f"{holder.who} pid {holder.pid}" if holder else "unknown"
+        since = format_age(info.age_s) + " ago" if info.age_s is not None else "?"
+        beat = "never" if info.heartbeat_age_s is None else f"{format_age(info.heartbeat_age_s)} ago"
+        return ["locked", who, since, beat, "yes" if info.stale else "no"]
 
 
 @app.command("release")
@@ -50,21 +87,16 @@ def lock_release(
     json_output: JsonOpt = False,
 ) -> None:
     """Remove a stale lock (or your own crashed one); --force removes any lock. The release is audited."""
-    from specops.ops.lock import lock_held_error, release
+    from specops.ops.lock_admin import release_audited
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
-    with _connect(spec) as connected:
-        outcome = release(connected, force=force, stale_after_s=stale_after)
-        if outcome.released:
-            _audit_release(connected, spec, outcome, force)
-    if outcome.info is not None and not outcome.released:
-        error = lock_held_error(outcome.info)
-        raise LockHeld(
-            f"{error.message}: not released, {outcome.reason}",
-            hint=f"if you are sure no deploy is running there: specops lock release {spec.name} --force",
-        )
-    if app_state.json or json_output:
+    with app_state.connect(spec) as connected:
+        audited = release_audited(connected, spec, force=force, stale_after_s=stale_after)
+    if audited.audit_error:
+        stderr_console().print(f"[yellow]warning:[/] {audited.audit_error}", markup=True)
+    outcome = audited.outcome
+    if app_state.wants_json(json_output):
         print_json({"host": spec.name, "released": outcome.released, "reason": outcome.reason,
                     "lock": outcome.info.to_json() if outcome.info else None})  # fmt: skip
         return
@@ -72,24 +104,6 @@ def lock_release(
         typer.echo(f"{spec.name}: released the lock held by {outcome.info.describe()}")
     else:
         typer.echo(f"{spec.name}: {outcome.reason}, nothing to release")
-
-
-def _connect(spec: HostSpec) -> Host:
-    from specops.host.ssh import connect
-
-    return connect(spec)
-
-
-def _audit_release(host: Host, spec: HostSpec, outcome: Released, force: bool) -> None:
-    """Leave a trace of who removed whose lock; a failure to write it is a warning, the release stands."""
-    from specops.ops import audit
-
-    assert outcome.info is not None
-    entry = audit.new_entry("lock-release", outcome="released", forced=force, message=outcome.info.describe())
-    try:
-        audit.record(host, spec, entry)
-    except (SpecopsError, OSError) as error:
-        stderr_console().print(f"[yellow]warning:[/] the release was not audited: {error}", markup=True)
 
 
 def _print_status(name: str, info: LockInfo | None) -> None:

@@ -7,11 +7,13 @@ is unreachable over SSH. The engine's port is reached through the SSH connection
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.options import AllOpt, JsonOpt, TargetsArg
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 from specops.errors import ExitCode
@@ -35,42 +37,60 @@ _FIGURES = (
 
 def smoke(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The host whose running service to test.")],
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
     profile: Annotated[str | None, typer.Option("--profile", "-p", help="Judge with this profile's gates.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
-    """Generate with the profile's prompt and check tokens/s, accept length and the text against the gates."""
-    from specops.engine.client import EngineClient
-    from specops.engine.readiness import unit_problems
-    from specops.engine.smoke import run_smoke, with_cause
-    from specops.host.ssh import connect
+    """Generate with the profile's prompt and check tokens/s, accept length and the text against the gates.
+
+    One host: every gate. A group, several hosts or --all: a row per host, smoked in parallel."""
+    from specops.ops.smoke_check import smoke_running
 
     app_state = state(ctx)
-    target = app_state.load_config().resolve(name, profile)
-    spec = target.host
-    with connect(spec) as host, EngineClient(host, spec) as client:
-        baseline = _recorded_figures(host, spec)
-        result = run_smoke(client, target.profile, spec, baseline)
-        if not result.passed:  # only then is the journal worth a round trip: it names the cause
-            result = with_cause(result, unit_problems(host, spec))
-    if app_state.json or json_output:
-        print_json({"host": name, "profile": target.profile.name, **result.to_json()})
-    else:
-        _print_result(name, target.profile.name, result)
-    raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED))
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is not None:
+        target = config.resolve(single, profile)
+        with app_state.connect(target.host) as host:
+            result = smoke_running(host, target.host, target.profile)
+        if as_json:
+            print_json({"host": single, "profile": target.profile.name, **result.to_json()})
+        else:
+            _print_result(single, target.profile.name, result)
+        raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED))
+
+    def ask(host: Host, spec: HostSpec) -> tuple[HostSmoke, ExitCode]:
+        chosen = config.resolve(spec.name, profile).profile
+        result = smoke_running(host, spec, chosen)
+        return HostSmoke(chosen.name, result), ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED
+
+    readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+    finish(readings, as_json, HostSmoke.to_json, ("PROFILE", "RESULT", "TOK/S", "ACCEPT", "FAILED GATES"),
+           HostSmoke.row, HostSmoke.notes)  # fmt: skip
 
 
-def _recorded_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:
-    """The figures the deploy recorded for the current release (manifest gates.smoke.figures), if any."""
-    result = host.run(["cat", "--", f"{spec.current_dir}/manifest.json"], timeout=30)
-    if not result.ok:
-        return None
-    try:
-        manifest = json.loads(result.stdout)
-        figures = manifest["gates"]["smoke"]["figures"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return figures if isinstance(figures, dict) else None
+@dataclass(frozen=True)
+class HostSmoke:
+    profile: str
+    result: SmokeResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {"profile": self.profile, **self.result.to_json()}
+
+    def row(self) -> list[str]:
+        figures = self.result.figures
+        failed = [gate.id for gate in self.result.gates if not gate.ok]
+        return [self.profile, "pass" if self.result.passed else "FAIL", _figure(figures.get("tokens_per_s")),
+                _figure(figures.get("accept_length")), ", ".join(failed) or "-"]  # fmt: skip
+
+    def notes(self) -> list[str]:
+        return [f"cause: {self.result.cause.summary}"] if self.result.cause is not None else []
+
+
+def _figure(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, float) else ("-" if value is None else str(value))
 
 
 def _print_result(name: str, profile: str, result: SmokeResult) -> None:

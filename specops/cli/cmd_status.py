@@ -2,73 +2,141 @@
 
 from __future__ import annotations
 
-import re
-import time
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from specops.cli.output import print_json, stdout_console
-from specops.cli.state import state
-from specops.errors import ExitCode, UsageError
-from specops.host import ssh_opener
+from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.options import AllOpt, JsonOpt, TargetsArg
+from specops.cli.output import escape, print_json, stderr_console, stdout_console
+from specops.cli.state import AppState, state
+from specops.errors import ExitCode, SpecopsError
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.host.base import Host
+    from specops.ops.logs import JournalQuery
+    from specops.ops.status import HostStatus
 
 
 def status(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name.")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
+    json_output: JsonOpt = False,
 ) -> None:
-    """Current release, profile, unit state, PID, restarts, whether the process runs `current`, health."""
-    from specops.ops.status import host_status
+    """What each host serves: release, profile, verified, unit state and restarts, health, last smoke figures.
+
+    One host: the detailed view. A group, several hosts or --all: one row per host, asked in parallel.
+    Exit 0 when every host is healthy, 1 when one is not, 4 when one is unreachable (the most severe wins)."""
+    from specops.ops.status import HostStatus, host_status
 
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
-    with ssh_opener(spec)() as connection:
-        found = host_status(connection, spec)
-    if app_state.json or json_output:
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is not None:
+        spec = config.host(single)
+        with app_state.connect(spec) as connection:
+            found = host_status(connection, spec)
+        _print_status(found, spec.unit_name, as_json)
+        raise typer.Exit(int(found.exit_code))
+
+    def ask(host: Host, spec: HostSpec) -> tuple[HostStatus, ExitCode]:
+        found = host_status(host, spec)
+        return found, found.exit_code
+
+    readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+    finish(readings, as_json, HostStatus.to_json, STATUS_COLUMNS, _status_row, _status_notes)
+
+
+STATUS_COLUMNS = ("RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH", "TOK/S", "ACCEPT")
+
+
+def _status_row(found: HostStatus) -> list[str]:
+    unit = found.unit
+    health = "-" if found.health is None else str(found.health)
+    return [found.current or "-", found.profile or "-", "yes" if found.verified else "NO",
+            f"{unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}", unit.get("NRestarts", "-"), health,
+            _figure(found.figures.get("tokens_per_s")), _figure(found.figures.get("accept_length"))]  # fmt: skip
+
+
+def _figure(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, float) else ("-" if value is None else str(value))
+
+
+def _status_notes(found: HostStatus) -> list[str]:
+    if found.uses_current is False:
+        return [f"runs {found.running_release}, NOT current ({found.current})"]
+    return []
+
+
+def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
+    if as_json:
         print_json(found.to_json())
-    else:
-        unit = found.unit
-        mismatch = "" if found.uses_current is not False else f"  [red]runs {found.running_release}, NOT current[/]"
-        lines = [
-            f"[bold]{host}[/]  {spec.unit_name}: {unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}"
-            f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
-            f"current: {found.current or '-'} ({'verified' if found.verified else 'NOT verified'}, profile "
-            f"{found.profile or '-'}){mismatch}",
-            f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
-        ]
-        if found.figures:
-            lines.append(
-                f"last smoke: {found.figures.get('tokens_per_s', '-')} tok/s, accept length "
-                f"{found.figures.get('accept_length', '-')}"
-            )
-        for line in lines:
-            stdout_console().print(line)
-    healthy = found.verified and found.uses_current is not False and found.health == 200
-    raise typer.Exit(int(ExitCode.OK if healthy else ExitCode.CHECKS_FAILED))
+        return
+    unit = found.unit
+    mismatch = "" if found.uses_current is not False else f"  [red]runs {found.running_release}, NOT current[/]"
+    lines = [
+        f"[bold]{found.host}[/]  {unit_name}: {unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}"
+        f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
+        f"current: {found.current or '-'} ({'verified' if found.verified else 'NOT verified'}, profile "
+        f"{found.profile or '-'}){mismatch}",
+        f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
+    ]
+    if found.figures:
+        lines.append(
+            f"last smoke: {found.figures.get('tokens_per_s', '-')} tok/s, accept length "
+            f"{found.figures.get('accept_length', '-')}"
+        )
+    for line in lines:
+        stdout_console().print(line)
 
 
 def releases(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name.")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
+    json_output: JsonOpt = False,
 ) -> None:
-    """Releases kept on the host: id, age, profile, verified, current (rollback targets are the verified ones)."""
-    from rich.table import Table
+    """Releases kept on each host: id, age, profile, verified, current (rollback targets are the verified ones).
 
+    One host: every release. A group, several hosts or --all: a row per host (current, kept, verified)."""
     from specops.ops.status import host_status
 
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
-    with ssh_opener(spec)() as connection:
-        found = host_status(connection, spec, check_health=False)
-    if app_state.json or json_output:
-        print_json({"host": host, "current": found.current, "releases": found.releases})
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is not None:
+        spec = config.host(single)
+        with app_state.connect(spec) as connection:
+            found = host_status(connection, spec, check_health=False)
+        _print_releases(found, as_json)
+        return
+
+    def ask(host: Host, spec: HostSpec) -> tuple[HostStatus, ExitCode]:
+        return host_status(host, spec, check_health=False), ExitCode.OK
+
+    readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+    finish(readings, as_json, _releases_json, ("CURRENT", "KEPT", "VERIFIED", "NEWEST"), _releases_row)
+
+
+def _releases_json(found: HostStatus) -> dict[str, object]:
+    return {"host": found.host, "current": found.current, "releases": found.releases}
+
+
+def _releases_row(found: HostStatus) -> list[str]:
+    verified = [release["id"] for release in found.releases if release["verified"]]
+    newest = found.releases[-1]["id"] if found.releases else "-"
+    return [found.current or "-", str(len(found.releases)), str(len(verified)), newest]
+
+
+def _print_releases(found: HostStatus, as_json: bool) -> None:
+    from rich.table import Table
+
+    if as_json:
+        print_json(_releases_json(found))
         return
     table = Table(box=None, pad_edge=False)
     for column in ("", "RELEASE", "CREATED", "PROFILE", "VERIFIED"):
@@ -82,66 +150,67 @@ def releases(
 
 def logs(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name.")],
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many lines.")] = 100,
+    names: TargetsArg = None,
+    all_hosts: AllOpt = False,
+    lines: Annotated[int, typer.Option("-n", "--lines", min=1, help="How many lines.")] = 100,
     since: Annotated[str | None, typer.Option("--since", help="'deploy' (the last start) or a journal time.")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C to stop).")] = False,
     grep: Annotated[str | None, typer.Option("--grep", help="Only lines matching this regular expression.")] = None,
 ) -> None:
-    """The engine's journal, with known failure signatures explained underneath."""
-    from specops.commands import journal
+    """The engine's journal, with known failure signatures explained underneath.
 
-    pattern = _compile(grep)
-    spec = state(ctx).load_config().host(host)
-    with ssh_opener(spec)() as connection:
-        position = _since(connection, spec, since)
-        argv = journal.journal_argv(spec.unit_name, position, None if since else lines)
-        text, cursor = _read(connection, argv)
-        _print_lines(text, pattern)
-        while follow:
-            time.sleep(1.0)
-            text, cursor = _read(connection, journal.journal_argv(spec.unit_name, cursor or position))
-            _print_lines(text, pattern, explain=False)
+    A group, several hosts or --all: every line prefixed with its host; with -f the journals interleave."""
+    from specops.ops import logs as journal
 
-
-def _compile(grep: str | None) -> re.Pattern[str] | None:
-    try:
-        return re.compile(grep) if grep else None
-    except re.error as error:
-        raise UsageError(f"--grep {grep!r}: {error}") from None
+    query = journal.JournalQuery(lines=lines, since=since, grep=grep)
+    query.pattern()  # a bad --grep is a usage error before anything connects
+    app_state = state(ctx)
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is None:
+        _fleet_logs(app_state, selected(config, names or [], all_hosts), query, follow)
+    spec = config.host(single)
+    with app_state.connect(spec) as connection:
+        shown, position = journal.first_read(connection, spec, query)
+        _print_lines(shown)
+        if follow:
+            for batch in journal.follow(connection, spec, query, position):
+                _print_lines(batch, explain=False)
 
 
-def _since(host: Host, spec: HostSpec, since: str | None) -> str | None:
-    if since != "deploy":
-        return since
-    from specops.commands.units import parse_show, show_argv
+def _fleet_logs(app_state: AppState, specs: list[HostSpec], query: JournalQuery, follow: bool) -> NoReturn:
+    """Print each host's lines prefixed `HOST | `; errors per host at the end; exit with the most severe."""
+    from specops.deploy.survey import most_severe
+    from specops.ops.logs import journal_fleet
 
-    shown = parse_show(host.run(show_argv(spec.unit_name, ["ExecMainStartTimestamp"]), timeout=30).text)
-    started = shown.get("ExecMainStartTimestamp", "").strip()
-    return started or None
+    width = max(len(spec.name) for spec in specs)
+    failed: dict[str, SpecopsError] = {}
+    order = {spec.name: index for index, spec in enumerate(specs)}
+    batches = journal_fleet(specs, app_state.opener, query, follow)
+    if not follow:  # one screen per host, in inventory order
+        batches = iter(sorted(batches, key=lambda batch: order[batch.host]))
+    for batch in batches:
+        if batch.error is not None:
+            failed[batch.host] = batch.error
+            stderr_console().print(f"[bold red]error:[/] {escape(batch.error.message)}", soft_wrap=True)
+            continue
+        _print_lines(batch.lines, explain=batch.first, prefix=f"{batch.host:<{width}} | ")
+    raise typer.Exit(int(most_severe(error.exit_code for error in failed.values())))
 
 
-def _read(host: Host, argv: list[str]) -> tuple[list[str], str | None]:
-    from specops.commands.journal import split_journal
-
-    return split_journal(host.run(argv, timeout=60).text)
-
-
-def _print_lines(lines: list[str], pattern: re.Pattern[str] | None, explain: bool = True) -> None:
-    from rich.markup import escape
-
+def _print_lines(lines: list[str], explain: bool = True, prefix: str = "") -> None:
     from specops.engine.signatures import match
 
     console = stdout_console()
-    shown = [line for line in lines if pattern is None or pattern.search(line)]
-    found = {m.line_no: m for m in match(shown)}
-    for number, line in enumerate(shown):
+    found = {m.line_no: m for m in match(lines)}
+    lead = escape(prefix)
+    for number, line in enumerate(lines):
         hit = found.get(number)
         style = "red" if hit and hit.fatal else ("yellow" if hit else "")
-        console.print(f"[{style}]{escape(line)}[/]" if style else escape(line), soft_wrap=True)
+        console.print(lead + (f"[{style}]{escape(line)}[/]" if style else escape(line)), soft_wrap=True)
     if explain:
         for hit in found.values():
             if hit.signature.kind in ("fatal", "error", "warning"):
-                console.print(f"[bold]explained:[/] {escape(hit.summary)}")
+                console.print(f"{lead}[bold]explained:[/] {escape(hit.summary)}")
                 if hit.signature.hint:
-                    console.print(f"  [cyan]fix:[/] {escape(hit.signature.hint)}")
+                    console.print(f"{lead}  [cyan]fix:[/] {escape(hit.signature.hint)}")

@@ -6,7 +6,10 @@ rich) are imported inside the commands, so `specops --help` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +19,19 @@ import specops.cli.cmd_audit as cmd_audit
 import specops.cli.cmd_lock as cmd_lock
 import specops.cli.cmd_smoke as cmd_smoke
 from specops import __version__
-from specops.cli import cmd_config, cmd_deploy, cmd_doctor, cmd_hosts, cmd_init, cmd_render, cmd_status
+from specops.cli import (
+    cmd_completion,
+    cmd_config,
+    cmd_deploy,
+    cmd_doctor,
+    cmd_hosts,
+    cmd_init,
+    cmd_render,
+    cmd_rollback,
+    cmd_status,
+)
+from specops.cli.entry import COMPLETE_VAR
+from specops.cli.options import JsonOpt
 from specops.cli.state import AppState
 from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError
 
@@ -27,7 +42,7 @@ app = typer.Typer(
     help="Deploy patched SGLang speculative-decoding builds over SSH, keep the hosts healthy, roll back.",
     epilog=f"\b\nExit codes:\n{_EXIT_TABLE}",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -36,7 +51,7 @@ app.command("render")(cmd_render.render)
 app.command("hosts")(cmd_hosts.hosts)
 app.command("doctor")(cmd_doctor.doctor)
 app.command("deploy")(cmd_deploy.deploy)
-app.command("rollback")(cmd_deploy.rollback)
+app.command("rollback")(cmd_rollback.rollback)
 app.command("status")(cmd_status.status)
 app.command("releases")(cmd_status.releases)
 app.command("logs")(cmd_status.logs)
@@ -44,6 +59,7 @@ app.command("smoke")(cmd_smoke.smoke)
 app.add_typer(cmd_config.app, name="config")
 app.add_typer(cmd_lock.app, name="lock")
 app.command("audit")(cmd_audit.audit)
+app.command("completion")(cmd_completion.completion)
 
 
 def _show_version(value: bool) -> None:
@@ -58,20 +74,46 @@ def root(
     config: Annotated[
         Path | None, typer.Option("--config", help="specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    json_output: JsonOpt = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colours (also: the NO_COLOR environment variable).")
+    ] = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail (repeatable).")] = 0,
     version: Annotated[
         bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
     """Global options apply to every command."""
-    ctx.obj = AppState(config_path=config, json=json_output, debug=debug, verbose=verbose)
+    ctx.obj = AppState(config_path=config, json=json_output, debug=debug, verbose=verbose, color=not no_color)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; SpecopsError becomes a message + hint + exit code, never a traceback (unless --debug)."""
     args = sys.argv[1:] if argv is None else argv
+    if os.environ.get(COMPLETE_VAR):  # the entry point answers before importing typer; tests come here
+        from specops.cli.complete import respond
+
+        return respond(os.environ)
+    with no_color_if_asked(args):
+        return _run(args)
+
+
+@contextmanager
+def no_color_if_asked(args: list[str]) -> Iterator[None]:
+    """`--no-color` works like NO_COLOR=1 for the whole run: every console (ours, typer's usage errors, the live
+    view) honours that variable, so no code path can forget the option. Restored afterwards."""
+    if "--no-color" not in args or os.environ.get("NO_COLOR"):
+        yield
+        return
+    os.environ["NO_COLOR"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("NO_COLOR", None)
+
+
+def _run(args: list[str]) -> int:
     debug = "--debug" in args
     as_json = "--json" in args
     try:
@@ -97,5 +139,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Same as specops.cli.entry:entry, for an install whose `specops` script still names this module
+    (re-install to get the fast completion path: this module has already loaded typer)."""
+    from specops.cli.entry import entry as console_entry
+
+    console_entry()

@@ -1,10 +1,16 @@
-"""How results and errors look: rich on a terminal, plain JSON with --json. Only the CLI prints."""
+"""How results and errors look: rich on a terminal, plain JSON with --json. Only the CLI prints.
+
+Colour follows the reader: none when the stream is not a terminal (a pipe, a file, CI logs get plain text),
+none when NO_COLOR is set (https://no-color.org; `--no-color` sets it for the run). rich's own detection
+does both; `color_system` is forced to None here as well so a wrongly set TERM cannot bring colour back.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from specops.errors import ExitCode, SpecopsError
 
@@ -12,17 +18,32 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+def colour_wanted(stream: TextIO) -> bool:
+    """Colour only for a person at a terminal who has not asked for none."""
+    return not os.environ.get("NO_COLOR") and stream.isatty()
+
+
 def stdout_console() -> Console:
-    """Tables for people; when piped, wide enough that nothing is cut or wrapped."""
+    """Tables for people; when piped, plain and wide enough that nothing is cut or wrapped."""
     from rich.console import Console
 
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 400)
+    colour = colour_wanted(sys.stdout)
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 400,
+                   color_system="auto" if colour else None)  # fmt: skip
 
 
 def stderr_console() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    colour = colour_wanted(sys.stderr)
+    return Console(stderr=True, highlight=False, soft_wrap=True, color_system="auto" if colour else None)
+
+
+def escape(text: str) -> str:
+    """Text shown as-is inside rich markup (a journal line with `[brackets]` is not a style)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def print_json(data: Any) -> None:

@@ -7,11 +7,13 @@ or a restart that never happened). The running process's working directory was r
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
+from specops.errors import ExitCode
 from specops.host.base import Host
 from specops.ops.release import read_listing
 
@@ -30,6 +32,15 @@ class HostStatus:
     health: int | None
     figures: dict[str, Any] = field(default_factory=dict)
     releases: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        """Verified, the process runs `current`, and it generates (health 200)."""
+        return self.verified and self.uses_current is not False and self.health == 200
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.healthy else ExitCode.CHECKS_FAILED
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -83,3 +94,18 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True) -> HostSt
             for r in listing.releases
         ],
     )
+
+
+def recorded_smoke_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:
+    """The figures the deploy recorded for the current release (manifest gates.smoke.figures), if any.
+
+    The smoke's regression baseline: absent (None) on a host never verified, or with an unreadable manifest,
+    and then the regression gate is skipped rather than failed."""
+    result = host.run(["cat", "--", f"{spec.current_dir}/manifest.json"], timeout=30)
+    if not result.ok:
+        return None
+    try:
+        figures = json.loads(result.stdout)["gates"]["smoke"]["figures"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return figures if isinstance(figures, dict) else None

@@ -1,0 +1,38 @@
+"""`specops rollback HOST [--to ID]`: put a verified release back and prove it (the core holds the lock and
+writes the audit line: specops.deploy.manual_rollback)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from specops.cli.cmd_deploy import _profile_for, _reporter
+from specops.cli.options import HostArg, JsonOpt, LockWaitOpt
+from specops.cli.output import print_json
+from specops.cli.state import state
+from specops.errors import ExitCode
+
+
+def rollback(
+    ctx: typer.Context,
+    host: HostArg,
+    to: Annotated[str | None, typer.Option("--to", help="Release id (default: the last verified one).")] = None,
+    lock_wait: LockWaitOpt = 0.0,
+    json_output: JsonOpt = False,
+) -> None:
+    """Put a verified release back, restart, and prove it with the readiness and smoke gates."""
+    from specops.deploy.manual_rollback import manual_rollback
+
+    app_state = state(ctx)
+    as_json = app_state.wants_json(json_output)
+    config = app_state.load_config()
+    spec = config.host(host)
+    with _reporter(as_json, app_state.verbose) as reporter, app_state.connect(spec) as connection:
+        result = manual_rollback(connection, spec, _profile_for(config, host, None), to, reporter,
+                                 lock_wait_s=lock_wait)  # fmt: skip
+    if as_json:
+        print_json(result.to_json())
+    else:
+        typer.echo(result.summary)
+    raise typer.Exit(int(ExitCode.OK if result.ok else ExitCode.CHECKS_FAILED))

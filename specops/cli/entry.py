@@ -1,0 +1,22 @@
+"""The console script: answer a shell-completion request before anything heavy loads, else run the CLI.
+
+A completion call happens on every Tab press; importing typer alone costs more than the whole answer may,
+so the request is answered from specops/cli/complete.py (tomllib and a table) and the app is never built.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+COMPLETE_VAR = "_SPECOPS_COMPLETE"
+
+
+def entry() -> None:
+    if os.environ.get(COMPLETE_VAR):
+        from specops.cli.complete import respond
+
+        sys.exit(respond(os.environ))
+    from specops.cli.main import main
+
+    sys.exit(main())

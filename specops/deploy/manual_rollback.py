@@ -1,0 +1,42 @@
+"""`specops rollback HOST`: the operator's rollback, under the host's lock, with an audit line.
+
+The automatic rollback runs inside a deploy, which already holds the lock and writes the audit entry; a
+manual one must do both itself, so that two operators cannot roll back and deploy the same host at once and
+the audit log says who put which release back.
+"""
+
+from __future__ import annotations
+
+from specops.config.inventory import HostSpec
+from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host
+from specops.events import Reporter
+from specops.host.base import Host
+from specops.ops import audit, lock
+
+
+def manual_rollback(
+    host: Host,
+    spec: HostSpec,
+    profile_for: ProfileFor,
+    target_id: str | None,
+    reporter: Reporter,
+    *,
+    lock_wait_s: float = 0.0,
+    command: str | None = None,
+) -> RollbackResult:
+    """Take the lock (or raise LockHeld), roll back and gate, audit the outcome, release the lock.
+
+    `command` is what the lock's holder record shows (default: this process's command line)."""
+    holder = lock.LockHolder.current(command)
+    with lock.acquire(host, holder, wait_s=lock_wait_s):
+        result = rollback_host(host, spec, profile_for, target_id, "specops rollback", reporter)
+        entry = audit.new_entry(
+            "rollback",
+            outcome="verified" if result.ok else "failed",
+            from_release=result.from_release,
+            to_release=result.to_release,
+            gates=result.gates.to_json() if result.gates else {},
+            message=result.summary,
+        )
+        audit.record(host, spec, entry)
+    return result

@@ -1,0 +1,27 @@
+"""`specops smoke`: the deploy's smoke gate, on demand, against the service that runs now.
+
+The baseline for the regression gate is what the deploy recorded for the current release; when the gate
+fails, the engine's journal is read once more to name the cause (a round trip only worth making then).
+"""
+
+from __future__ import annotations
+
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
+from specops.engine.smoke import SmokeResult
+from specops.host.base import Host
+from specops.ops.status import recorded_smoke_figures
+
+
+def smoke_running(host: Host, spec: HostSpec, profile: Profile) -> SmokeResult:
+    """Generate with the profile's prompt through the SSH channel and judge it with the profile's gates."""
+    from specops.engine.client import EngineClient
+    from specops.engine.readiness import unit_problems
+    from specops.engine.smoke import run_smoke, with_cause
+
+    with EngineClient(host, spec) as client:
+        baseline = recorded_smoke_figures(host, spec)
+        result = run_smoke(client, profile, spec, baseline)
+        if not result.passed:
+            result = with_cause(result, unit_problems(host, spec))
+    return result

@@ -1,0 +1,88 @@
+"""`specops logs HOST` against a recorded host: the journal is shown, and a journal that cannot be read is an
+error with the host's own message (exit 5), never an empty screen with exit 0."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from specops.host.recording import RecordingHost, reply
+from specops.ops.logs import JournalQuery, follow
+from tests.unit.clirun import run_cli
+from tests.unit.conftest import VALID_HOST
+
+
+@pytest.fixture
+def recorded(write_config: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> RecordingHost:
+    """llm-two from specops.toml, reached as a RecordingHost (the CLI's one way to connect, replaced)."""
+    write_config(VALID_HOST)
+    host = RecordingHost("llm-two")
+    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: host)
+    return host
+
+
+def test_logs_shows_the_journal_and_explains_a_known_failure(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    recorded.script(["journalctl"], reply(stdout="starting\nCUDA out of memory\n-- cursor: s=1;i=2\n"))
+    result = run_cli(capsys, "logs", "llm-two", "-n", "5")
+    assert result.code == 0
+    assert result.out.splitlines()[:2] == ["starting", "CUDA out of memory"]
+    assert recorded.commands == [
+        ("journalctl", "-u", "sglang.service", "--no-pager", "-o", "cat", "--show-cursor", "-n", "5")
+    ]
+
+
+def test_logs_when_journalctl_fails_exits_5_with_the_hosts_error(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    failure = "Failed to get journal access: Permission denied"
+    recorded.script(["journalctl"], reply(stderr=failure + "\n", exit_code=1))
+    result = run_cli(capsys, "logs", "llm-two")
+    assert result.code == 5
+    assert result.out == ""
+    assert "error: llm-two: `journalctl -u sglang.service" in result.err
+    assert f"| {failure}" in result.err
+    assert "hint: check the journal on llm-two" in result.err
+
+
+def test_a_unit_that_never_logged_is_an_empty_journal_not_an_error(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    recorded.script(["journalctl"], reply(exit_code=1))  # systemd 252 with --show-cursor and no entries
+    result = run_cli(capsys, "logs", "llm-two")
+    assert (result.code, result.out, result.err) == (0, "", "")
+
+
+def test_a_bad_grep_is_a_usage_error_before_connecting(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    result = run_cli(capsys, "logs", "llm-two", "--grep", "(")
+    assert result.code == 2
+    assert "error: --grep '('" in result.err
+    assert recorded.commands == []
+
+
+def test_follow_resumes_after_the_last_cursor_and_filters() -> None:
+    from specops.config.inventory import HostSpec
+
+    host = RecordingHost("llm-two")
+    host.script(
+        ["journalctl"],
+        reply(stdout="a ok\nb skip\n-- cursor: s=1;i=3\n"),
+        reply(stdout=""),
+        reply(stdout="c ok\n-- cursor: s=1;i=4\n"),
+    )
+    spec = HostSpec.model_validate({"name": "llm-two", "ssh": "llm-two", "python": "/p", "model_path": "/m"})
+    stop = threading.Event()
+    batches = []
+    for batch in follow(host, spec, JournalQuery(grep="ok"), "s=1;i=2", stop=stop, sleep=lambda s: None):
+        batches.append(batch)
+        if len(batches) == 3:
+            stop.set()
+    assert batches == [["a ok"], [], ["c ok"]]
+    cursors = [argv[argv.index("--after-cursor") + 1] for argv in host.commands]
+    assert cursors == ["s=1;i=2", "s=1;i=3", "s=1;i=3"]
