@@ -34,6 +34,7 @@ class Excerpt:
 
     name: str
     source: str
+    what: str
     kind: str
     signature: str
     fatal: bool
@@ -72,7 +73,11 @@ def load(corpus: Path = CORPUS) -> list[Excerpt]:
     for path in sorted(corpus.glob("*.toml")):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         lines = tuple(data["lines"].splitlines())
-        excerpts.append(Excerpt(path.stem, data["source"], data["kind"], data["signature"], bool(data["fatal"]), lines))
+        excerpts.append(
+            Excerpt(
+                path.stem, data["source"], data["what"], data["kind"], data["signature"], bool(data["fatal"]), lines
+            )
+        )
     return excerpts
 
 
@@ -99,16 +104,19 @@ def per_kind(outcomes: Sequence[Outcome]) -> dict[str, tuple[int, float, float, 
 
 def render(outcomes: Sequence[Outcome]) -> str:
     """The generated block: the corpus figures, then every signature with its kind, severity and cause."""
-    sources = {o.excerpt.source for o in outcomes}
+    issues = {o.excerpt.source for o in outcomes if o.excerpt.source.startswith("https://")}
     failures = [o for o in outcomes if o.excerpt.kind != "benign"]
     benign_fatal = sum(len(o.benign_called_fatal) for o in outcomes)
     rows = [
         "## Measured on real logs",
         "",
         f"{len(outcomes)} excerpts of real start-up and runtime output ({len(failures)} failures, "
-        f"{len(outcomes) - len(failures)} benign) quoted from {len(sources)} public SGLang, vLLM, PyTorch and "
-        "library issues. For each, the *primary* explanation (the first fatal line, else the first error) is "
-        "compared with what a person reads in it. Regenerate with `python -m specops.engine.signatures_corpus`.",
+        f"{len(outcomes) - len(failures)} benign), {len(outcomes) - len(issues)} of them from this project's own "
+        f"runs and the others quoted from {len(issues)} public SGLang, vLLM, PyTorch and library issues and "
+        "pull requests. For each, the *primary* explanation (the first fatal line, else the first error) is "
+        "compared with what a person reads in it. The signatures were written with these excerpts in view, so "
+        "the figures show coverage, not accuracy on unseen logs. Regenerate with "
+        "`python -m specops.engine.signatures_corpus`.",
         "",
         "| kind | excerpts | recall | precision | fatality right |",
         "|---|---|---|---|---|",
@@ -132,6 +140,19 @@ def render(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(rows)
 
 
+def render_sources(excerpts: Sequence[Excerpt]) -> str:
+    """The corpus README's table: every excerpt with its attribution, so no quote goes uncredited."""
+    rows = ["| file | kind | signature | fatal | source | what |", "|---|---|---|---|---|---|"]
+    for e in excerpts:
+        source = e.source
+        if source.startswith("https://github.com/"):
+            source = f"[{source.removeprefix('https://github.com/')}]({source})"
+        rows.append(
+            f"| `{e.name}.toml` | {e.kind} | `{e.signature}` | {'yes' if e.fatal else 'no'} | {source} | {e.what} |"
+        )
+    return "\n".join(rows)
+
+
 def refresh(text: str, block: str) -> str:
     """The document with the generated block replaced (appended at the end the first time)."""
     generated = f"{BEGIN}\n{block}\n{END}"
@@ -142,11 +163,13 @@ def refresh(text: str, block: str) -> str:
 
 
 def main() -> int:
-    outcomes = measure(load())
-    text = DOC.read_text(encoding="utf-8")
-    updated = refresh(text, render(outcomes))
-    if updated != text:
-        DOC.write_text(updated, encoding="utf-8")
+    excerpts = load()
+    outcomes = measure(excerpts)
+    for path, block in ((DOC, render(outcomes)), (CORPUS / "README.md", render_sources(excerpts))):
+        text = path.read_text(encoding="utf-8")
+        updated = refresh(text, block)
+        if updated != text:
+            path.write_text(updated, encoding="utf-8")
     for outcome in outcomes:
         if not outcome.right:
             cause = outcome.cause

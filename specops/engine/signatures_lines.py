@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 # Wrappers added by whatever carried the line (journald, docker, CI, a quote in an issue). Peeled repeatedly.
 _OUTER = re.compile(
-    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w@./-]+(?:\[\d+\])?: "  # journald short
-    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: \S+ [\w@./-]+(?:\[\d+\])?:)? "  # iso / CI
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w@./-]+(?:\[\d+\])?: "  # journald short
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: [\w.-]+ [\w@./-]+(?:\[\d+\])?:)? "  # iso
     r"|\[\d{4}-\d\d-\d\dT[^\]]*\] "  # [2025-11-06T02:08:27.278Z]
     r"|[\w.-]+ +\| "  # docker compose: sglang-1  |
     r"|> ?|\s+\| |- |E {3}"  # quoted, piped, listed, pytest
