@@ -39,6 +39,7 @@ class Excerpt:
     signature: str
     fatal: bool
     lines: tuple[str, ...]
+    held_out: bool = False  # added after the signatures were written, and not used to write them
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,14 @@ def load(corpus: Path = CORPUS) -> list[Excerpt]:
         lines = tuple(data["lines"].splitlines())
         excerpts.append(
             Excerpt(
-                path.stem, data["source"], data["what"], data["kind"], data["signature"], bool(data["fatal"]), lines
+                path.stem,
+                data["source"],
+                data["what"],
+                data["kind"],
+                data["signature"],
+                bool(data["fatal"]),
+                lines,
+                bool(data.get("held_out", False)),
             )
         )
     return excerpts
@@ -124,9 +132,12 @@ def render(outcomes: Sequence[Outcome]) -> str:
     for kind, (count, recall, precision, fatality) in per_kind(outcomes).items():
         rows.append(f"| {kind} | {count} | {recall:.2f} | {precision:.2f} | {fatality}/{count} |")
     right = sum(1 for o in outcomes if o.right)
+    held = [o for o in outcomes if o.excerpt.held_out]
     rows += [
         "",
-        f"Exact signature and fatality: {right}/{len(outcomes)}. Benign lines called fatal: **{benign_fatal}**.",
+        f"Exact signature and fatality: {right}/{len(outcomes)}. Benign lines called fatal: **{benign_fatal}**. "
+        f"Held out (added after the signatures were written, not used to write them): "
+        f"{sum(1 for o in held if o.right)}/{len(held)} right.",
         "",
         "### Every signature",
         "",
@@ -147,9 +158,8 @@ def render_sources(excerpts: Sequence[Excerpt]) -> str:
         source = e.source
         if source.startswith("https://github.com/"):
             source = f"[{source.removeprefix('https://github.com/')}]({source})"
-        rows.append(
-            f"| `{e.name}.toml` | {e.kind} | `{e.signature}` | {'yes' if e.fatal else 'no'} | {source} | {e.what} |"
-        )
+        name = f"`{e.name}.toml`" + (" (held out)" if e.held_out else "")
+        rows.append(f"| {name} | {e.kind} | `{e.signature}` | {'yes' if e.fatal else 'no'} | {source} | {e.what} |")
     return "\n".join(rows)
 
 
