@@ -32,6 +32,8 @@ _RECORD = re.compile(
 )
 _FRAME = re.compile(r'^\s*File "([^"]+)"')
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
+# What Python prints after a frame when it is not the frame's source: the exception, or the next traceback.
+_NOT_SOURCE = re.compile(r"^(?:[A-Za-z_][\w.]*(?::|$)|Traceback |During handling|The above exception)")
 _SPEC_PATH = re.compile(r"speculative|spec_decode|eagle|dflash|ddtree|draft|mtp|nextn", re.IGNORECASE)
 _OPENERS = (
     ("request", re.compile(r"Error in request:|Exception in ASGI application")),
@@ -84,10 +86,10 @@ class LineReader:
                 # The rest of the record is the lines up to the next record header; a log without headers
                 # gives no such boundary, so there the context covers the opening line only.
                 line_context, self._context = context, (context if record else "")
-        code = self._is_code(message)
+        code = self._is_code(message, record)
         return Line(message, code, line_context, self._spec_frames)
 
-    def _is_code(self, message: str) -> bool:
+    def _is_code(self, message: str, record: bool) -> bool:
         frame = _FRAME.match(message)
         if frame:
             self._after_frame = True
@@ -95,6 +97,8 @@ class LineReader:
             return True
         if "Traceback (most recent call last)" in message:
             self._spec_frames = False
-        source = self._after_frame and message[:1].isspace()
+        # The line under a frame is its source code: indented, or flush left where a paste lost the indentation.
+        # A logger's record (another rank's line, interleaved) is never source.
+        source = self._after_frame and not record and (message[:1].isspace() or not _NOT_SOURCE.match(message))
         self._after_frame = False
         return source or bool(_CARETS.match(message))

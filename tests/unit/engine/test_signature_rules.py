@@ -120,3 +120,16 @@ def test_explained_lines_serialise_with_id_kind_and_fatality() -> None:
     ]
     assert set(payload[0]) == {"line_no", "line", "id", "kind", "severity", "fatal", "summary", "hint", "repeats"}
     assert payload[0]["line_no"] == 1 and payload[0]["hint"]
+
+
+def test_source_code_stays_code_when_a_paste_lost_its_indentation() -> None:
+    flush_left = [line.strip() for line in CORPUS["nccl-init-rank"]]  # as some issues show tracebacks
+    assert [e.line for e in explain_lines(flush_left) if e.kind == "nccl"] == [NCCL]
+
+
+def test_another_ranks_record_between_frame_and_source_is_still_read() -> None:
+    frame = (
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1787, in run_scheduler_process'
+    )
+    [nccl] = explain_lines([frame, f"[2025-02-09 21:23:00 TP1] {NCCL}"])
+    assert nccl.signature_id == "nccl" and nccl.line_no == 1
