@@ -39,7 +39,8 @@ REAL_ONE_LINERS = [
     ("ModuleNotFoundError: No module named 'sgl_kernel'", "import-error", False,
      {"error": "ModuleNotFoundError", "message": "No module named 'sgl_kernel'"}),
     ("ImportError: /opt/venv/lib/python3.11/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: "
-     "_ZN3c104cuda9SetDeviceEa", "import-error", False, {"error": "ImportError"}),
+     "_ZN3c104cuda9SetDeviceEa", "undefined-symbol", False,
+     {"library": "common_ops.abi3.so", "symbol": "_ZN3c104cuda9SetDeviceEa"}),
     ("OSError: /opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: "
      "undefined symbol: _ZN3c105ErrorC2E", "undefined-symbol", False,
      {"library": "flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so", "symbol": "_ZN3c105ErrorC2E"}),

@@ -1,0 +1,101 @@
+"""Signatures of a process that started but could not keep running: GPU and host memory, NCCL, ports, warmup,
+kernel JIT compiles.
+
+Why these together: the environment looked fine at import time; these name what broke once the engine used the
+GPUs, the network or the compiler. Texts are quoted from public SGLang/vLLM/PyTorch issues
+(tests/unit/engine/data/journal_corpus/README.md).
+"""
+
+from __future__ import annotations
+
+from specops.engine.signatures_model import Signature, sig
+
+_OOM_KILL_HINT = (
+    "exit code -9 is SIGKILL, usually the kernel's OOM killer: check `journalctl -k | grep -i oom` on the host, "
+    "then lower host memory use (hicache size, CPU offload) or give the host more memory"
+)
+
+RUNTIME_SIGNATURES: tuple[Signature, ...] = (
+    sig(
+        "cuda-oom",
+        "fatal",
+        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory",
+        "the GPU ran out of memory",
+        "lower server.mem_fraction_static or context_length in the profile, or free the GPU "
+        "(`nvidia-smi` shows other processes)",
+        family="gpu-oom",
+    ),
+    sig(
+        "kv-cache-no-room",
+        "fatal",
+        r"Not enough memory\. Please try to increase --mem-fraction-static",
+        "after loading the weights no GPU memory is left for the KV cache",
+        "raise server.mem_fraction_static (the weights need most of the GPU), use more GPUs (tp) or a smaller "
+        "model/draft; `nvidia-smi` shows whether another process holds memory",
+        family="gpu-oom",
+    ),
+    sig(
+        "scheduler-died",
+        "fatal",
+        r"Rank (?P<rank>\d+) scheduler (?:is dead|died during initialization \(exit code: (?P<exit_code>-?\d+)\))",
+        "an SGLang scheduler process (one TP rank) died",
+        _OOM_KILL_HINT + "; another exit code: read the rank's lines above",
+        family="rank-killed",
+    ),
+    sig(
+        "process-killed",
+        "fatal",
+        r"^\s*(?:Killed|已杀死)\s*$|exits with return code = -9|exited on signal 9 \(Killed\)",
+        "the process was killed with SIGKILL",
+        _OOM_KILL_HINT,
+        family="rank-killed",
+    ),
+    sig(
+        "nccl",
+        "fatal",
+        r"NCCL error|nccl(?:Internal|System|UnhandledCuda|InvalidUsage|Remote)Error",
+        "NCCL (multi-GPU communication) failed",
+        "check the GPUs and topology (`nvidia-smi topo -m`), stale processes holding GPUs, and NCCL_* env; "
+        "retry with NCCL_DEBUG=INFO in the host env",
+        family="nccl",
+    ),
+    sig(
+        "dist-port-in-use",
+        "fatal",
+        r"The server socket has failed to listen on any local network address"
+        r"|TCPStore\S* .*(?:EADDRINUSE|[Aa]ddress already in use)",
+        "the distributed init port (torch TCPStore, SGLang's dist_init_addr / nccl_port) is taken",
+        "another engine or a stale rank holds the port: find it with `ss -ltnp` on the host and stop it, or start "
+        "one engine per host",
+        family="port",
+    ),
+    sig(
+        "address-in-use",
+        "fatal",
+        r"(?i)address already in use",
+        "the engine's port is taken by another process",
+        "stop whatever listens on the port (`ss -ltnp` on the host), or set another `port` for this host",
+        family="port",
+    ),
+    sig(
+        "warmup-failed",
+        "fatal",
+        r"Initialization failed\. warmup error",
+        "the server started but its warmup request failed",
+        "read the lines above it in `journalctl -u SERVICE`; often GPU memory, a kernel (FlashInfer JIT "
+        "needs CUDA_HOME/nvcc) or the draft",
+        family="warmup",
+    ),
+    sig(
+        "jit-compile-failed",
+        "fatal",
+        r"errors? detected in the compilation of|ninja: build stopped: subcommand failed|Ninja build failed"
+        r"|`ptxas` failed with error code|bin/ptxas'.*returned non-zero exit status|Internal Triton PTX codegen error"
+        r"|fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory|nvcc fatal"
+        r"|triton\.compiler\.errors\.CompilationError",
+        "a GPU kernel failed to compile at run time (FlashInfer JIT via nvcc, or Triton via ptxas)",
+        "the unit needs a CUDA toolkit matching torch's CUDA (CUDA_HOME, nvcc, headers; see `cuda_home`) and a "
+        "Triton/ptxas that knows this GPU; read the compiler's first `error` line above",
+        family="jit",
+    ),
+)
