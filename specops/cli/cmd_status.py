@@ -10,7 +10,7 @@ from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
 from specops.cli.options import AllOpt, JsonOpt, TargetsArg
 from specops.cli.output import escape, print_json, stderr_console, stdout_console
 from specops.cli.state import AppState, state
-from specops.errors import ExitCode, SpecopsError
+from specops.errors import ExitCode, SpecopsError, UsageError
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -156,10 +156,12 @@ def logs(
     since: Annotated[str | None, typer.Option("--since", help="'deploy' (the last start) or a journal time.")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C to stop).")] = False,
     grep: Annotated[str | None, typer.Option("--grep", help="Only lines matching this regular expression.")] = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """The engine's journal, with known failure signatures explained underneath.
 
-    A group, several hosts or --all: every line prefixed with its host; with -f the journals interleave."""
+    A group, several hosts or --all: every line prefixed with its host; with -f the journals interleave.
+    --json (one host, without -f): the lines and each explained line with its signature id, kind and fatality."""
     from specops.ops import logs as journal
 
     query = journal.JournalQuery(lines=lines, since=since, grep=grep)
@@ -170,8 +172,14 @@ def logs(
     if single is None:
         _fleet_logs(app_state, selected(config, names or [], all_hosts), query, follow)
     spec = config.host(single)
+    as_json = app_state.wants_json(json_output)
+    if as_json and follow:
+        raise UsageError("--json and --follow do not go together", hint="drop one of them")
     with app_state.connect(spec) as connection:
         shown, position = journal.first_read(connection, spec, query)
+        if as_json:
+            _print_logs_json(spec.name, shown)
+            return
         _print_lines(shown)
         if follow:
             for batch in journal.follow(connection, spec, query, position):
@@ -196,6 +204,12 @@ def _fleet_logs(app_state: AppState, specs: list[HostSpec], query: JournalQuery,
             continue
         _print_lines(batch.lines, explain=batch.first, prefix=f"{batch.host:<{width}} | ")
     raise typer.Exit(int(most_severe(error.exit_code for error in failed.values())))
+
+
+def _print_logs_json(host: str, lines: list[str]) -> None:
+    from specops.engine.signatures_explain import explain_lines
+
+    print_json({"host": host, "lines": lines, "explained": [found.to_json() for found in explain_lines(lines)]})
 
 
 def _print_lines(lines: list[str], explain: bool = True, prefix: str = "") -> None:

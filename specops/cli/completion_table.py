@@ -161,6 +161,7 @@ TABLE: dict[str, Any] = {
                 "--follow": {"value": "", "help": "Keep printing new lines (Ctrl-C to stop)."},
                 "-f": {"value": "", "help": "Keep printing new lines (Ctrl-C to stop)."},
                 "--grep": {"value": "any", "help": "Only lines matching this regular expression."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
             "arguments": [{"value": "target", "many": True}],

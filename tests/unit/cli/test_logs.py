@@ -36,6 +36,32 @@ def test_logs_shows_the_journal_and_explains_a_known_failure(
     ]
 
 
+def test_logs_json_gives_each_explained_line_with_its_signature_kind_and_fatality(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    import json
+
+    journal = (
+        "[2026-11-30 02:14:07 TP0] Load weight begin.\n"
+        "RuntimeError: Could not load libtorchcodec. Likely causes:\n"
+        "-- cursor: s=1;i=2\n"
+    )
+    recorded.script(["journalctl"], reply(stdout=journal))
+    result = run_cli(capsys, "--json", "logs", "llm-two")
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    assert payload["host"] == "llm-two" and len(payload["lines"]) == 2
+    (explained,) = [item for item in payload["explained"] if item["fatal"]]
+    assert (explained["line_no"], explained["id"], explained["kind"]) == (1, "torchcodec-ffmpeg", "torchcodec")
+    assert explained["hint"]
+
+
+def test_logs_json_with_follow_is_a_usage_error(capsys: pytest.CaptureFixture[str], recorded: RecordingHost) -> None:
+    result = run_cli(capsys, "--json", "logs", "llm-two", "-f")
+    assert result.code == 2 and "--json and --follow" in result.out  # with --json the error is JSON too
+    assert recorded.commands == []
+
+
 def test_logs_when_journalctl_fails_exits_5_with_the_hosts_error(
     capsys: pytest.CaptureFixture[str], recorded: RecordingHost
 ) -> None:
