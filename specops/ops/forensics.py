@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from specops.commands import journal
 from specops.commands.release import Listing, ReleaseInfo, manifest_path
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
-from specops.diagnose.diff import count_unified
-from specops.errors import SpecopsError
+from specops.diagnose.case import Material
+from specops.diagnose.diff import count_unified, diff_files
+from specops.errors import SpecopsError, UsageError
 from specops.host.base import Host
 from specops.ops.release import read_listing
-from specops.probe.facts import HostFacts
 from specops.probe.run import probe
 
 READ_TIMEOUT_S = 60.0
@@ -32,20 +31,6 @@ DIFF_MARKER = "==specops-diff== "
 DIFF_SCRIPT = (
     'a=$1; b=$2; shift 2; for f in "$@"; do printf "%s%s\\n" "$0" "$f"; diff -u -- "$a/$f" "$b/$f"; done; exit 0'
 )
-
-
-@dataclass
-class HostEvidence:
-    """Everything read from one host; an empty part means it could not be read (see `problems`)."""
-
-    host: str
-    listing: Listing | None = None
-    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)  # release id -> manifest
-    unit: journal.UnitState | None = None
-    journal: list[str] = field(default_factory=list)
-    facts: HostFacts | None = None
-    file_stats: dict[str, tuple[int, int]] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
 
 
 def read_manifest(host: Host, spec: HostSpec, release_id: str) -> dict[str, Any] | None:
@@ -98,30 +83,6 @@ def split_diff_output(text: str) -> dict[str, tuple[int, int]]:
     return stats
 
 
-def gather(host: Host, spec: HostSpec, profile: Profile | None, releases: list[str]) -> HostEvidence:
-    """Listing, the named releases' manifests, the unit and its journal, a fresh probe: each part best effort."""
-    evidence = HostEvidence(host=spec.name)
-    try:
-        evidence.listing = read_listing(host, spec)
-    except SpecopsError as error:
-        evidence.problems.append(f"releases: {error.message}")
-    for release_id in releases:
-        manifest = read_manifest(host, spec, release_id)
-        if manifest is None:
-            evidence.problems.append(f"release {release_id}: its manifest cannot be read")
-        else:
-            evidence.manifests[release_id] = manifest
-    try:
-        evidence.unit, evidence.journal = read_unit_and_journal(host, spec)
-    except SpecopsError as error:
-        evidence.problems.append(f"unit: {error.message}")
-    try:
-        evidence.facts = probe(host, spec, profile)
-    except SpecopsError as error:
-        evidence.problems.append(f"probe: {error.message}")
-    return evidence
-
-
 def choose_releases(listing: Listing, wanted: str | None) -> tuple[ReleaseInfo | None, ReleaseInfo | None]:
     """(the release under diagnosis, the last verified one to compare it with).
 
@@ -136,3 +97,52 @@ def choose_releases(listing: Listing, wanted: str | None) -> tuple[ReleaseInfo |
     earlier = [r for r in verified if subject is None or r.id < subject.id]
     pool = earlier or verified
     return subject, (max(pool, key=lambda r: r.id) if pool else None)
+
+
+def _known(listing: Listing, wanted: str | None, name: str) -> None:
+    if wanted is not None and wanted not in {release.id for release in listing.releases}:
+        known = ", ".join(release.id for release in listing.releases[-5:]) or "none"
+        raise UsageError(f"{name}: no release {wanted!r} on the host", hint=f"newest releases: {known}")
+
+
+def _stats(
+    host: Host, spec: HostSpec, manifests: dict[str, dict[str, Any]], before: str | None, after: str | None
+) -> dict[str, tuple[int, int]]:
+    """Line counts of the files that changed from release `before` to `after` ({} when there is nothing to count)."""
+    old, new = manifests.get(before or "", {}).get("files"), manifests.get(after or "", {}).get("files")
+    if not before or not after or before == after or not isinstance(old, dict) or not isinstance(new, dict):
+        return {}
+    changed = [c.path for c in diff_files(old, new).changes if c.status == "changed"]
+    return diff_stats(host, spec, before, after, changed)
+
+
+def collect(host: Host, spec: HostSpec, release: str | None, profile: Profile | None = None) -> Material:
+    """Everything `diagnose` compares, read from one host; the probe and the journal are best effort (a broken
+    interpreter must not stop the diagnosis of a broken host)."""
+    listing = read_listing(host, spec)
+    _known(listing, release, spec.name)
+    subject, reference = choose_releases(listing, release)
+    wanted = {r for r in (subject.id if subject else None, reference.id if reference else None, listing.current) if r}
+    manifests = {r: m for r in sorted(wanted) if (m := read_manifest(host, spec, r)) is not None}
+    stats = _stats(host, spec, manifests, reference.id if reference else None, subject.id if subject else None)
+    unit, lines = read_unit_and_journal(host, spec)
+    facts = None
+    with contextlib.suppress(SpecopsError):
+        facts = probe(host, spec, profile)
+    return Material(
+        host=spec.name, current=listing.current, subject=subject.id if subject else None,
+        reference=reference.id if reference else None, subject_verified=bool(subject and subject.verified),
+        manifests=manifests, unit=unit, journal=lines, facts=facts, file_stats=stats,
+    )  # fmt: skip
+
+
+def release_material(host: Host, spec: HostSpec, release: str | None, profile: Profile | None = None) -> Material:
+    """For `diff`: the fresh probe, and the manifests of `current` and of `release` (when given)."""
+    listing = read_listing(host, spec)
+    _known(listing, release, spec.name)
+    wanted = sorted({r for r in (listing.current, release) if r})
+    manifests = {r: m for r in wanted if (m := read_manifest(host, spec, r)) is not None}
+    stats = _stats(host, spec, manifests, release, listing.current)
+    facts = probe(host, spec, profile)
+    return Material(host=spec.name, current=listing.current, subject=listing.current, reference=release,
+                    manifests=manifests, facts=facts, file_stats=stats)  # fmt: skip
