@@ -82,16 +82,27 @@ def _tied(change: Change, failure: Failure) -> bool:
     return change.group == "Python packages" and change.key.lower() in failure.text and change.key != "python"
 
 
+def _hint(case: Case) -> str:
+    return case.failure.hint.replace("HOST", case.host)
+
+
+def _rootness(change: Change) -> int:
+    """Causes before consequences: a library that vanished explains why a package's core no longer loads."""
+    if change.removed or change.added:
+        return 0
+    return 1 if change.group == "driver/CUDA" else 2
+
+
 def _environment(case: Case) -> Candidate | None:
     changes = [c for c in (case.environment.environment if case.environment else []) if c.key != "GPUs"]
     if not changes or not case.failure.present:
         return None
-    tied = [c for c in changes if _tied(c, case.failure)]
+    tied = sorted((c for c in changes if _tied(c, case.failure)), key=_rootness)
     since = f" since {case.reference} was verified" if case.reference else ""
     evidence = [f"changed on the host{since}: {c.text}" for c in (tied or changes)]
     if tied:
         evidence.append(f"the failure ({case.failure.summary}) points at it")
-    steps = [case.failure.hint] if tied and case.failure.hint else []
+    steps = [_hint(case)] if tied and case.failure.hint else []
     steps.append(f"restore what changed: {tied[0].text if tied else changes[0].text}")
     steps.append(f"see every difference: specops diff {case.host} --release {case.reference}")
     return Candidate(ENVIRONMENT, (TIED if tied else UNTIED) + len(tied), evidence, steps)
