@@ -36,18 +36,18 @@ def probe_document() -> dict[str, Any]:
             "kernel": "6.1.0-28-amd64",
             "glibc": "glibc 2.36",
             "os_release_text": 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n',
-        },  # fmt: skip
+        },
         "torch": {
             "found": True,
             "path": f"{SITE}/torch",
             "version_text": "__version__ = '2.13.0+cu130'\ncuda: Optional[str] = '13.0'\n",
-        },  # fmt: skip
+        },
         "torchcodec": {
             "found": True,
             "path": f"{SITE}/torchcodec",
             "version_text": "__version__ = '0.13.0'\n",
             "libs": {"libtorchcodec_core5.so": core, "libtorchcodec_core6.so": core6},
-        },  # fmt: skip
+        },
         "dists": {
             "count": 5,
             "sha256": "a" * 64,
@@ -58,7 +58,7 @@ def probe_document() -> dict[str, Any]:
                 "transformers": "4.57.1",
                 "accelerate": "1.10.0",
             },
-        },  # fmt: skip
+        },
         "native_ext": {"sgl_kernel": {"found": True, "version": "0.3.21", "libs": {}}},
         "nvidia": {
             "header": {"found": True, "rc": 0, "out": SMI_HEADER},
@@ -67,14 +67,14 @@ def probe_document() -> dict[str, Any]:
                 "out": "0, NVIDIA H100 80GB HBM3, 580.65.06, 9.0, 81559, 0, GPU-1\n"
                 "1, NVIDIA H100 80GB HBM3, 580.65.06, 9.0, 81559, 0, GPU-2\n",
             },
-        },  # fmt: skip
+        },
         "ffmpeg": {"libs": {name: f"/usr/lib/x86_64-linux-gnu/{name}" for name in CORE5}},
         "cuda_userspace": {"libs": {"libcudart": [f"{SITE}/nvidia/cuda_runtime/lib/libcudart.so.13"]}},
         "unit": {
             "name": "sglang.service",
             "fragment_sha256": "b" * 64,
             "show": {"found": True, "rc": 0, "out": UNIT_SHOW},
-        },  # fmt: skip
+        },
         "errors": {},
     }
 
