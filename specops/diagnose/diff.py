@@ -154,7 +154,8 @@ def diff_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintDiff:
     before, after = _scalar_map(a), _scalar_map(b)
     changes: list[Change] = []
     equal: Counter[str] = Counter()
-    for group_key in sorted(set(before) | set(after), key=lambda gk: GROUPS.index(gk[0])):
+    keys = list(dict.fromkeys([*before, *after]))  # the order _scalars yields them: torch before numpy
+    for group_key in sorted(keys, key=lambda gk: GROUPS.index(gk[0])):
         old, new = before.get(group_key), after.get(group_key)
         if old == new:
             equal[group_key[0]] += 1 if old not in ("", None) else 0
