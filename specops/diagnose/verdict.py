@@ -101,7 +101,8 @@ def _environment(case: Case) -> Candidate | None:
     since = f" since {case.reference} was verified" if case.reference else ""
     evidence = [f"changed on the host{since}: {c.text}" for c in (tied or changes)]
     if tied:
-        evidence.append(f"the failure ({case.failure.summary}) points at it")
+        named = f" ({case.failure.signature})" if case.failure.signature else ""
+        evidence.append(f"the failure{named} points at this change")
     steps = [_hint(case)] if tied and case.failure.hint else []
     steps.append(f"restore what changed: {tied[0].text if tied else changes[0].text}")
     steps.append(f"see every difference: specops diff {case.host} --release {case.reference}")
@@ -173,13 +174,21 @@ def _nothing(case: Case, others: list[Candidate]) -> Candidate | None:
     found = _resources(case)
     if not found and others:
         return None
-    evidence = found or ["no file, configuration or environment fact differs from the last verified release"]
-    steps = (
-        ["free the resource named above, then restart: the same release worked here"]
-        if found
-        else [f"read the whole journal: specops logs {case.host} --since deploy"]
-    )
-    return Candidate(NOTHING, TIED + 1 if found else UNTIED + 1, evidence, steps)
+    if found:
+        steps = [*([_hint(case)] if case.failure.hint else []), "free what is named above, then restart: the same "
+                 "release worked on this host"]  # fmt: skip
+        return Candidate(NOTHING, TIED + 1, found, steps)
+    return Candidate(NOTHING, UNTIED + 1, _unknowns(case), [f"read the whole journal: specops logs {case.host}"])
+
+
+def _unknowns(case: Case) -> list[str]:
+    """What could not be compared, said plainly: "nothing changed" is only as good as what was recorded."""
+    if case.reference is None:
+        return ["there is no verified release on this host to compare with"]
+    if case.environment is None:
+        return [f"no file or configuration differs from {case.reference}; it recorded no environment fingerprint "
+                "(or the probe failed now), so the host could not be compared"]  # fmt: skip
+    return [f"no file, configuration or environment fact differs from {case.reference}"]
 
 
 def _cleared(case: Case, kind: str) -> list[str]:

@@ -113,3 +113,11 @@ def test_a_healthy_host_has_no_failure() -> None:
                     journal=journal("engine_start_patched.txt"), facts=parse_host_facts(probe_document()))  # fmt: skip
     assert found.kind == HEALTHY
     assert found.to_json()["verdict"] == "no failure"
+
+
+def test_a_reference_without_a_fingerprint_says_the_host_could_not_be_compared() -> None:
+    old = {k: v for k, v in manifest("a", files()).items() if k != "facts"}
+    found = verdict(subject_verified=True, manifests={GOOD: old}, unit=CRASH_LOOP, journal=["it broke"],
+                    facts=parse_host_facts(probe_document()))  # fmt: skip
+    assert found.kind == NOTHING
+    assert "recorded no environment fingerprint" in found.headline
