@@ -43,6 +43,7 @@ class Candidate:
     score: int
     evidence: list[str]
     next_steps: list[str]
+    summary: str = ""  # the headline's text; the first evidence line when empty
 
 
 @dataclass(frozen=True)
@@ -98,15 +99,16 @@ def _environment(case: Case) -> Candidate | None:
     if not changes or not case.failure.present:
         return None
     tied = sorted((c for c in changes if _tied(c, case.failure)), key=_rootness)
-    since = f" since {case.reference} was verified" if case.reference else ""
-    evidence = [f"changed on the host{since}: {c.text}" for c in (tied or changes)]
+    since = f", since {case.reference} was verified" if case.reference else ""
+    evidence = [f"changed on the host: {c.text}" for c in (tied or changes)]
     if tied:
         named = f" ({case.failure.signature})" if case.failure.signature else ""
         evidence.append(f"the failure{named} points at this change")
     steps = [_hint(case)] if tied and case.failure.hint else []
     steps.append(f"restore what changed: {tied[0].text if tied else changes[0].text}")
     steps.append(f"see every difference: specops diff {case.host} --release {case.reference}")
-    return Candidate(ENVIRONMENT, (TIED if tied else UNTIED) + len(tied), evidence, steps)
+    summary = (tied or changes)[0].text + since
+    return Candidate(ENVIRONMENT, (TIED if tied else UNTIED) + len(tied), evidence, steps, summary)
 
 
 def _in_changed_files(frame: str, case: Case) -> str | None:
@@ -216,6 +218,6 @@ def decide(case: Case) -> Verdict:
     ranked = sorted([*ranked, *([nothing] if nothing else [])], key=lambda c: -c.score)
     best = ranked[0]
     steps = [step for candidate in ranked for step in candidate.next_steps]
-    headline = f"{best.kind}: {best.evidence[0]}"
+    headline = f"{best.kind}: {best.summary or best.evidence[0]}"
     evidence = [f"failure: {case.failure.summary}", *best.evidence]
     return Verdict(best.kind, headline, evidence, _cleared(case, best.kind), list(dict.fromkeys(steps)), ranked, case)
