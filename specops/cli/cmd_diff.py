@@ -25,7 +25,10 @@ def diff(
     host: Annotated[str, typer.Argument(help="Host name (the left side).")],
     other: Annotated[str | None, typer.Argument(help="A second host (the right side).")] = None,
     release: Annotated[
-        str | None, typer.Option("--release", help="Compare HOST now with what this release recorded.")
+        str | None,
+        typer.Option(
+            "--release", help="Compare HOST now with what this release recorded (`last-verified`: the newest verified)."
+        ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
@@ -41,7 +44,8 @@ def diff(
     config = app_state.load_config()
     left = config.host(host)
     if release is not None:
-        comparison = compare_release(_material(left, release), release)
+        material = _material(left, release)
+        comparison = compare_release(material, material.reference or release)
     else:
         assert other is not None
         right = config.host(other)

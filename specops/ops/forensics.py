@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from specops.commands import journal
-from specops.commands.release import Listing, ReleaseInfo, manifest_path
+from specops.commands.release import Listing, ReleaseInfo, manifest_path, newest_verified
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.diagnose.case import Material
@@ -136,9 +136,18 @@ def collect(host: Host, spec: HostSpec, release: str | None, profile: Profile | 
     )  # fmt: skip
 
 
+LAST_VERIFIED = "last-verified"  # `--release last-verified`: the newest verified release, whichever it is
+
+
 def release_material(host: Host, spec: HostSpec, release: str | None, profile: Profile | None = None) -> Material:
-    """For `diff`: the fresh probe, and the manifests of `current` and of `release` (when given)."""
+    """For `diff`: the fresh probe, and the manifests of `current` and of `release` (when given; LAST_VERIFIED
+    names the newest verified release: "what drifted since the last good deploy")."""
     listing = read_listing(host, spec)
+    if release == LAST_VERIFIED:
+        verified = newest_verified(listing.releases)
+        if verified is None:
+            raise UsageError(f"{spec.name}: no verified release on the host", hint="deploy one first")
+        release = verified.id
     _known(listing, release, spec.name)
     wanted = sorted({r for r in (listing.current, release) if r})
     manifests = {r: m for r in wanted if (m := read_manifest(host, spec, r)) is not None}

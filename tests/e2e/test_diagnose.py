@@ -66,6 +66,13 @@ def test_ffmpeg_removed_after_a_good_deploy_is_environment_drift_and_clears_the_
     assert "the code is cleared" in human.out
     assert "apt-get install ffmpeg" in human.out  # the signature's fix comes first among the next steps
 
+    drifted = scene.cli("diff", scene.host.name, "--release", "last-verified", "--json")
+    assert drifted.code == 0, drifted.out + drifted.err
+    found = json.loads(drifted.out)
+    assert found["left"] == f"{scene.host.name} (release {good['release']})"
+    assert [c["key"] for c in found["changes"]] == ["torchcodec", "FFmpeg libraries"]
+    assert "libavutil.so.57" in found["changes"][1]["removed"]
+
 
 def test_a_release_that_breaks_ddtree_is_a_code_change_naming_spec_info(scene: Scene) -> None:
     first, good = scene.deploy()
