@@ -82,6 +82,29 @@ TABLE: dict[str, Any] = {
             },
             "arguments": [{"value": "target", "many": True}],
         },
+        "diagnose": {
+            "help": "Compare the failing state with the last verified release: one verdict, "
+            "its evidence, the next steps.",
+            "options": {
+                "--release": {"value": "any", "help": "Judge this release (default: the one `current` names)."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "host", "many": False}],
+        },
+        "diff": {
+            "help": "Two hosts side by side, or a host now against a recorded release: "
+            "driver/CUDA, Python packages, native",
+            "options": {
+                "--release": {
+                    "value": "any",
+                    "help": "Compare HOST now with what this release recorded (`last-verified`: the newest verified).",
+                },
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "host", "many": False}, {"value": "any", "many": False}],
+        },
         "doctor": {
             "help": "Check hosts before a deploy: native libraries, CUDA, the SGLang build, the models, the system.",
             "options": {

@@ -16,6 +16,8 @@ from typing import Annotated
 import typer
 
 import specops.cli.cmd_audit as cmd_audit
+import specops.cli.cmd_diagnose as cmd_diagnose
+import specops.cli.cmd_diff as cmd_diff
 import specops.cli.cmd_lock as cmd_lock
 import specops.cli.cmd_smoke as cmd_smoke
 from specops import __version__
@@ -60,6 +62,8 @@ app.add_typer(cmd_config.app, name="config")
 app.add_typer(cmd_lock.app, name="lock")
 app.command("audit")(cmd_audit.audit)
 app.command("completion")(cmd_completion.completion)
+app.command("diagnose")(cmd_diagnose.diagnose)
+app.command("diff")(cmd_diff.diff)
 
 
 def _show_version(value: bool) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from specops.commands.release import Listing, ReleaseInfo, newest_complete
 from specops.deploy.plan import DeployPlan, HostPlan
 from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host, smoke_figures
+from specops.diagnose.fingerprint import fingerprint_from_facts
 from specops.doctor.model import CheckContext, CheckResult, Status
 from specops.doctor.registry import all_checks, run_checks
 from specops.engine.gates import GateResult, restart_and_gate
@@ -174,6 +175,9 @@ class _HostDeploy:
         with self.phase("preflight", "running the doctor's checks on the candidate"):
             candidate = f"{self.spec.service_dir}/releases/{release_id}"
             facts = probe(self.host, self.spec, self.profile, extra_roots={"candidate": candidate})
+            fingerprint = fingerprint_from_facts(facts, host=self.spec.name, unit_text=self.host_plan.unit_text,
+                                                 tree_hash=self.plan.staged.tree_hash, release=release_id)  # fmt: skip
+            update_manifest(self.host, self.spec, release_id, {"facts": fingerprint.to_json()})
             context = CheckContext(host=self.spec, facts=facts, profile=self.profile)
             self.outcome.preflight = run_checks(context, all_checks())
         failures = [r for r in self.outcome.preflight if r.status in (Status.FAIL, Status.ERROR)]

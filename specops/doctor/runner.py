@@ -74,6 +74,7 @@ def examine(target: DoctorTarget, checks: list[CheckSpec], deep: bool) -> HostRe
         ]
         report.seconds = time.monotonic() - started
         return report
+    remember_fingerprint(target.name, report.facts)
     # Inventory hosts are GPU hosts by definition; `--local` is one when nvidia-smi lists GPUs.
     gpu_host = target.gpu_host if target.spec is not None else bool(report.facts.nvidia.gpus)
     context = CheckContext(
@@ -100,3 +101,11 @@ def examine_all(targets: Iterable[DoctorTarget], checks: list[CheckSpec], deep: 
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(targets)))) as pool:
         futures = {target.name: pool.submit(examine, target, checks, deep) for target in targets}
         return {name: future.result() for name, future in futures.items()}
+
+
+def remember_fingerprint(name: str, facts: HostFacts) -> None:
+    """Keep what this host is made of in the local state, for `specops diff` and `diagnose` later."""
+    from specops.diagnose.fingerprint import fingerprint_from_facts
+    from specops.diagnose.store import remember
+
+    remember(name, fingerprint_from_facts(facts, host=name))

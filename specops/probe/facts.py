@@ -26,6 +26,7 @@ class PythonFacts(_Facts):
 class SystemFacts(_Facts):
     hostname: str = ""
     kernel: str = ""
+    glibc: str = ""  # "glibc 2.36"
     os_release: str = ""  # PRETTY_NAME
     systemd_version: int | None = None  # 252
     systemd_version_text: str | None = None  # "systemd 252 (252.38-1~deb12u1)"
@@ -62,6 +63,14 @@ class NativeExtFacts(_Facts):
     found: bool
     version: str | None = None
     libs: dict[str, NativeLib] = {}
+
+
+class DistFacts(_Facts):
+    """Every distribution in the interpreter's site-packages (from dist-info folder names) and one hash of the set."""
+
+    count: int = 0
+    sha256: str | None = None  # of the sorted "name==version" lines
+    versions: dict[str, str] = {}  # PEP 503 name -> version
 
 
 class GpuFacts(_Facts):
@@ -160,6 +169,9 @@ class UnitFacts(_Facts):
     sub_state: str | None = None
     environment: dict[str, str] = {}
     need_daemon_reload: bool = False
+    n_restarts: int | None = None
+    fragment_path: str | None = None
+    fragment_sha256: str | None = None  # sha256 of the unit file systemd loaded
 
 
 class ReleaseFacts(_Facts):
@@ -182,6 +194,7 @@ class HostFacts(_Facts):
     system: SystemFacts = SystemFacts()
     env: dict[str, str] = {}  # LD_LIBRARY_PATH, CUDA_HOME, PATH, CUDA_VISIBLE_DEVICES, CONDA_PREFIX
     torch: TorchFacts = TorchFacts(found=False)
+    dists: DistFacts = DistFacts()
     torchcodec: TorchcodecFacts = TorchcodecFacts(found=False)
     native_ext: dict[str, NativeExtFacts] = {}
     nvidia: NvidiaFacts = NvidiaFacts()

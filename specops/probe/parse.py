@@ -14,6 +14,7 @@ from specops.probe.facts import (
     CudaUserspaceFacts,
     DeepFacts,
     DiskFacts,
+    DistFacts,
     FfmpegFacts,
     HostFacts,
     LimitsFacts,
@@ -70,6 +71,7 @@ def parse_system(data: Raw) -> SystemFacts:
     return SystemFacts(
         hostname=data.get("hostname") or "",
         kernel=data.get("kernel") or "",
+        glibc=data.get("glibc") or "",
         os_release=parse_os_release(data.get("os_release_text")),
         systemd_version=version if data.get("systemd_booted") else None,
         systemd_version_text=version_text if data.get("systemd_booted") else None,
@@ -148,7 +150,9 @@ def parse_cuda_userspace(data: Raw) -> CudaUserspaceFacts:
 def parse_unit(data: Raw | None) -> UnitFacts | None:
     if not data:
         return None
-    return parse_unit_show(str(data.get("name")), _out(data.get("show")))
+    unit = parse_unit_show(str(data.get("name")), _out(data.get("show")))
+    sha = data.get("fragment_sha256")
+    return unit.model_copy(update={"fragment_sha256": sha if isinstance(sha, str) else None})
 
 
 def parse_host_facts(raw: Raw) -> HostFacts:
@@ -164,6 +168,7 @@ def parse_host_facts(raw: Raw) -> HostFacts:
         system=parse_system(system),
         env=dict(_section(raw, "env")),
         torch=parse_torch(_section(raw, "torch")),
+        dists=DistFacts.model_validate(_section(raw, "dists")),
         torchcodec=parse_torchcodec(_section(raw, "torchcodec")),
         native_ext=parse_native_ext(_section(raw, "native_ext")),
         nvidia=parse_nvidia(_section(raw, "nvidia")),

@@ -161,6 +161,8 @@ def parse_unit_show(name: str, text: str) -> UnitFacts:
         sub_state=props.get("SubState") or None,
         environment=environment,
         need_daemon_reload=props.get("NeedDaemonReload", "no") == "yes",
+        n_restarts=int(props["NRestarts"]) if props.get("NRestarts", "").isdigit() else None,
+        fragment_path=props.get("FragmentPath") or None,
     )
 
 

@@ -6,6 +6,7 @@ full disk, a unit that needs daemon-reload. Each is cheap to observe here, in th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -28,7 +29,7 @@ CONFIG_KEYS = (
 DFLASH_KEYS = ("target_layer_ids", "block_size", "num_target_layers", "mask_token_id")
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 TCP_LISTEN = "0A"
-UNIT_PROPERTIES = "LoadState,ActiveState,SubState,Environment,NeedDaemonReload"
+UNIT_PROPERTIES = "LoadState,ActiveState,SubState,Environment,NeedDaemonReload,FragmentPath,NRestarts"
 
 
 def gather_python() -> dict[str, Any]:
@@ -45,6 +46,7 @@ def gather_system() -> dict[str, Any]:
     return {
         "hostname": socket.gethostname(),
         "kernel": platform.release(),
+        "glibc": " ".join(platform.libc_ver()).strip(),  # "glibc 2.36"; "" where unknown (musl)
         "os_release_text": read_text("/etc/os-release", 20000) or read_text("/usr/lib/os-release", 20000),
         "systemd_booted": booted,
         "systemctl_version": run_command(["systemctl", "--version"]) if booted else None,
@@ -220,4 +222,17 @@ def gather_unit(request: dict[str, Any]) -> dict[str, Any] | None:
     unit = request.get("unit")
     if not unit or not os.path.isdir("/run/systemd/system"):
         return None
-    return {"name": unit, "show": first_found([["systemctl", "show", unit, "-p", UNIT_PROPERTIES]])}
+    show = first_found([["systemctl", "show", unit, "-p", UNIT_PROPERTIES]])
+    return {"name": unit, "show": show, "fragment_sha256": _fragment_sha256(show.get("out") or "")}
+
+
+def _fragment_sha256(show_text: str) -> str | None:
+    """sha256 of the unit file systemd loaded (FragmentPath): the unit's hash in the environment fingerprint."""
+    for line in show_text.splitlines():
+        if line.startswith("FragmentPath=") and line[len("FragmentPath=") :].strip():
+            try:
+                with open(line[len("FragmentPath=") :].strip(), "rb") as handle:
+                    return hashlib.sha256(handle.read()).hexdigest()
+            except OSError:
+                return None
+    return None

@@ -8,7 +8,7 @@ subprocess with a timeout, and reports what they printed.
 Request (built by specops/probe/run.py:build_request): python, base_dir, service, unit, listen, ports [int],
 cuda_home, models {role: abs path}, disk_paths [path], sglang_roots {label: folder holding `sglang/`},
 proc_driver_version_path, deep (bool), deep_timeout_s. Answer: {probe_version, seconds, errors {section: why},
-python, system, env, torch, torchcodec, native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models,
+python, system, env, torch, dists, torchcodec, native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models,
 ports, disks, limits, unit}; commands appear raw as {found, rc, out, err, timed_out}. --deep answers
 {probe_version, seconds, errors, torch, torchcodec}, each a command whose stdout has a `SPECOPS_DEEP {json}` line.
 """
@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from specops.remote.probe.common import PROBE_VERSION, guarded, package_dir, run_command, site_packages
+from specops.remote.probe.dists import gather_dists
 from specops.remote.probe.gpu import gather_nvidia
 from specops.remote.probe.hoststate import (
     gather_disks,
@@ -88,6 +89,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     guarded(result, "system", gather_system)
     guarded(result, "env", gather_env)
     guarded(result, "torch", gather_torch)
+    guarded(result, "dists", gather_dists)
     guarded(result, "torchcodec", gather_torchcodec)
     guarded(result, "native_ext", lambda: gather_native_ext(NATIVE_EXTENSIONS))
     guarded(result, "cuda_userspace", lambda: gather_cuda_userspace(request.get("cuda_home"), site_packages()))

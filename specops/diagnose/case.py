@@ -1,0 +1,119 @@
+"""Turn what was read from a host (releases, manifests, unit, journal, a fresh probe) into the Case the verdict
+ranks: which release is judged, which verified one it is compared with, and the three diffs.
+
+Pure: the reads happen in specops/ops/forensics.py; here only values are combined, so every verdict can be
+reproduced from recorded material.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from specops.commands.journal import UnitState
+from specops.diagnose.diff import Change, FilesDiff, FingerprintDiff, diff_files, diff_fingerprints
+from specops.diagnose.failure import Failure, from_gates, from_journal
+from specops.diagnose.fingerprint import Fingerprint, fingerprint_from_facts, read_fingerprint
+from specops.diagnose.verdict import Case
+from specops.probe.facts import HostFacts
+
+
+@dataclass(frozen=True)
+class Material:
+    """The raw material for one host's diagnosis (see specops/ops/forensics.py:HostEvidence)."""
+
+    host: str
+    current: str | None
+    subject: str | None
+    reference: str | None
+    subject_verified: bool = False
+    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unit: UnitState | None = None
+    journal: list[str] = field(default_factory=list)
+    facts: HostFacts | None = None
+    file_stats: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def now_fingerprint(material: Material) -> Fingerprint | None:
+    """The host as it is now, labelled with the release `current` names."""
+    if material.facts is None:
+        return None
+    current = material.manifests.get(material.current or "", {})
+    tree = current.get("tree_hash") if isinstance(current.get("tree_hash"), str) else None
+    return fingerprint_from_facts(material.facts, host=material.host, tree_hash=tree, release=material.current)
+
+
+def recorded(material: Material, release: str | None) -> Fingerprint | None:
+    return read_fingerprint(material.manifests.get(release or "", {}).get("facts"))
+
+
+def failure_of(material: Material) -> Failure:
+    """The journal speaks for the release that runs now; a release that is no longer current speaks through the
+    gates its deploy recorded."""
+    if material.subject is not None and material.subject != material.current:
+        return from_gates(_gates(material.manifests.get(material.subject, {})))
+    unit = material.unit or UnitState()
+    failure = from_journal(
+        material.journal,
+        unit_failed=unit.failed,
+        exit_status=unit.exec_main_status if unit.exec_main_status else None,
+        restarts=unit.n_restarts,
+    )
+    if not failure.present and not material.subject_verified and material.subject:
+        return from_gates(_gates(material.manifests.get(material.subject, {})))
+    return failure
+
+
+def _gates(manifest: dict[str, Any]) -> dict[str, Any]:
+    gates = manifest.get("gates")
+    return gates if isinstance(gates, dict) else {}
+
+
+def _files(material: Material) -> FilesDiff:
+    if not material.subject or not material.reference or material.subject == material.reference:
+        return FilesDiff()
+    before = material.manifests.get(material.reference, {}).get("files")
+    after = material.manifests.get(material.subject, {}).get("files")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return FilesDiff()
+    return diff_files(before, after).with_stats(material.file_stats)
+
+
+def _manifest_config(material: Material, environment: FingerprintDiff | None) -> list[Change]:
+    """Profile and unit differences the manifests record, plus the fingerprint's unit and flags group."""
+    changes = list(environment.group("unit and flags")) if environment else []
+    ref = material.manifests.get(material.reference or "", {})
+    sub = material.manifests.get(material.subject or "", {})
+    if ref and sub and material.subject != material.reference:
+        for key, label in (("profile", "profile"), ("unit_sha256", "unit file sha256")):
+            old, new = ref.get(key), sub.get(key)
+            if old and new and old != new and not any(c.key == label for c in changes):
+                changes.append(Change("unit and flags", label, str(old)[:12], str(new)[:12]))
+    return changes
+
+
+def environment_diff(material: Material) -> FingerprintDiff | None:
+    """The reference's recorded fingerprint against the environment the failure happened in: now, when the
+    judged release is current; else the fingerprint recorded when it was deployed (now when it has none)."""
+    before = recorded(material, material.reference)
+    if before is None:
+        return None
+    judged_now = material.subject in (None, material.current)
+    after = (
+        now_fingerprint(material) if judged_now else (recorded(material, material.subject) or now_fingerprint(material))
+    )
+    return diff_fingerprints(before, after) if after is not None else None
+
+
+def build_case(material: Material) -> Case:
+    environment = environment_diff(material)
+    return Case(
+        host=material.host,
+        failure=failure_of(material),
+        subject=material.subject,
+        reference=material.reference,
+        environment=environment,
+        files=_files(material),
+        config=_manifest_config(material, environment),
+        facts=material.facts,
+    )

@@ -1,0 +1,128 @@
+"""What went wrong, read from the journal and the release's recorded gates: the signature, the area, the frames.
+
+Why separate from the verdict: the same failure is read from two places (the journal of a crash-looping unit now,
+or the gates a failed deploy recorded in its manifest before it was rolled back), and the verdict must not care
+which.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from specops.engine.signatures import Match, match, primary_cause
+
+FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
+# words in a signature id -> what part of the host it is about (first hit wins)
+AREAS: tuple[tuple[str, str], ...] = (
+    ("torchcodec", "loading torchcodec"),
+    ("ffmpeg", "loading torchcodec"),
+    ("driver", "the NVIDIA driver"),
+    ("cudart", "the CUDA runtime libraries"),
+    ("cuda-lib", "the CUDA runtime libraries"),
+    ("oom", "memory"),
+    ("killed", "memory"),
+    ("address-in-use", "a port"),
+    ("port", "a port"),
+    ("nccl", "NCCL"),
+    ("symbol", "a native extension's ABI"),
+    ("abi", "a native extension's ABI"),
+    ("import", "importing a package"),
+    ("disk", "disk space"),
+)
+ENVIRONMENT_AREAS = frozenset(
+    {"loading torchcodec", "the NVIDIA driver", "the CUDA runtime libraries", "NCCL", "a native extension's ABI"}
+)
+RESOURCE_AREAS = frozenset({"memory", "a port", "disk space"})
+DEGENERATE = re.compile(r"degenerat|!!!!|repeated", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The failure being explained; `present` is False when nothing failed."""
+
+    present: bool
+    summary: str = ""
+    signature: str | None = None  # signature id
+    hint: str = ""
+    area: str = ""  # AREAS value, "" when unknown
+    text: str = ""  # every line that explains it, lowercased, for tying to changes
+    frames: tuple[str, ...] = ()  # file paths of traceback frames
+    degenerate: bool = False  # the smoke gate saw degenerate output
+    exit_status: int | None = None
+    restarts: int = 0
+    source: str = ""  # "journal" | "gates" | "unit"
+    details: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "present": self.present, "summary": self.summary, "signature": self.signature, "area": self.area,
+            "frames": list(self.frames), "degenerate": self.degenerate, "exit_status": self.exit_status,
+            "restarts": self.restarts, "source": self.source,
+        }  # fmt: skip
+
+
+def area_of(signature_id: str) -> str:
+    return next((area for word, area in AREAS if word in signature_id), "")
+
+
+def _frames(lines: Sequence[str]) -> tuple[str, ...]:
+    found: list[str] = []
+    for line in lines:
+        for hit in FRAME.finditer(line):
+            if hit.group("path") not in found:
+                found.append(hit.group("path"))
+    return tuple(found)
+
+
+def _from_match(cause: Match, lines: Sequence[str], source: str, **extra: Any) -> Failure:
+    text = " ".join([cause.signature.id, cause.summary, cause.line, *cause.details.values()]).lower()
+    return Failure(
+        present=True, summary=cause.summary, signature=cause.signature.id, hint=cause.signature.hint,
+        area=area_of(cause.signature.id), text=text, frames=_frames(lines), source=source,
+        details=dict(cause.details), **extra,
+    )  # fmt: skip
+
+
+def from_journal(lines: Sequence[str], *, unit_failed: bool, exit_status: int | None, restarts: int) -> Failure:
+    """The failure of the running (or crash-looping) unit, from the journal of its last start."""
+    cause = primary_cause(match(lines))
+    if cause is not None and (cause.fatal or cause.signature.kind == "error"):
+        return _from_match(cause, lines, "journal", exit_status=exit_status, restarts=restarts)
+    if unit_failed or restarts:
+        area = "memory" if exit_status in (9, 137) else ""
+        summary = f"the unit is down (exit status {exit_status}, {restarts} restart(s)) with no known signature"
+        return Failure(True, summary, area=area, frames=_frames(lines), exit_status=exit_status, restarts=restarts,
+                       source="unit", text=" ".join(lines[-20:]).lower())  # fmt: skip
+    return Failure(False)
+
+
+def from_gates(gates: dict[str, Any]) -> Failure:
+    """The failure a deploy recorded in the release's manifest (`gates`): readiness cause, or the smoke's."""
+    if not gates or gates.get("passed") is True:
+        return Failure(False)
+    readiness = gates.get("readiness") if isinstance(gates.get("readiness"), dict) else {}
+    smoke = gates.get("smoke") if isinstance(gates.get("smoke"), dict) else {}
+    tail = [str(line) for line in (readiness or {}).get("tail") or []]
+    for part in (readiness, smoke):
+        cause = (part or {}).get("cause")
+        if isinstance(cause, dict) and cause.get("id"):
+            return _gate_failure(cause, tail, smoke or {})
+    reason = str((smoke or {}).get("reason") or (readiness or {}).get("reason") or "the gates failed")
+    details = " ".join(str(g.get("detail") or "") for g in (smoke or {}).get("gates") or [] if isinstance(g, dict))
+    degenerate = bool(DEGENERATE.search(reason + " " + details))
+    return Failure(True, reason, frames=_frames(tail), degenerate=degenerate, source="gates",
+                   text=(reason + " " + details).lower())  # fmt: skip
+
+
+def _gate_failure(cause: dict[str, Any], tail: list[str], smoke: dict[str, Any]) -> Failure:
+    signature = str(cause.get("id"))
+    summary = str(cause.get("summary") or signature)
+    details = " ".join(str(g.get("detail") or "") for g in smoke.get("gates") or [] if isinstance(g, dict))
+    text = " ".join([signature, summary, str(cause.get("line") or ""), details]).lower()
+    return Failure(
+        True, summary, signature=signature, hint=str(cause.get("hint") or ""), area=area_of(signature), text=text,
+        frames=_frames(tail), degenerate=bool(DEGENERATE.search(text)), source="gates",
+    )  # fmt: skip

@@ -1,0 +1,123 @@
+"""Each verdict from recorded material: environment drift, code change, configuration change, nothing changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specops.commands.journal import UnitState
+from specops.diagnose.case import Material, build_case
+from specops.diagnose.verdict import CODE, CONFIG, ENVIRONMENT, HEALTHY, NOTHING, Verdict, decide
+from specops.probe.parse import parse_host_facts
+from tests.unit.diagnose.recorded import fingerprint, journal, probe_document, without_ffmpeg
+
+GOOD, BAD = "20261130T010000Z-aaaaaaaaaaaa", "20261130T020000Z-bbbbbbbbbbbb"
+SPEC_INFO = "sglang/srt/speculative/spec_info.py"
+SCHEDULER = "sglang/srt/managers/scheduler.py"
+CRASH_LOOP = UnitState(active_state="activating", sub_state="auto-restart", n_restarts=4, exec_main_status=1)
+RUNNING = UnitState(active_state="active", sub_state="running", main_pid=42)
+
+
+def files(spec_info: str = "1", scheduler: str = "s") -> dict[str, Any]:
+    return {SPEC_INFO: {"size": 9, "mode": 420, "sha256": spec_info},
+            SCHEDULER: {"size": 9, "mode": 420, "sha256": scheduler}}  # fmt: skip
+
+
+def manifest(tree: str, file_map: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    facts = fingerprint(tree_hash=tree * 64).to_json()
+    return {"tree_hash": tree * 64, "files": file_map, "facts": facts, "profile": "ddtree", "unit_sha256": "u1",
+            **extra}  # fmt: skip
+
+
+def verdict(**material: Any) -> Verdict:
+    defaults: dict[str, Any] = {"host": "llm-one", "current": GOOD, "subject": GOOD, "reference": GOOD}
+    return decide(build_case(Material(**{**defaults, **material})))
+
+
+def test_ffmpeg_removed_is_environment_drift_naming_the_library_and_clearing_the_release() -> None:
+    found = verdict(
+        subject_verified=True, manifests={GOOD: manifest("a", files())}, unit=CRASH_LOOP,
+        journal=journal("torchcodec_no_ffmpeg.txt"), facts=parse_host_facts(without_ffmpeg()),
+    )  # fmt: skip
+    assert found.kind == ENVIRONMENT
+    assert "libavutil.so.57" in found.headline and "removed" in found.headline
+    assert any("torchcodec cannot load FFmpeg" in line for line in found.evidence)
+    assert found.cleared == [f"the code is cleared: no file differs from {GOOD}, the release that passed its gates on "
+                             "this host"]  # fmt: skip
+    assert found.next_steps[0].startswith("install FFmpeg") or "ffmpeg" in found.next_steps[0].lower()
+
+
+def test_degenerate_smoke_after_a_change_under_speculative_is_a_code_change_and_clears_the_host() -> None:
+    gates = {"passed": False, "readiness": {"ok": True, "reason": "ready"}, "smoke": {
+        "passed": False, "reason": "smoke gate failed: output '!!!!!!!!' (want real text)",
+        "gates": [{"id": "output", "ok": False, "detail": "one character repeated"}], "cause": None}}  # fmt: skip
+    found = verdict(
+        current=GOOD, subject=BAD, subject_verified=False, unit=RUNNING, facts=parse_host_facts(probe_document()),
+        manifests={GOOD: manifest("a", files()), BAD: manifest("b", files(spec_info="2"), gates=gates)},
+        file_stats={SPEC_INFO: (1, 1)}, journal=journal("engine_start_patched.txt"),
+    )  # fmt: skip
+    assert found.kind == CODE
+    assert found.headline == f"code change: 1 file(s) differ from {GOOD}: {SPEC_INFO} +1 −1"
+    assert any("degenerate smoke output after a change under speculative/" in line for line in found.evidence)
+    assert found.cleared and found.cleared[0].startswith("the environment is cleared: nothing in the host's")
+    assert f"releases/{GOOD}/{SPEC_INFO}" in found.next_steps[0]
+
+
+def test_a_traceback_in_a_changed_file_points_at_the_code() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "/opt/specops/sglang/releases/{BAD}/{SCHEDULER}", line 120, in event_loop',
+        "ZeroDivisionError: division by zero",
+    ]
+    found = verdict(
+        current=BAD, subject=BAD, manifests={GOOD: manifest("a", files()), BAD: manifest("b", files(scheduler="t"))},
+        unit=CRASH_LOOP, journal=lines, facts=parse_host_facts(probe_document()),
+    )  # fmt: skip
+    assert found.kind == CODE
+    assert any(f"frames are in changed files: {SCHEDULER}" in line for line in found.evidence)
+
+
+def test_a_torchcodec_failure_with_unrelated_code_changes_is_still_the_environment() -> None:
+    found = verdict(
+        current=BAD, subject=BAD, manifests={GOOD: manifest("a", files()), BAD: manifest("b", files(scheduler="t"))},
+        unit=CRASH_LOOP, journal=journal("torchcodec_no_ffmpeg.txt"), facts=parse_host_facts(without_ffmpeg()),
+    )  # fmt: skip
+    assert found.kind == ENVIRONMENT
+    assert found.cleared == ["the code is cleared: the failure is in loading torchcodec, which no file of this "
+                             "release's change touches (1 file(s) changed)"]  # fmt: skip
+    assert [c.kind for c in found.ranking] == [ENVIRONMENT, CODE]
+
+
+def test_a_new_unit_and_profile_with_the_same_files_is_a_configuration_change() -> None:
+    found = verdict(
+        current=BAD, subject=BAD, unit=CRASH_LOOP, journal=["something went wrong"],
+        manifests={GOOD: manifest("a", files()), BAD: manifest("a", files(), profile="dflash", unit_sha256="u2")},
+        facts=parse_host_facts(probe_document()),
+    )  # fmt: skip
+    assert found.kind == CONFIG
+    assert "profile ddtree → dflash" in found.headline
+
+
+def test_out_of_memory_with_nothing_changed() -> None:
+    found = verdict(
+        subject_verified=True, manifests={GOOD: manifest("a", files())}, unit=CRASH_LOOP,
+        journal=["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"],
+        facts=parse_host_facts(probe_document()),
+    )  # fmt: skip
+    assert found.kind == NOTHING
+    assert "memory" in found.headline
+    assert found.cleared[0].startswith("the code is cleared")
+
+
+def test_a_healthy_host_has_no_failure() -> None:
+    found = verdict(subject_verified=True, manifests={GOOD: manifest("a", files())}, unit=RUNNING,
+                    journal=journal("engine_start_patched.txt"), facts=parse_host_facts(probe_document()))  # fmt: skip
+    assert found.kind == HEALTHY
+    assert found.to_json()["verdict"] == "no failure"
+
+
+def test_a_reference_without_a_fingerprint_says_the_host_could_not_be_compared() -> None:
+    old = {k: v for k, v in manifest("a", files()).items() if k != "facts"}
+    found = verdict(subject_verified=True, manifests={GOOD: old}, unit=CRASH_LOOP, journal=["it broke"],
+                    facts=parse_host_facts(probe_document()))  # fmt: skip
+    assert found.kind == NOTHING
+    assert "recorded no environment fingerprint" in found.headline
