@@ -41,24 +41,24 @@ def deploy(
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
-    from specops.deploy.execute import DeployOptions, deploy_host
+    from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
-    from specops.deploy.plan import make_plan
+    from specops.deploy.plan import DeployOptions, make_plan
 
     app_state = state(ctx)
     as_json = app_state.json or json_output
     config = app_state.load_config()
     with tempfile.TemporaryDirectory(prefix="specops-stage-") as workdir:
         plan = make_plan(config, names, profile, build, list(patch or []), Path(workdir))
-        if dry_run:
-            from specops.cli.dry_run import show_plan
-
-            show_plan(plan, ssh_opener, as_json)
-            return
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
                                 cancel=cancel)  # fmt: skip
+        if dry_run:
+            from specops.cli.dry_run import show_plan
+
+            show_plan(plan, ssh_opener, options, as_json)
+            return
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
         with _reporter(as_json, app_state.verbose) as reporter:
 
