@@ -62,6 +62,7 @@ class DeployScene:
     unit: str | None = None  # the installed unit's text
     ready: list[bool] = field(default_factory=lambda: [True])  # each readiness wait in turn: ready or exited
     checks: Status = Status.PASS
+    rollback_reply: dict[str, Any] | None = None  # the host-side rollback's answer (default: back to `current`)
     on_command: dict[str, Callable[[], Answer | None]] = field(default_factory=dict)  # a hook per step command
     server: CannedServer = field(default_factory=CannedServer)
 
@@ -113,8 +114,8 @@ class DeployScene:
         host.script(self._hooked("switch", [*script, "switch"]), reply(json.dumps({"ok": True, "previous": None})))
         host.script([*script, "prune"], reply(json.dumps({"ok": True, "removed": []})))
         host.script([*script, "list"], reply(json.dumps(listing)))
-        target = self.current or "none"
-        host.script([*script, "rollback"], reply(json.dumps({"ok": True, "previous": "new", "current": target})))
+        back = self.rollback_reply or {"ok": True, "previous": "new", "current": self.current or "none"}
+        host.script([*script, "rollback"], reply(json.dumps(back), exit_code=0 if back["ok"] else 3))
 
     def _script_gates(self, host: RecordingHost) -> None:
         host.script(journal.cursor_argv(), reply("-- cursor: s=1;i=1\n"))
