@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from specops.doctor.model import Status
 from tests.unit.deploy.scene import HOST, DeployScene, release, use_scene
 from tests.unit.deploy.world import FAIL_BRANCH, OLD_TREE, World
@@ -145,3 +147,29 @@ def test_ctrl_c_during_the_switch_leaves_the_guard_armed_and_releases_the_lock(w
     run.assert_followed(upto="switch", then=("unlock",))
     stops = [argv for argv in run.host.commands if argv[:2] == ("systemctl", "stop")]
     assert len(stops) == 1  # the one before arming; no disarm: the guard rolls back once the lock is gone
+
+
+def test_a_cancelled_fleet_stops_each_host_at_its_next_step(world: World) -> None:
+    """Ctrl-C while hosts deploy in worker threads sets the fleet's cancel event: each stops before its next
+    step, releasing its lock."""
+    import threading
+
+    from specops.build.stage import stage_build
+    from specops.config.loader import load_config
+    from specops.deploy.execute import deploy_host
+    from specops.deploy.plan import DeployOptions, DeployPlan, plan_host
+    from specops.events import Recorder
+
+    cancel = threading.Event()
+    scene = serving(world)
+    scene.on_command["probe"] = cancel.set
+    host = scene.host()
+    use_scene(world.monkeypatch, scene, [host], [True])
+    config = load_config(world.folder / "specops.toml", world.folder)
+    host_plan = plan_host(config, HOST, None)
+    plan = DeployPlan(stage_build(world.build, [], world.folder / "stage2"), [host_plan])
+    with pytest.raises(KeyboardInterrupt):
+        deploy_host(plan, host_plan, DeployOptions(cancel=cancel), Recorder(), lambda: host,
+                    lambda name: host_plan.target.profile)  # fmt: skip
+    assert host.commands[-1][4] == "release"  # the lock, released last
+    assert not [call for call in host.calls if call.kind == "put"]  # stopped before the unit step
