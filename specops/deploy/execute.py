@@ -21,7 +21,7 @@ from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
 from specops.deploy.rollback import ProfileFor, rollback_host, smoke_figures
-from specops.deploy.steps import Condition, Step
+from specops.deploy.steps import Action, Condition, Step
 from specops.doctor.model import CheckContext, Status
 from specops.doctor.registry import all_checks, run_checks
 from specops.engine.gates import GateResult, restart_and_gate
@@ -105,23 +105,15 @@ class _HostDeploy:
             self.steps = plan_steps(self.plan.staged, self.host_plan, self.state, self.options, token)
             self.outcome.previous = self.outcome.release = self.state.listing.current
             self.outcome.attempted = self.steps.release
-            if not self._changes():
+            if self.steps.action is Action.UNCHANGED:
+                self.outcome.outcome, self.outcome.cause = Outcome.UNCHANGED, self.steps.reason
                 return
-            self._run_step(self._step("push"), lambda: self._push(session))
+            push = self.steps.step("push")
+            assert push is not None, "a deploy's plan pushes (or reuses) a release first"
+            self._run_step(push, lambda: self._push(session))  # on the conversation the listing came from
         for step in self.steps.steps:
             if step.name not in (*OUTSIDE_STEPS, "push") and self._applies(step):
                 self._run_step(step, self._handler(step.name))
-
-    def _changes(self) -> bool:
-        if self.steps.step("push") is not None:
-            return True
-        self.outcome.outcome, self.outcome.cause = Outcome.UNCHANGED, self.steps.reason
-        return False
-
-    def _step(self, name: str) -> Step:
-        step = self.steps.step(name)
-        assert step is not None, f"the plan has no {name} step"
-        return step
 
     def _applies(self, step: Step) -> bool:
         passed = self.gates is not None and self.gates.passed

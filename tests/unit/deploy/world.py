@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from specops.build.stage import stage_build
+from specops.build.stage import StagedBuild, stage_build
 from specops.config.loader import load_config
 from specops.deploy.plan import plan_host
 from specops.host.recording import RecordingHost
@@ -18,6 +18,7 @@ from tests.unit.deploy.plan_match import explain, follows, planned, recorded
 from tests.unit.deploy.scene import CONFIG, HOST, DeployScene, use_scene, write_build
 
 OLD_TREE = "0" * 64
+NOW = "20261130T120000Z"
 PASS_BRANCH = ("always", "checks-pass", "gates-pass")
 FAIL_BRANCH = ("always", "checks-pass", "gates-fail")
 
@@ -57,6 +58,8 @@ class World:
         return run_cli(self.capsys, "--config", str(self.folder / "specops.toml"), *args)
 
     def run(self, scene: DeployScene, *options: str, smokes: tuple[bool, ...] = (True,)) -> Run:
+        """The dry run, then the deploy; a new release gets the same id in both (the clock is pinned)."""
+        self.monkeypatch.setattr(StagedBuild, "release_id", lambda staged, now=None: f"{NOW}-{staged.tree_hash[:12]}")
         hosts = [scene.host()]
         use_scene(self.monkeypatch, scene, hosts, list(smokes))
         dry = self.cli("deploy", HOST, "--build", str(self.build), "--dry-run", "--json", *options)
@@ -67,8 +70,6 @@ class World:
         result = self.cli("deploy", HOST, "--build", str(self.build), "--json", *options)
         outcome = json.loads(result.out)["hosts"][HOST] if result.out.startswith("{") else {}
         plan = json.loads(dry.out)["hosts"][0]
-        if outcome.get("attempted") and plan["release"] != outcome["attempted"]:  # the clock ticked in between
-            plan = json.loads(json.dumps(plan).replace(plan["release"], outcome["attempted"]))
         return Run(plan, dry, result, outcome, hosts[0], hosts[1])
 
 
