@@ -110,14 +110,6 @@ class HostSteps:
     def step(self, name: str) -> Step | None:
         return next((step for step in self.steps if step.name == name), None)
 
-    def path(self, checks_pass: bool = True, gates_pass: bool = True) -> list[Step]:
-        """The steps a deploy takes when preflight and the gates end as given (a test compares these with what
-        a deploy ran)."""
-        taken = {Condition.ALWAYS}
-        if checks_pass:
-            taken |= {Condition.CHECKS_PASS, Condition.GATES_PASS if gates_pass else Condition.GATES_FAIL}
-        return [step for step in self.steps if step.when in taken]
-
     def to_json(self) -> dict[str, Any]:
         push = (
             None
