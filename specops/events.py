@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 DONE_PHASE = "done"  # the last event of a host's deploy: its outcome; the live view drops the host's row
+Level = Literal["info", "progress", "warn", "error"]  # progress: journal lines and byte counts (shown with -v)
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Event:
     host: str
     phase: str
     message: str
-    level: str = "info"  # info | progress | warn | error
+    level: Level = "info"
     data: dict[str, Any] = field(default_factory=dict)
     at: float = field(default_factory=time.time)
 

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from specops.cli.cmd_deploy import _profile_for, _reporter
+from specops.cli.cmd_deploy import deploy_reporter, profile_resolver
 from specops.cli.options import HostArg, JsonOpt, LockWaitOpt
 from specops.cli.output import print_json
 from specops.cli.state import state
-from specops.errors import ExitCode
+from specops.errors import ExitCode, UsageError
 
 
 def rollback(
@@ -28,11 +28,25 @@ def rollback(
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
     spec = config.host(host)
-    with _reporter(as_json, app_state.verbose) as reporter, app_state.connect(spec) as connection:
-        result = manual_rollback(connection, spec, _profile_for(config, host, None), to, reporter,
+    if to is not None:
+        _check_release_id(to)  # before connecting or locking anything
+    with deploy_reporter(as_json, app_state.verbose) as reporter, app_state.connect(spec) as connection:
+        result = manual_rollback(connection, spec, profile_resolver(config, host, None), to, reporter,
                                  lock_wait_s=lock_wait)  # fmt: skip
     if as_json:
         print_json(result.to_json())
     else:
         typer.echo(result.summary)
     raise typer.Exit(int(ExitCode.OK if result.ok else ExitCode.CHECKS_FAILED))
+
+
+def _check_release_id(release_id: str) -> None:
+    from specops.commands.release import check_release_id
+
+    try:
+        check_release_id(release_id)
+    except ValueError:
+        raise UsageError(
+            f"--to {release_id!r} is not a release id",
+            hint="release ids look like 20261130T021407Z-3f9c2a1b7d4e; `specops releases HOST` lists them",
+        ) from None

@@ -1,7 +1,8 @@
-"""`specops deploy --dry-run`: what a deploy would do on each host, read-only.
+"""`specops deploy --dry-run`: the plan a deploy would execute on each host, printed; nothing is changed.
 
-It connects (to read the releases and the installed unit) but takes no lock and writes nothing: the plan
-lists the release, what the push would send, the unit diff, and the steps in order with their reasons.
+It connects to read the host's releases and installed unit (no lock, no writes), then prints the plan that
+`specops deploy` itself makes and executes (specops/deploy/plan.py): each step with the host commands it runs,
+both branches after the gates, and the unit diff. `--json` prints the same plan as a document.
 """
 
 from __future__ import annotations
@@ -14,56 +15,71 @@ from specops.cli.output import print_json, print_raw
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
-    from specops.deploy.plan import DeployPlan, HostPlan
+    from specops.deploy.plan import DeployOptions, DeployPlan
+    from specops.deploy.steps import HostCommand, HostSteps, Step
     from specops.host.base import Host
 
 Opener = Callable[["HostSpec"], Callable[[], AbstractContextManager["Host"]]]
+BRANCH = {"gates-pass": " (if the gates pass)", "gates-fail": " (if the gates fail)"}
 
 
-def host_plan_view(plan: DeployPlan, host_plan: HostPlan, host: Host) -> dict[str, Any]:
-    from specops.commands.release import files_to_send, newest_complete
-    from specops.deploy.plan import unit_diff
-    from specops.ops.release import base_files, identical_release, read_listing
-    from specops.ops.unit import read_unit
+def show_plan(plan: DeployPlan, opener: Opener, options: DeployOptions, as_json: bool) -> None:
+    from specops.deploy.host_state import preview
 
-    spec = host_plan.target.host
-    listing = read_listing(host, spec)
-    same = identical_release(plan.staged, listing.releases)
-    base = newest_complete(listing.releases)
-    files = base_files(host, spec, base) if base is not None and same is None else None
-    send = 0 if same is not None else len(files_to_send(plan.staged.files, files)) - 1
-    diff = unit_diff(read_unit(host, spec), host_plan.unit_text, spec.unit_name)
-    release = same.id if same is not None else plan.staged.release_id()
-    steps = [
-        f"lock {spec.name} (/run/specops/lock), heartbeat while deploying",
-        f"push {release}: send {send} of {len(plan.staged.files)} files"
-        + (f", hard-link the rest from {base.id}" if files and base else "")
-        + (" (already on the host: nothing to send)" if same is not None else ""),
-        "preflight: the doctor's checks on the candidate; a FAIL stops here (--force overrides)",
-        f"write {spec.env_file} (0600) and {spec.unit_name}" + (" (unchanged)" if not diff else " (changed)"),
-        "arm the host-side rollback guard (rolls back if this deploy dies)",
-        f"switch {spec.current_dir} -> releases/{release}, restart {spec.unit_name}",
-        f"readiness (deadline {host_plan.target.profile.readiness.timeout_s} s, extended by load progress), "
-        "then the smoke gate",
-        "verified: record the gates, prune old releases; failed: roll back to the last verified release",
-    ]
-    return {"host": spec.name, "profile": host_plan.target.profile.name, "current": listing.current,
-            "release": release, "tree_hash": plan.staged.tree_hash, "files_to_send": send,
-            "unit_diff": "".join(diff), "steps": steps}  # fmt: skip
-
-
-def show_plan(plan: DeployPlan, opener: Opener, as_json: bool) -> None:
-    views = []
+    previews: list[HostSteps] = []
     for host_plan in plan.hosts:
         with opener(host_plan.target.host)() as host:
-            views.append(host_plan_view(plan, host_plan, host))
+            previews.append(preview(host, plan.staged, host_plan, options))
     if as_json:
-        print_json({"dry_run": True, "hosts": views})
+        print_json({"dry_run": True, "hosts": [_json(steps, plan) for steps in previews]})
         return
-    for view in views:
-        print_raw(f"{view['host']}: would deploy {view['release']} (profile {view['profile']}), "
-                  f"current {view['current'] or 'none'}\n")  # fmt: skip
-        for number, step in enumerate(view["steps"], start=1):
-            print_raw(f"  {number}. {step}\n")
-        print_raw(view["unit_diff"] or "  unit: unchanged\n")
+    for steps in previews:
+        print_raw("".join(_text(steps)))
     print_raw("dry run: nothing was changed\n")
+
+
+def _json(steps: HostSteps, plan: DeployPlan) -> dict[str, Any]:
+    files = steps.push.send_files if steps.push else 0
+    return {**steps.to_json(), "tree_hash": plan.staged.tree_hash, "files_to_send": files}
+
+
+def _text(steps: HostSteps) -> list[str]:
+    current = steps.current or "none"
+    if steps.action == "unchanged":
+        lines = [f"{steps.host}: unchanged: {steps.reason}\n"]
+    else:
+        lines = [f"{steps.host}: would deploy {steps.release} (profile {steps.profile}), current {current}: "
+                 f"{steps.reason}\n", f"  {_rollback_line(steps)}\n"]  # fmt: skip
+    for number, step in enumerate(steps.steps, start=1):
+        lines += _step_lines(number, step)
+    if steps.action != "unchanged":
+        lines.append(steps.unit_diff or "  unit: unchanged\n")
+    return lines
+
+
+def _rollback_line(steps: HostSteps) -> str:
+    if steps.guard:
+        return f"if the gates fail: roll back to {steps.rollback_to} (the guard covers the host meanwhile)"
+    if steps.rollback_to:
+        return f"if the gates fail: leave the release running (--no-rollback; {steps.rollback_to} stays on the host)"
+    return "if the gates fail: leave the release running (no verified release to roll back to: no guard)"
+
+
+def _step_lines(number: int, step: Step) -> list[str]:
+    lines = [f"  {number}. {step.name}{BRANCH.get(str(step.when), '')}: {step.summary}\n"]
+    for command in step.commands:
+        lines += _command_lines(command)
+    return lines
+
+
+def _command_lines(command: HostCommand) -> list[str]:
+    lines = [f"       $ {command.shown}\n"]
+    if command.kind == "put":
+        lines.append(f"         writes {command.path} (mode {command.mode or 0:04o}): {command.stdin}\n")
+    elif command.stdin:
+        lines.append(f"         stdin: {command.stdin}\n")
+    detail = [str(command.times)] if command.times != "once" else []
+    detail += [command.note] if command.note else []
+    if detail:
+        lines.append(f"         ({': '.join(detail)})\n")
+    return lines

@@ -17,5 +17,5 @@ TargetsArg = Annotated[
 ]
 AllOpt = Annotated[bool, typer.Option("--all", help="Every host in the inventory.")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="Profile (default: the host's).")]
-LockWaitOpt = Annotated[float, typer.Option("--lock-wait", help="Seconds to wait for a held lock.")]
+LockWaitOpt = Annotated[float, typer.Option("--lock-wait", min=0, max=86400, help="Seconds to wait for a held lock.")]
 LinesOpt = Annotated[int, typer.Option("-n", "--lines", min=1, help="How many of the latest lines or entries.")]

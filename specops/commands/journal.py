@@ -17,6 +17,7 @@ from dataclasses import dataclass
 SHOW_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "ExecMainStatus", "ExecMainPID", "MainPID")
 CURSOR_PREFIX = "-- cursor: "
 POLL_MARKER = "--specops-journal-follows--"
+CURSOR_PLACEHOLDER = "<cursor>"  # the cursor read right before a restart, in a command shown before it runs
 
 
 def show_argv(unit: str) -> list[str]:
@@ -53,7 +54,7 @@ def poll_argv(unit: str, position: str | None) -> list[str]:
 
 def is_cursor(position: str) -> bool:
     """Cursors look like `s=<hex>;i=<hex>;b=...`; anything else is treated as a time."""
-    return position.startswith("s=") and ";" in position
+    return position == CURSOR_PLACEHOLDER or (position.startswith("s=") and ";" in position)
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,8 @@ def invocation_journal_argv(unit: str, lines: int = 5000) -> list[str]:
         'journalctl --no-pager -o cat -n "$2" "_SYSTEMD_INVOCATION_ID=$id"'
     )
     return ["sh", "-c", script, "specops-journal", unit, str(lines)]
+
+
+def clock_argv() -> list[str]:
+    """The host's clock as epoch seconds: the journal position when the journal has no entry yet."""
+    return ["date", "+%s"]

@@ -43,3 +43,24 @@ def parse_show(text: str) -> dict[str, str]:
 def needs_daemon_reload(old_unit: str | None, new_unit: str, need_daemon_reload: str) -> bool:
     """Reload exactly when the file changes or systemd already knows its copy is stale."""
     return old_unit != new_unit or need_daemon_reload.strip().lower() == "yes"
+
+
+def read_unit_argv(unit_name: str) -> list[str]:
+    """The installed unit's text (exits non-zero when none is installed: that is an answer, not a failure)."""
+    return ["cat", unit_path(unit_name)]
+
+
+def mkdir_argv(path: str) -> list[str]:
+    return ["mkdir", "-p", path]
+
+
+def remove_argv(path: str) -> list[str]:
+    return ["rm", "-f", path]
+
+
+def daemon_reload_argv() -> list[str]:
+    return ["systemctl", "daemon-reload"]
+
+
+def restart_argv(unit_name: str) -> list[str]:
+    return ["systemctl", "restart", unit_name]

@@ -12,14 +12,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from specops.deploy.execute import HostOutcome
+from specops.deploy.execute import LockLost
+from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.plan import HostPlan
 from specops.errors import ConnectError, ExitCode, LockHeld, SpecopsError
 
 # the exit code of a fleet: the most severe host code, in this order
 SEVERITY = [ExitCode.INTERNAL, ExitCode.REMOTE_FAILED, ExitCode.UNREACHABLE, ExitCode.LOCK_HELD,
             ExitCode.CHECKS_FAILED, ExitCode.OK]  # fmt: skip
-OK_OUTCOMES = ("deployed", "unchanged")
 
 HostRunner = Callable[[HostPlan], HostOutcome]
 
@@ -37,11 +37,13 @@ def guarded(run: HostRunner, host_plan: HostPlan) -> HostOutcome:
     try:
         return run(host_plan)
     except ConnectError as error:
-        return HostOutcome(name, "unreachable", ExitCode.UNREACHABLE, cause=error.message, hint=error.hint)
+        return HostOutcome(name, Outcome.UNREACHABLE, ExitCode.UNREACHABLE, cause=error.message, hint=error.hint)
     except LockHeld as error:
-        return HostOutcome(name, "locked", ExitCode.LOCK_HELD, cause=error.message, hint=error.hint)
+        return HostOutcome(name, Outcome.LOCKED, ExitCode.LOCK_HELD, cause=error.message, hint=error.hint)
+    except LockLost as error:
+        return HostOutcome(name, Outcome.LOCK_LOST, error.exit_code, cause=error.message, hint=error.hint)
     except SpecopsError as error:
-        return HostOutcome(name, "error", error.exit_code, cause=error.message, hint=error.hint)
+        return HostOutcome(name, Outcome.ERROR, error.exit_code, cause=error.message, hint=error.hint)
 
 
 def run_fleet(
@@ -56,7 +58,7 @@ def run_fleet(
     canaries, rest = hosts[: options.canary], hosts[options.canary :]
     for host_plan in canaries:
         results[host_plan.name] = guarded(run, host_plan)
-    if any(r.outcome not in OK_OUTCOMES for r in results.values()):
+    if any(not r.ok for r in results.values()):
         return _skip(results, rest, "the canary failed")
     for start in range(0, len(rest), max(1, options.parallel)):
         batch = rest[start : start + max(1, options.parallel)]
@@ -81,13 +83,13 @@ def _run_batch(batch: list[HostPlan], run: HostRunner, cancel: threading.Event |
 
 
 def _over_budget(results: dict[str, HostOutcome], total: int, max_fail_percent: float) -> bool:
-    failed = sum(1 for r in results.values() if r.outcome not in OK_OUTCOMES)
+    failed = sum(1 for r in results.values() if not r.ok)
     return failed > 0 and 100.0 * failed / total > max_fail_percent
 
 
 def _skip(results: dict[str, HostOutcome], hosts: list[HostPlan], why: str) -> dict[str, HostOutcome]:
     for host_plan in hosts:
-        results[host_plan.name] = HostOutcome(host_plan.name, "skipped", ExitCode.CHECKS_FAILED, cause=why)
+        results[host_plan.name] = HostOutcome(host_plan.name, Outcome.SKIPPED, ExitCode.CHECKS_FAILED, cause=why)
     return results
 
 

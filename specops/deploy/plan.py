@@ -1,21 +1,32 @@
-"""Planning a deploy: everything that can go wrong before any host is touched, and the --dry-run view.
+"""Planning a deploy: everything that can go wrong before any host is touched, then each host's steps.
 
-Config, secrets, the build and its patches are resolved here, locally. An error at this stage (a bad
-patch, a missing secret, a broken profile rule) stops the deploy with nothing changed anywhere.
+Config, secrets, the build and its patches are resolved here, locally (`make_plan`). An error at this stage
+(a bad patch, a missing secret, a broken profile rule) stops the deploy with nothing changed anywhere.
+
+Then, per host, `plan_steps` decides from what the host said (its releases, its installed unit) and the
+options what the deploy will do, step by step with the host commands (specops/deploy/steps.py). It is pure:
+`specops deploy` executes its result (specops/deploy/execute.py), `--dry-run` prints it.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specops.build.stage import StagedBuild, stage_build
+from specops.commands.release import Listing, ReleaseInfo, files_to_send, newest_complete, newest_verified
 from specops.commands.systemd import render_env_file, render_unit
 from specops.commands.units import sha256_text
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
+from specops.deploy import step_commands as cmds
+from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
+from specops.ops.lock import lock_root
+from specops.ops.release import identical_release
 
 
 @dataclass(frozen=True)
@@ -67,3 +78,148 @@ def unit_diff(old: str | None, new: str, unit_name: str) -> list[str]:
             before, new.splitlines(keepends=True), fromfile=f"installed {unit_name}", tofile=f"new {unit_name}"
         )
     )
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    force: bool = False
+    no_rollback: bool = False
+    lock_wait_s: float = 0.0
+    command: str | None = None
+    cancel: threading.Event | None = None  # set on Ctrl-C when hosts run in worker threads
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What the host said before anything changed (read under the lock by a deploy, without it by a dry run)."""
+
+    listing: Listing
+    unit_text: str | None  # the installed unit (None: none)
+    new_release_id: str  # the id a push would create, chosen locally
+    base_files: dict[str, Any] | None = None  # the push's delta base's files map (None: everything is sent)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which release a deploy puts in front of users, from what, and what it can roll back to."""
+
+    action: Action
+    reason: str
+    release_id: str
+    reuse: ReleaseInfo | None  # a complete release with the staged tree, used instead of a push
+    base: ReleaseInfo | None  # the push's delta base
+    rollback_to: ReleaseInfo | None
+    unit_changed: bool
+
+
+def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text: str | None, new_id: str) -> Choice:
+    """Unchanged when the staged tree serves, verified, with this unit. Otherwise a release with the same tree is
+    reused, except the rollback target itself: its recorded unit is what a rollback restores, so a new unit
+    gets a new release (every file hard-linked from it). The rollback target is `current` when verified, else
+    the newest verified release."""
+    same = identical_release(staged, listing.releases)
+    unit_changed = unit_text != host_plan.unit_text
+    current = next((r for r in listing.releases if r.id == listing.current), None)
+    if same is not None and current is same and same.verified and not unit_changed:
+        reason = f"release {same.id} with this exact content is already serving (verified), with this unit"
+        return Choice(Action.UNCHANGED, reason, same.id, same, None, None, unit_changed)
+    rollback_to = current if current is not None and current.rollback_target else None
+    reuse = same if same is not None and same is not rollback_to else None
+    rollback_to = rollback_to or newest_verified(listing.releases, exclude=reuse.id if reuse else None)
+    base = None if reuse is not None else same or newest_complete(listing.releases)
+    if reuse is not None:
+        reason = f"release {reuse.id} on the host has this exact content: no push"
+    elif same is not None:
+        reason = f"the unit changed: a new release, every file hard-linked from {same.id}"
+    else:
+        reason = "a new release"
+    release_id = reuse.id if reuse is not None else new_id
+    return Choice(Action.DEPLOY, reason, release_id, reuse, base, rollback_to, unit_changed)
+
+
+def plan_steps(
+    staged: StagedBuild, host_plan: HostPlan, state: HostState, options: DeployOptions, token: str
+) -> HostSteps:
+    """The steps of this host's deploy, both branches (gates pass / fail) included; `token` is the lock's."""
+    spec = host_plan.target.host
+    choice = choose(staged, host_plan, state.listing, state.unit_text, state.new_release_id)
+    lock = Step("lock", f"take the lock ({lock_root()}), heartbeat while deploying",
+                tuple(cmds.lock_commands(token, options.lock_wait_s)), phase="lock")  # fmt: skip
+    read = Step("read", "read the host's releases and installed unit", tuple(cmds.read_commands(spec)))
+    unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+    record = Step("record", f"append the outcome to {spec.service_dir}/audit.jsonl and the local audit log",
+                  tuple(cmds.record_commands(spec)))  # fmt: skip
+    push = _push_plan(staged, choice, state)
+    guard = choice.rollback_to is not None and not options.no_rollback
+    middle = [] if choice.action is Action.UNCHANGED else _deploy_steps(host_plan, choice, push, guard, options)
+    diff = "".join(unit_diff(state.unit_text, host_plan.unit_text, spec.unit_name))
+    return HostSteps(
+        host=spec.name, profile=host_plan.target.profile.name, action=choice.action, reason=choice.reason,
+        current=state.listing.current, release=choice.release_id,
+        rollback_to=choice.rollback_to.id if choice.rollback_to else None, guard=guard, push=push,
+        unit_changed=choice.unit_changed, unit_diff=diff,
+        steps=(lock, read, *middle, unlock, record),
+    )  # fmt: skip
+
+
+def _push_plan(staged: StagedBuild, choice: Choice, state: HostState) -> PushPlan | None:
+    if choice.action is Action.UNCHANGED or choice.reuse is not None:
+        return None
+    base_files = state.base_files if choice.base is not None else None
+    sent = len(files_to_send(staged.files, base_files)) - 1  # the manifest is always sent, not counted
+    return PushPlan(sent, len(staged.files), choice.base.id if choice.base and base_files is not None else None)
+
+
+def _deploy_steps(
+    host_plan: HostPlan, choice: Choice, push: PushPlan | None, guard: bool, options: DeployOptions
+) -> list[Step]:
+    spec, profile, release_id = host_plan.target.host, host_plan.target.profile, choice.release_id
+    ok, passed, failed = Condition.CHECKS_PASS, Condition.GATES_PASS, Condition.GATES_FAIL
+    steps = [Step("push", _push_summary(release_id, push, choice), phase="push")]
+    candidate = f"{spec.service_dir}/releases/{release_id}"
+    checks = "; --force: deploy anyway" if options.force else "; a FAIL stops the deploy here"
+    steps.append(Step("preflight", f"the doctor's checks on the candidate{checks}",
+                      tuple(cmds.preflight_commands(spec, candidate)), phase="preflight"))  # fmt: skip
+    unit = f"write {spec.env_file} (0600)" + (f" and {spec.unit_name} (changed)" if choice.unit_changed
+                                              else f"; {spec.unit_name} unchanged")  # fmt: skip
+    env_lines = len(host_plan.env_text.splitlines())
+    steps.append(Step("unit", unit, tuple(cmds.unit_commands(spec, release_id, choice.unit_changed, env_lines)), ok,
+                      phase="unit"))  # fmt: skip
+    if guard:
+        steps.append(Step("guard", "arm the host-side rollback guard (rolls back if this deploy dies)",
+                          tuple(cmds.guard_commands(spec)), ok))  # fmt: skip
+    steps.append(Step("switch", f"point current at {release_id}", tuple(cmds.switch_commands(spec, release_id)),
+                      ok, phase="switch"))  # fmt: skip
+    gates = f"restart {spec.unit_name}, readiness (deadline {profile.readiness.timeout_s} s, extended while loading)"
+    steps.append(Step("gates", gates + ", then the smoke gate", tuple(cmds.gates_commands(spec)), ok, phase="gates"))
+    protect = {release_id} | ({choice.rollback_to.id} if choice.rollback_to else set())
+    steps.append(Step("verified", f"record the gates in {release_id}'s manifest, prune old releases",
+                      tuple(cmds.verified_commands(spec, release_id, protect)), passed))  # fmt: skip
+    steps.append(Step("failed", f"record the failed gates in {release_id}'s manifest" + _after_failure(choice, guard),
+                      tuple(cmds.failed_commands(spec, release_id)), failed))  # fmt: skip
+    if guard and choice.rollback_to is not None:
+        reason = f"deploy of {release_id} failed: {cmds.CAUSE_PLACEHOLDER}"
+        steps.append(Step("rollback", f"roll back to {choice.rollback_to.id}, then the same gates",
+                          tuple(cmds.rollback_commands(spec, choice.rollback_to.id, reason)), failed,
+                          phase="rollback"))  # fmt: skip
+    if guard:
+        steps.append(Step("disarm", "disarm the rollback guard", tuple(cmds.disarm_commands(spec)), ok))
+    return steps
+
+
+def _push_summary(release_id: str, push: PushPlan | None, choice: Choice) -> str:
+    if push is None:
+        return f"nothing to send: {choice.reason}"
+    linked = f", hard-link the other {push.total_files - push.send_files} from {push.base}" if push.base else ""
+    return (
+        f"send {push.send_files} of {push.total_files} files as release {release_id}{linked}; the host verifies"
+        " the tree hash"
+    )
+
+
+def _after_failure(choice: Choice, guard: bool) -> str:
+    if guard:
+        return ""
+    if choice.rollback_to is not None:
+        return "; leave it running for debugging (--no-rollback)"
+    return "; leave it running: no verified release to roll back to"

@@ -9,42 +9,20 @@ the host wherever the killed deploy stopped.
 
 from __future__ import annotations
 
+from specops.commands.guard import GUARD_INTERVAL_S, arm_argv, guard_script_path, guard_unit
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
 from specops.remote.bundle import release_script
 
-GUARD_INTERVAL_S = 15
+__all__ = ["GUARD_INTERVAL_S", "arm", "disarm", "guard_script_path", "guard_unit"]
 TIMEOUT_S = 60.0
-
-
-def guard_unit(spec: HostSpec) -> str:
-    return f"specops-guard-{spec.service}"
-
-
-def guard_script_path(spec: HostSpec) -> str:
-    return f"{spec.service_dir}/.specops-guard.py"
 
 
 def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> None:
     """Install the script and start the timer (a leftover guard of a crashed deploy is replaced)."""
     disarm(host, spec)
     host.put(release_script().encode("utf-8"), guard_script_path(spec), mode=0o600)
-    argv = [
-        "systemd-run",
-        f"--unit={guard_unit(spec)}",
-        f"--on-active={GUARD_INTERVAL_S}",
-        f"--on-unit-active={GUARD_INTERVAL_S}",
-        "--timer-property=AccuracySec=1s",
-        f"--description=specops rollback guard for {spec.unit_name}",
-        spec.python,
-        "-I",
-        guard_script_path(spec),
-        "guard",
-        spec.service_dir,
-        spec.unit_name,
-        lock_dir,
-        str(int(stale_after_s)),
-    ]
+    argv = arm_argv(spec, lock_dir, stale_after_s)
     host.run(argv, timeout=TIMEOUT_S, check=True)
 
 

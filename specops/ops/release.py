@@ -75,6 +75,7 @@ class PushSession:
         self._finished = False
         self._listing: Listing | None = None
         self._prepared: tuple[StagedBuild, str, bytes] | None = None  # (stage, release id, manifest member)
+        self._base_files: dict[str, dict[str, Any]] = {}
 
     @property
     def listing(self) -> Listing:
@@ -104,11 +105,13 @@ class PushSession:
     def base_files(self, base: ReleaseInfo) -> dict[str, Any] | None:
         """The base release's files map: from the local tree cache when its tree hash is known there (content-
         addressed, and the host verifies the result anyway), else from its manifest; None means a full push."""
-        cached = cached_tree(base.tree_hash)
+        cached = cached_tree(base.tree_hash) or self._base_files.get(base.id)
         if cached is not None:
             return cached
         self._request({"op": "files", "id": base.id}, after_listing=True)
         files = self._reply(errors_ok=True).get("files")
+        if isinstance(files, dict):
+            self._base_files[base.id] = files  # a plan counts the files to send, then the push diffs: one request
         return files if isinstance(files, dict) else None
 
     def push(

@@ -1,20 +1,29 @@
-"""Fleet deploys (canary, failure budget, per-host summary) and --dry-run, on real test hosts."""
+"""Fleet deploys (canary, failure budget, per-host summary) and --dry-run, on real test hosts.
+
+The dry-run tests record every command the SSH host is asked to run (a recording wrapper around the real
+connection) and check that a deploy runs exactly the steps its dry run printed, for the branch it took.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from specops.host.recording import Call
 from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
 from tests.testbed import drift
 from tests.testbed.staging import install_models, inventory_toml
 from tests.testbed.testhost import TestHost
 from tests.unit.clirun import run_cli
+from tests.unit.deploy.plan_match import explain, follows, planned, recorded
 
 pytestmark = pytest.mark.e2e
+PASS = ("always", "checks-pass", "gates-pass")
+FAIL = ("always", "checks-pass", "gates-fail")
 
 
 def _fleet(hosts: list[TestHost], venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -79,9 +88,97 @@ def test_dry_run_prints_the_plan_and_changes_nothing(
     result = scene.cli("deploy", testhost.name, "--build", str(UNPATCHED), "--patch", str(PATCH), "--dry-run")
     assert result.code == 0, result.out + result.err
     assert f"{testhost.name}: would deploy " in result.out
-    assert re.search(r"push \S+: send (\d+) of \1 files", result.out), result.out  # first push: everything
+    assert re.search(r"push: send (\d+) of \1 files as release", result.out), result.out  # first push: everything
+    assert "  guard" not in result.out and "rollback (if the gates fail)" not in result.out  # nothing to go back to
     assert "+ExecStart=" in result.out  # the unit diff against nothing installed
     assert result.out.rstrip().endswith("dry run: nothing was changed")
     assert testhost.exec(["test", "-e", "/opt/specops/sglang/releases"], check=False).returncode != 0
     assert testhost.exec(["test", "-e", "/etc/systemd/system/sglang.service"], check=False).returncode != 0
     assert testhost.exec(["test", "-e", "/run/specops/lock"], check=False).returncode != 0
+
+
+class _Recorded:
+    """The real SSH host, with every command, file write and tunnel recorded (as the RecordingHost records)."""
+
+    def __init__(self, inner: Any, calls: list[Call]) -> None:
+        self.inner, self.calls, self.name = inner, calls, inner.name
+
+    def run(self, argv: Any, **options: Any) -> Any:
+        self.calls.append(Call("run", tuple(argv)))
+        return self.inner.run(argv, **options)
+
+    def stream(self, argv: Any, **options: Any) -> Any:
+        self.calls.append(Call("run", tuple(argv)))
+        return self.inner.stream(argv, **options)
+
+    def put(self, data: bytes, remote_path: str, mode: int = 0o644, **options: Any) -> None:
+        self.calls.append(Call("put", path=remote_path, mode=mode))
+        self.inner.put(data, remote_path, mode, **options)
+
+    def get(self, remote_path: str, **options: Any) -> bytes:
+        self.calls.append(Call("get", path=remote_path))
+        return bytes(self.inner.get(remote_path, **options))
+
+    def open_tunnel(self, remote_host: str, remote_port: int) -> Any:
+        self.calls.append(Call("tunnel", path=f"{remote_host}:{remote_port}"))
+        return self.inner.open_tunnel(remote_host, remote_port)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> _Recorded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _record_connections(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
+    import specops.host.ssh
+
+    calls: list[Call] = []
+    connect = specops.host.ssh.connect
+    monkeypatch.setattr(specops.host.ssh, "connect", lambda spec: _Recorded(connect(spec), calls))
+    return calls
+
+
+def _dry_run_then_deploy(scene: Scene, calls: list[Call], *options: str,
+                         branches: tuple[str, ...] = PASS) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """`deploy --dry-run --json`, then the deploy: the deploy's host commands must be the plan's steps."""
+    build = ["--build", str(UNPATCHED)]
+    dry = scene.cli("deploy", scene.host.name, *build, "--dry-run", "--json", *options)
+    assert dry.code == 0, dry.out + dry.err
+    assert not [call for call in calls if call.kind == "put"], "the dry run wrote a file"
+    plan = json.loads(dry.out)["hosts"][0]
+    calls.clear()
+    result = scene.cli("deploy", scene.host.name, *build, "--json", *options)
+    outcome = json.loads(result.out)["hosts"][scene.host.name]
+    if plan["release"] != outcome["attempted"]:  # a new release's id is its time: the clock moved on
+        plan = json.loads(json.dumps(plan).replace(plan["release"], outcome["attempted"]))
+    expected, done = planned(plan, branches), recorded(calls)
+    assert follows(expected, done), explain(expected, done)
+    calls.clear()
+    return plan, outcome
+
+
+def test_dry_run_prints_exactly_what_the_deploy_then_does(
+    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    scene = make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
+    calls = _record_connections(monkeypatch)
+    patch = ("--patch", str(PATCH))
+    first, outcome = _dry_run_then_deploy(scene, calls, *patch)  # no release on the host yet
+    assert (first["guard"], first["rollback_to"], outcome["outcome"]) == (False, None, "deployed")
+    serving, outcome = _dry_run_then_deploy(scene, calls, *patch)  # the build already serves
+    assert [step["step"] for step in serving["steps"]] == ["lock", "read", "unlock", "record"]
+    assert outcome["outcome"] == "unchanged"
+    config = scene.folder / "specops.toml"
+    config.write_text(config.read_text().replace("limit_nofile = 20000", "limit_nofile = 20001"))
+    changed, outcome = _dry_run_then_deploy(scene, calls, *patch)  # same tree, a changed unit
+    assert changed["unit_changed"] and "+LimitNOFILE=20001" in changed["unit_diff"]
+    assert (changed["guard"], changed["rollback_to"]) == (True, first["release"])
+    assert (changed["push"]["send_files"], outcome["outcome"]) == (0, "deployed")
+    kept, outcome = _dry_run_then_deploy(scene, calls, "--force", "--no-rollback", branches=FAIL)  # unpatched
+    assert (kept["guard"], "rollback" in [step["step"] for step in kept["steps"]]) == (False, False)
+    assert (outcome["outcome"], outcome["release"]) == ("failed", outcome["attempted"])

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from specops.config.loader import load_config
-from specops.deploy.execute import HostOutcome
 from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
+from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.plan import HostPlan, plan_host
 from specops.errors import ConnectError, ExitCode, LockHeld
 
@@ -34,8 +34,8 @@ def _runner(failing: set[str], calls: list[str], error: Exception | None = None)
         if error is not None and host_plan.name in failing:
             raise error
         if host_plan.name in failing:
-            return HostOutcome(host_plan.name, "rolled-back", ExitCode.CHECKS_FAILED, cause="smoke gate failed")
-        return HostOutcome(host_plan.name, "deployed")
+            return HostOutcome(host_plan.name, Outcome.ROLLED_BACK, ExitCode.CHECKS_FAILED, cause="smoke gate failed")
+        return HostOutcome(host_plan.name, Outcome.DEPLOYED)
 
     return run
 
@@ -70,14 +70,14 @@ def test_unreachable_and_locked_hosts_become_outcomes_with_their_exit_codes(plan
     locked = run_fleet(plans[:1], _runner({"a"}, [], LockHeld("a: locked by x@y")), FleetOptions())
     assert (locked["a"].outcome, locked["a"].exit_code) == ("locked", ExitCode.LOCK_HELD)
     assert fleet_exit_code({**unreachable, "b": locked["a"]}) == ExitCode.UNREACHABLE
-    assert fleet_exit_code({"a": HostOutcome("a", "unchanged")}) == ExitCode.OK
+    assert fleet_exit_code({"a": HostOutcome("a", Outcome.UNCHANGED)}) == ExitCode.OK
 
 
 def test_a_host_whose_deploy_raises_still_ends_with_a_done_event(plans: list[HostPlan]) -> None:
     """The live view drops a host's row on its `done` event; a host that cannot even connect must send one too,
     and the error still reaches the fleet runner (which turns it into the host's outcome)."""
-    from specops.deploy.execute import DeployOptions, deploy_host
-    from specops.deploy.plan import DeployPlan
+    from specops.deploy.execute import deploy_host
+    from specops.deploy.plan import DeployOptions, DeployPlan
     from specops.events import DONE_PHASE, Recorder
 
     def unreachable() -> Any:
@@ -89,3 +89,12 @@ def test_a_host_whose_deploy_raises_still_ends_with_a_done_event(plans: list[Hos
         deploy_host(plan, plans[0], DeployOptions(), recorder, unreachable, lambda _name: plans[0].target.profile)
     last = recorder.events[-1]
     assert (last.host, last.phase, last.message, last.level) == ("a", DONE_PHASE, "stopped (ConnectError)", "error")
+
+
+def test_a_lost_lock_is_its_own_outcome_with_the_lock_exit_code(plans: list[HostPlan]) -> None:
+    from specops.deploy.execute import LockLost
+
+    lost = run_fleet(plans[:1], _runner({"a"}, [], LockLost("a: lost the lock")), FleetOptions())
+    assert (lost["a"].outcome, lost["a"].exit_code, lost["a"].cause) == ("lock-lost", ExitCode.LOCK_HELD,
+                                                                          "a: lost the lock")  # fmt: skip
+    assert lost["a"].to_json()["outcome"] == "lock-lost"

@@ -1,0 +1,59 @@
+"""Read what a deploy's plan is decided from: the host's releases and its installed unit, read-only.
+
+Both `specops deploy` (under the lock) and `--dry-run` (without it) read them the same way, on the push
+conversation (the host's listing is its first line), so the dry run shows the commands the deploy then runs.
+A dry run ends the conversation without a push: the host script exits having changed nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specops.build.stage import StagedBuild
+from specops.commands.units import read_unit_argv
+from specops.config.secrets import Secret
+from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps
+from specops.deploy.steps import Action, HostSteps
+from specops.host.base import Host
+from specops.ops.lock import local_who
+from specops.ops.release import PushSession, open_push
+
+READ_TIMEOUT_S = 60.0
+DRY_RUN_TOKEN = Secret("dryrun")  # shown as ***, like the real token in a deploy's plan
+
+
+def manifest_fields(host_plan: HostPlan) -> dict[str, Any]:
+    """What a pushed release's manifest records beside its files: the profile and the unit it runs with."""
+    return {
+        "profile": host_plan.target.profile.name,
+        "unit_sha256": host_plan.unit_sha256,
+        "deployed_by": local_who(),
+        "unit": host_plan.unit_text,
+    }
+
+
+def read_installed_unit(host: Host, unit_name: str) -> str | None:
+    """The installed unit's text, or None when there is none (cat exits 1: an answer, not a failure)."""
+    result = host.run(read_unit_argv(unit_name), timeout=READ_TIMEOUT_S, check=False)
+    return result.text if result.ok else None
+
+
+def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan: HostPlan) -> HostState:
+    """The release id a push would create (prepared while the host starts its shell), the listing, the unit,
+    and, when the plan pushes on top of a base release, that base's files (to count what must be sent)."""
+    new_id = session.prepare(staged, manifest_fields=manifest_fields(host_plan))
+    listing = session.listing
+    unit_text = read_installed_unit(host, host_plan.target.host.unit_name)
+    choice = choose(staged, host_plan, listing, unit_text, new_id)
+    pushes = choice.action is Action.DEPLOY and choice.reuse is None and choice.base is not None
+    base_files = session.base_files(choice.base) if pushes and choice.base is not None else None
+    return HostState(listing, unit_text, new_id, base_files)
+
+
+def preview(host: Host, staged: StagedBuild, host_plan: HostPlan, options: DeployOptions) -> HostSteps:
+    """The plan a deploy would make now, read without the lock and changing nothing (`deploy --dry-run`): the
+    conversation is ended before any push, and the lock's token, unknown until a deploy takes the lock, is
+    shown masked as in a deploy's own plan."""
+    with open_push(host, host_plan.target.host) as session:
+        state = read_state(host, session, staged, host_plan)
+    return plan_steps(staged, host_plan, state, options, DRY_RUN_TOKEN)

@@ -1,0 +1,77 @@
+"""What a deploy did on one host, as a typed record: the summary table, --json and the audit log read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from specops.deploy.rollback import RollbackResult
+from specops.doctor.model import CheckResult, Status
+from specops.engine.gates import GateResult
+from specops.errors import ExitCode
+
+
+class Outcome(StrEnum):
+    """A host's outcome; str-valued, so --json and the audit log carry the same words as before."""
+
+    DEPLOYED = "deployed"
+    UNCHANGED = "unchanged"
+    ROLLED_BACK = "rolled-back"
+    FAILED = "failed"  # the gates failed and nothing was rolled back (--no-rollback, or no verified release)
+    PREFLIGHT_FAILED = "preflight-failed"
+    UNREACHABLE = "unreachable"
+    LOCKED = "locked"
+    LOCK_LOST = "lock-lost"
+    ERROR = "error"
+    SKIPPED = "skipped"  # a fleet never started it (the canary or the failure budget)
+
+
+OK_OUTCOMES = (Outcome.DEPLOYED, Outcome.UNCHANGED)
+
+
+@dataclass(frozen=True)
+class PushFigures:
+    sent_files: int
+    sent_bytes: int
+    linked_files: int
+    base: str | None
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sent_files": self.sent_files, "sent_bytes": self.sent_bytes, "linked_files": self.linked_files,
+                "base": self.base, "seconds": round(self.seconds, 3)}  # fmt: skip
+
+
+@dataclass
+class HostOutcome:
+    """What happened on one host, for the summary table, --json and the audit log."""
+
+    host: str
+    outcome: Outcome
+    exit_code: ExitCode = ExitCode.OK
+    release: str | None = None  # serving now (as far as we know)
+    attempted: str | None = None
+    previous: str | None = None
+    cause: str = ""
+    hint: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+    gates: GateResult | None = None
+    rollback: RollbackResult | None = None
+    preflight: list[CheckResult] = field(default_factory=list)
+    push: PushFigures | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in OK_OUTCOMES
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host, "outcome": str(self.outcome), "exit_code": int(self.exit_code),
+            "release": self.release, "attempted": self.attempted, "previous": self.previous, "cause": self.cause,
+            "hint": self.hint, "phases": {k: round(v, 3) for k, v in self.phases.items()},
+            "push": self.push.to_json() if self.push else {},
+            "gates": self.gates.to_json() if self.gates else None,
+            "rollback": self.rollback.to_json() if self.rollback else None,
+            "preflight": [r.to_json() for r in self.preflight if r.status in (Status.FAIL, Status.ERROR)],
+        }  # fmt: skip

@@ -1,0 +1,165 @@
+"""The host commands of each deploy step, built with the same pure builders (specops/commands/) the executors use.
+
+Pure: nothing here talks to a host. The executors in specops/ops/, specops/engine/ and specops/probe/ build the
+same argv when they run; the deploy tests record what a deploy ran and compare it with these lists.
+"""
+
+from __future__ import annotations
+
+from specops.commands import journal, units
+from specops.commands import release as release_cmd
+from specops.commands.guard import arm_argv, disarm_argvs, guard_script_path
+from specops.commands.lock import lock_argv
+from specops.commands.probe import probe_argv
+from specops.config.inventory import HostSpec
+from specops.deploy.steps import HostCommand, Times
+from specops.host.base import PUT_SCRIPT
+from specops.ops.audit import APPEND_FALLBACK, APPEND_SCRIPT, host_audit_path
+from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
+
+CAUSE_PLACEHOLDER = "<the gates' cause>"
+HOLDER = "holder.json (who, machine, pid, command, heartbeat time)"
+
+
+def run(argv: list[str], *, stdin: str = "", times: Times = Times.ONCE, note: str = "") -> HostCommand:
+    return HostCommand(tuple(argv), stdin=stdin, times=times, note=note)
+
+
+def put(path: str, mode: int, content: str, *, times: Times = Times.ONCE) -> HostCommand:
+    """A file written atomically (temp file, chmod, rename), as every Host's `put` does it."""
+    argv = ("sh", "-c", PUT_SCRIPT, "specops-put", path, f"{mode:o}")
+    return HostCommand(argv, kind="put", path=path, mode=mode, stdin=content, times=times)
+
+
+def lock_commands(token: str, lock_wait_s: float) -> list[HostCommand]:
+    root = lock_root()
+    waits = lock_wait_s > 0
+    return [
+        run(lock_argv("acquire", root, token, DEFAULT_STALE_AFTER_S), stdin=HOLDER,
+            times=Times.REPEATED if waits else Times.ONCE,
+            note=f"every 2 s while another deploy holds it, up to {lock_wait_s:g} s" if waits else ""),
+        run(lock_argv("heartbeat", root, token), stdin=HOLDER, times=Times.BACKGROUND,
+            note=f"every {DEFAULT_HEARTBEAT_S:g} s until the lock is released"),
+    ]  # fmt: skip
+
+
+def unlock_commands(token: str) -> list[HostCommand]:
+    return [run(lock_argv("release", lock_root(), token))]
+
+
+def read_commands(spec: HostSpec) -> list[HostCommand]:
+    return [
+        run(
+            release_cmd.session_argv(spec),
+            stdin="requests, then the push's tar (if any)",
+            note="one conversation: the host's releases first; a push rides on it",
+        ),
+        run(units.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed"),
+    ]
+
+
+def preflight_commands(spec: HostSpec, candidate: str) -> list[HostCommand]:
+    return [run(probe_argv(spec.python), stdin=f"the probe script (the doctor's facts, candidate {candidate})")]
+
+
+def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int) -> list[HostCommand]:
+    """The env file always (it may carry a new secret); the unit only when its text changed: verified under a
+    scratch path first, then moved in and systemd reloaded."""
+    commands = [
+        run(units.mkdir_argv(spec.service_dir)),
+        put(spec.env_file, 0o600, f"the env file ({env_lines} line{'' if env_lines == 1 else 's'}; secrets not shown)"),
+    ]
+    if unit_changed:
+        scratch = units.verify_path(spec.unit_name)
+        commands += [
+            run(units.read_unit_argv(spec.unit_name)),
+            run(units.mkdir_argv(units.VERIFY_DIR)),
+            put(scratch, 0o644, "the new unit"),
+            run(units.verify_argv(spec.unit_name), note="skipped by systemd when systemd-analyze is missing"),
+            run(units.remove_argv(scratch)),
+            put(units.unit_path(spec.unit_name), 0o644, "the new unit"),
+            run(units.show_argv(spec.unit_name, ["NeedDaemonReload"])),
+            run(units.daemon_reload_argv()),
+        ]
+    return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ...}')]
+
+
+def manifest_update(
+    spec: HostSpec, release_id: str, changes: str, times: Times = Times.ONCE, note: str = ""
+) -> HostCommand:
+    argv = release_cmd.update_manifest_argv(spec, release_id)
+    return run(argv, stdin=f"the changes: {changes}", times=times, note=note)
+
+
+def guard_commands(spec: HostSpec) -> list[HostCommand]:
+    from specops.remote.bundle import release_script
+
+    size = len(release_script().encode("utf-8"))
+    return [
+        *disarm_commands(spec),
+        put(guard_script_path(spec), 0o600, f"the release script ({size} bytes)"),
+        run(arm_argv(spec, lock_root(), DEFAULT_STALE_AFTER_S)),
+    ]
+
+
+def disarm_commands(spec: HostSpec) -> list[HostCommand]:
+    return [run(argv, note="exits non-zero when no guard exists") for argv in disarm_argvs(spec)]
+
+
+def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
+    return [run(release_cmd.switch_argv(spec, release_id))]
+
+
+def journal_position_commands() -> list[HostCommand]:
+    return [
+        run(journal.cursor_argv()),
+        run(journal.clock_argv(), times=Times.IF_NEEDED, note="only when the journal has no entry yet"),
+    ]
+
+
+def readiness_commands(spec: HostSpec) -> list[HostCommand]:
+    """The readiness poll (once a second, with /health_generate through the SSH connection), then the smoke
+    gate's requests (HTTP through the SSH connection: no host command), and the run's journal if smoke fails."""
+    return [
+        run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED,
+            note="once a second until ready, a fatal journal line, the process ends, or the deadline"),
+        run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED,
+            note="only when the smoke gate fails: the journal of the engine's current run names the cause"),
+    ]  # fmt: skip
+
+
+def gates_commands(spec: HostSpec) -> list[HostCommand]:
+    return [*journal_position_commands(), run(units.restart_argv(spec.unit_name)), *readiness_commands(spec)]
+
+
+def verified_commands(spec: HostSpec, release_id: str, protect: set[str]) -> list[HostCommand]:
+    return [
+        manifest_update(spec, release_id, '{"verified": true, "verified_at": ..., "gates": ...}'),
+        run(release_cmd.prune_argv(spec, spec.keep_releases, protect)),
+    ]
+
+
+def failed_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
+    return [manifest_update(spec, release_id, '{"verified": false, "gates": ...}')]
+
+
+def rollback_commands(spec: HostSpec, target_id: str, reason: str) -> list[HostCommand]:
+    """The host-side rollback (switch, the target's recorded unit, daemon-reload, restart in one command), then
+    the same gates as a deploy; the restored release's gates are recorded only when they pass."""
+    return [
+        run(release_cmd.list_argv(spec)),
+        *journal_position_commands(),
+        run(release_cmd.rollback_argv(spec, target_id, reason)),
+        *readiness_commands(spec),
+        manifest_update(spec, target_id, '{"last_gates": ...}', Times.IF_NEEDED, "only when the restored one passes"),
+    ]
+
+
+def record_commands(spec: HostSpec) -> list[HostCommand]:
+    path = host_audit_path(spec)
+    entry = "the audit entry (one JSON line: who, what, outcome, phases, gates)"
+    return [
+        run([spec.python, "-I", "-c", APPEND_SCRIPT, path], stdin=entry, note="on a new connection"),
+        run(["sh", "-c", APPEND_FALLBACK, "specops-audit", path], stdin=entry, times=Times.IF_NEEDED,
+            note=f"only when {spec.python} cannot run"),
+    ]  # fmt: skip

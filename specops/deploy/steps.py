@@ -1,0 +1,143 @@
+"""The shape of a deploy's plan: steps, each with the host commands it runs, and how they are shown.
+
+Why one model: `specops deploy` executes these steps and `specops deploy --dry-run` prints them, so what an
+operator reads before a deploy is what the deploy then does. A command is kept as its argv (the words the
+Host quotes once, with shlex, when it sends them); it is shown the same way, except that an inline script
+(a word with a newline: the release, lock or audit script) is shown by size and hash, and a secret word
+(specops.config.secrets.Secret: the lock token) as ***. File contents are never shown, only what they are:
+the env file's secrets stay on this machine until they are written, 0600, on the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+SCRIPT_MARK = "<script"
+
+
+class Times(StrEnum):
+    """How often a planned command runs: the plan cannot know how long a readiness wait polls."""
+
+    ONCE = "once"
+    IF_NEEDED = "if-needed"  # zero or one time; the command's note says when
+    REPEATED = "repeated"  # one or more times in a row (a poll)
+    BACKGROUND = "background"  # any number of times, beside the other steps (the lock's heartbeat)
+
+
+class Condition(StrEnum):
+    """When a step runs: the plan is decided before preflight and the gates, so it holds both branches."""
+
+    ALWAYS = "always"
+    CHECKS_PASS = "checks-pass"  # preflight passed (or --force)
+    GATES_PASS = "gates-pass"
+    GATES_FAIL = "gates-fail"
+
+
+class Action(StrEnum):
+    DEPLOY = "deploy"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class HostCommand:
+    """One command a step runs on the host: a plain command (`run`) or a file written atomically (`put`)."""
+
+    argv: tuple[str, ...]
+    kind: Literal["run", "put"] = "run"
+    path: str = ""  # put: the file written
+    mode: int | None = None  # put: its mode
+    stdin: str = ""  # what the command reads on stdin, in words (never a secret's value)
+    times: Times = Times.ONCE
+    note: str = ""
+
+    @property
+    def shown(self) -> str:
+        return command_line(self.argv)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "command": self.shown, "argv": shown_argv(self.argv), "times": str(self.times),
+            "path": self.path or None, "mode": f"{self.mode:04o}" if self.mode is not None else None,
+            "stdin": self.stdin or None, "note": self.note or None,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a deploy. `phase`: the phase its events and timing carry (None: a step without a phase line,
+    as arming the guard or recording the gates); `when`: the branch it belongs to."""
+
+    name: str
+    summary: str
+    commands: tuple[HostCommand, ...] = ()
+    when: Condition = Condition.ALWAYS
+    phase: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.name, "summary": self.summary, "when": str(self.when),
+                "commands": [command.to_json() for command in self.commands]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PushPlan:
+    send_files: int
+    total_files: int
+    base: str | None  # the release the host hard-links unchanged files from (None: everything is sent)
+
+
+@dataclass(frozen=True)
+class HostSteps:
+    """One host's plan: what it decided (and why) and the steps in order, both branches included."""
+
+    host: str
+    profile: str
+    action: Action
+    reason: str
+    current: str | None
+    release: str  # the release that serves if the deploy is verified (the current one when unchanged)
+    rollback_to: str | None
+    guard: bool
+    push: PushPlan | None
+    unit_changed: bool
+    unit_diff: str
+    steps: tuple[Step, ...] = field(default=())
+
+    def step(self, name: str) -> Step | None:
+        return next((step for step in self.steps if step.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        push = (
+            None
+            if self.push is None
+            else {"send_files": self.push.send_files, "total_files": self.push.total_files, "base": self.push.base}
+        )
+        return {
+            "host": self.host, "profile": self.profile, "action": str(self.action), "reason": self.reason,
+            "current": self.current, "release": self.release, "rollback_to": self.rollback_to,
+            "guard": self.guard, "push": push, "unit_changed": self.unit_changed, "unit_diff": self.unit_diff,
+            "steps": [step.to_json() for step in self.steps],
+        }  # fmt: skip
+
+
+def shown_word(word: str) -> str:
+    """A word as people see it: an inline script by size and hash, a Secret as *** (its str)."""
+    text = str(word)
+    if "\n" in text:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+        return f"{SCRIPT_MARK}: {len(text.encode('utf-8'))} bytes, sha256 {digest}>"
+    return text
+
+
+def shown_argv(argv: Sequence[str]) -> list[str]:
+    return [shown_word(word) for word in argv]
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The command as the Host sends it (shlex-quoted words), with scripts and secrets shown as above."""
+    words = shown_argv(argv)
+    return " ".join(word if word.startswith(SCRIPT_MARK) else shlex.quote(word) for word in words)

@@ -1,0 +1,159 @@
+"""A scripted GPU host for deploy tests without root: a RecordingHost that answers every command a deploy runs.
+
+`DeployScene` holds the host's state as a deploy would find it (its releases, its installed unit) and what the
+gates will say; `host()` makes a fresh RecordingHost scripted from it, so a dry run and a deploy can each run
+against the same starting point and their commands be compared. The engine's smoke gate is replaced by a
+canned SmokeResult (engine/smoke.py has its own tests); the probe runs its real command, and the doctor's
+checks return what the scene says.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specops.commands import journal
+from specops.commands import release as release_cmd
+from specops.commands.lock import LOCK_SCRIPT
+from specops.config.inventory import HostSpec
+from specops.doctor.model import CheckResult, Status
+from specops.engine.smoke import Gate, SmokeResult
+from specops.host.recording import Answer, RecordingHost, reply
+from tests.unit.engine.fakes import CannedServer
+
+HOST = "gpu1"
+PYTHON = "/opt/venv/bin/python"
+CONFIG = f"""
+[hosts.{HOST}]
+ssh = "{HOST}"
+python = "{PYTHON}"
+model_path = "/srv/models/target"
+profile = "nextn"
+"""
+READY = "ActiveState=active\nSubState=running\nMainPID=42\nExecMainPID=42\nNRestarts=0\n"
+EXITED = "ActiveState=failed\nSubState=failed\nMainPID=0\nExecMainPID=42\nExecMainStatus=1\nNRestarts=0\n"
+FIGURES = {"tokens_per_s": 120.0, "accept_length": 3.1}
+
+
+def release(release_id: str, tree_hash: str, verified: bool = True) -> dict[str, Any]:
+    """One release as the host's listing reports it."""
+    gates = {"smoke": {"figures": FIGURES}} if verified else {}
+    return {"id": release_id, "complete": True, "verified": verified, "tree_hash": tree_hash, "profile": "nextn",
+            "gates": gates, "error": None}  # fmt: skip
+
+
+def smoke(passed: bool) -> SmokeResult:
+    gates = [Gate("accept_length", passed, "3.1" if passed else "1.0", ">= 1.5")]
+    return SmokeResult(passed, gates, dict(FIGURES))
+
+
+@dataclass
+class DeployScene:
+    """The host before the deploy, and how its gates and checks will end."""
+
+    spec: HostSpec
+    releases: list[dict[str, Any]] = field(default_factory=list)
+    current: str | None = None
+    unit: str | None = None  # the installed unit's text
+    ready: list[bool] = field(default_factory=lambda: [True])  # each readiness wait in turn: ready or exited
+    checks: Status = Status.PASS
+    rollback_reply: dict[str, Any] | None = None  # the host-side rollback's answer (default: back to `current`)
+    on_command: dict[str, Callable[[], Answer | None]] = field(default_factory=dict)  # a hook per step command
+    server: CannedServer = field(default_factory=CannedServer)
+
+    def host(self) -> RecordingHost:
+        spec, script = self.spec, release_cmd.script_argv(self.spec, "x")[:4]
+        host = RecordingHost(HOST, tunnel_factory=self.server.tunnel)
+        self.server.add("GET", "/health_generate", (200, b"{}"))
+        for op, answer in (("acquire", "state=acquired\n"), ("heartbeat", "state=beat\n"),
+                           ("release", "state=released\nnow=1\n")):  # fmt: skip
+            host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", op], reply(answer))
+        host.script(release_cmd.session_argv(spec), reply(self._session_output()))
+        host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
+                    reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
+        host.script(self._hooked("probe", [PYTHON, "-I", "-"]), reply("{}\n"))
+        self._script_release_ops(host, script)
+        self._script_gates(host)
+        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"],
+                       ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"]):  # fmt: skip
+            host.script(prefix, reply())
+        host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
+        return host
+
+    def _hooked(self, name: str, prefix: list[str]) -> Callable[[tuple[str, ...]], bool]:
+        """A rule matching `prefix` that first runs the scene's hook for `name` (e.g. losing the lock)."""
+
+        def matches(argv: tuple[str, ...]) -> bool:
+            if argv[: len(prefix)] != tuple(prefix):
+                return False
+            hook = self.on_command.get(name)
+            if hook is not None:
+                answer = hook()
+                if isinstance(answer, BaseException):
+                    raise answer
+            return True
+
+        return matches
+
+    def _session_output(self) -> str:
+        listing = {"ok": True, "current": self.current, "releases": self.releases}
+        files = {"ok": True, "files": {}}  # the base's files map: every staged file differs from it
+        received = {"ok": True, "tree_hash": "unused", "linked": 0, "copied": 0}
+        lines = (listing, files, received) if self.releases else (listing, received)  # no base: no files request
+        return "\n".join(json.dumps(line) for line in lines) + "\n"
+
+    def _script_release_ops(self, host: RecordingHost, script: list[str]) -> None:
+        listing = {"ok": True, "current": self.current, "releases": self.releases}
+        updated = {"ok": True, "id": "x", "complete": True}
+        host.script([*script, "update-manifest"], reply(json.dumps(updated)))
+        host.script(self._hooked("switch", [*script, "switch"]), reply(json.dumps({"ok": True, "previous": None})))
+        host.script([*script, "prune"], reply(json.dumps({"ok": True, "removed": []})))
+        host.script([*script, "list"], reply(json.dumps(listing)))
+        back = self.rollback_reply or {"ok": True, "previous": "new", "current": self.current or "none"}
+        host.script([*script, "rollback"], reply(json.dumps(back), exit_code=0 if back["ok"] else 3))
+
+    def _script_gates(self, host: RecordingHost) -> None:
+        host.script(journal.cursor_argv(), reply("-- cursor: s=1;i=1\n"))
+        host.script(["systemctl", "restart"], reply())
+        polls = [reply((READY if ok else EXITED) + journal.POLL_MARKER + "\n-- cursor: s=1;i=2\n") for ok in self.ready]
+        host.script(lambda argv: argv[:2] == ("sh", "-c") and journal.POLL_MARKER in argv[2], *polls)
+        host.script(lambda argv: argv[:2] == ("sh", "-c") and argv[3:4] == ("specops-journal",), reply())
+
+    def check_results(self) -> list[CheckResult]:
+        return [CheckResult(id="ffmpeg.libs", status=self.checks, summary="FFmpeg libraries: none found",
+                            hint="install FFmpeg 4-7")]  # fmt: skip
+
+
+def use_scene(monkeypatch: pytest.MonkeyPatch, scene: DeployScene, hosts: list[RecordingHost],
+              smokes: list[bool]) -> None:  # fmt: skip
+    """Route connections to a fresh scripted host per command run (kept in `hosts`), and can the checks and
+    the smoke gate: `smokes` is each smoke gate's verdict in turn (the last repeats)."""
+    import specops.host.ssh
+    from tests.unit.doctor.factory import healthy_facts
+
+    def connect(spec: HostSpec) -> RecordingHost:
+        return hosts[-1]
+
+    verdicts = list(smokes)
+
+    def run_smoke(*args: object) -> SmokeResult:
+        return smoke(verdicts.pop(0) if len(verdicts) > 1 else verdicts[0])
+
+    monkeypatch.setattr(specops.host.ssh, "connect", connect)
+    monkeypatch.setattr("specops.probe.run.parse_host_facts", lambda document: healthy_facts())
+    monkeypatch.setattr("specops.deploy.execute.run_checks", lambda context, checks: scene.check_results())
+    monkeypatch.setattr("specops.engine.gates.run_smoke", run_smoke)
+
+
+def write_build(folder: Path) -> Path:
+    """A tiny sglang package: what a deploy stages and pushes."""
+    package = folder / "build" / "sglang"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("__version__ = '0.0.1'\n")
+    (package / "server.py").write_text("print('serving')\n")
+    return package.parent
