@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from specops.cli.options import JsonOpt
 from specops.cli.output import print_json, stdout_console
-from specops.cli.state import state
+from specops.cli.state import AppState, state
 from specops.errors import UsageError
-from specops.host import ssh_opener
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -30,7 +30,7 @@ def diff(
             "--release", help="Compare HOST now with what this release recorded (`last-verified`: the newest verified)."
         ),
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Two hosts side by side, or a host now against a recorded release: driver/CUDA, Python packages, native
     libraries, system, unit and flags, build files."""
@@ -44,26 +44,26 @@ def diff(
     config = app_state.load_config()
     left = config.host(host)
     if release is not None:
-        material = _material(left, release)
+        material = host_material(app_state, left, release)
         comparison = compare_release(material, material.reference or release)
     else:
         assert other is not None
         right = config.host(other)
-        comparison = compare_hosts(_material(left, None), _material(right, None))
-    if app_state.json or json_output:
+        comparison = compare_hosts(host_material(app_state, left, None), host_material(app_state, right, None))
+    if app_state.wants_json(json_output):
         print_json(comparison.to_json())
     else:
-        _print(comparison)
+        print_comparison(comparison)
 
 
-def _material(spec: HostSpec, release: str | None) -> Material:
+def host_material(app_state: AppState, spec: HostSpec, release: str | None) -> Material:
     from specops.ops.forensics import release_material
 
-    with ssh_opener(spec)() as connection:
+    with app_state.connect(spec) as connection:
         return release_material(connection, spec, release)
 
 
-def _print(comparison: Comparison) -> None:
+def print_comparison(comparison: Comparison) -> None:
     from rich.markup import escape
 
     from specops.diagnose.diff import GROUPS

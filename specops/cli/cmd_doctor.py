@@ -14,6 +14,7 @@ from specops.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from specops.config.loader import Config
+    from specops.diagnose.compare import Comparison
     from specops.doctor.runner import DoctorTarget, HostReport
 
 
@@ -27,6 +28,9 @@ def doctor(
     deep: Annotated[bool, typer.Option("--deep", help="Also import torch/torchcodec for real.")] = False,
     only: Annotated[str | None, typer.Option("--only", help="Comma-separated check ids or prefixes.")] = None,
     list_checks: Annotated[bool, typer.Option("--list", help="List the checks and exit.")] = False,
+    since_verified: Annotated[
+        bool, typer.Option("--since-verified", help="Also show what drifted since the last verified deploy.")
+    ] = False,
     json_output: JsonOpt = False,
 ) -> None:
     """Check hosts before a deploy: native libraries, CUDA, the SGLang build, the models, the system."""
@@ -39,16 +43,43 @@ def doctor(
     if list_checks:
         print_check_list(all_checks(), as_json)
         return
+    if since_verified and local:
+        raise UsageError("--since-verified compares a host with its releases; it does not go with --local")
     checks = select(only.split(",") if only else None)
     targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
     if not local:
         targets = _inventory_targets(app_state, names or [], all_hosts, profile)
     reports = examine_all(targets, checks, deep)
+    drift = _drift_since_verified(app_state, targets, reports) if since_verified else {}
     if as_json:
-        print_json({"hosts": {name: _report_json(report) for name, report in reports.items()}})
+        print_json({"hosts": {name: _report_json(report, drift.get(name)) for name, report in reports.items()}})
     else:
         print_reports(reports, verbose=app_state.verbose)
+        _print_drift(drift)
     raise typer.Exit(int(_exit_code(reports, strict)))
+
+
+def _drift_since_verified(
+    app_state: AppState, targets: list[DoctorTarget], reports: dict[str, HostReport]
+) -> dict[str, Comparison]:
+    """Each reachable host now against its newest verified release's recorded fingerprint and files."""
+    from specops.cli.cmd_diff import host_material
+    from specops.diagnose.compare import compare_release
+
+    found = {}
+    for target in targets:
+        if target.spec is not None and not reports[target.name].unreachable:
+            material = host_material(app_state, target.spec, "last-verified")
+            found[target.name] = compare_release(material, material.reference or "last-verified")
+    return found
+
+
+def _print_drift(drift: dict[str, Comparison]) -> None:
+    from specops.cli.cmd_diff import print_comparison
+
+    for name, comparison in drift.items():
+        typer.echo(f"\n{name}: since the last verified release")
+        print_comparison(comparison)
 
 
 def _inventory_targets(
@@ -86,8 +117,9 @@ def _local_target(config: Config | None, profile: str | None) -> DoctorTarget:
     )
 
 
-def _report_json(report: HostReport) -> dict[str, object]:
+def _report_json(report: HostReport, drift: Comparison | None) -> dict[str, object]:
     return {
+        "since_verified": drift.to_json() if drift is not None else None,
         "checks": [result.to_json() for result in report.results],
         "facts": report.facts.model_dump(mode="json") if report.facts else None,
         "deep": report.deep.model_dump(mode="json") if report.deep else None,

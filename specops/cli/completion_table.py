@@ -116,6 +116,7 @@ TABLE: dict[str, Any] = {
                 "--deep": {"value": "", "help": "Also import torch/torchcodec for real."},
                 "--only": {"value": "any", "help": "Comma-separated check ids or prefixes."},
                 "--list": {"value": "", "help": "List the checks and exit."},
+                "--since-verified": {"value": "", "help": "Also show what drifted since the last verified deploy."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },

@@ -73,6 +73,13 @@ def test_ffmpeg_removed_after_a_good_deploy_is_environment_drift_and_clears_the_
     assert [c["key"] for c in found["changes"]] == ["torchcodec", "FFmpeg libraries"]
     assert "libavutil.so.57" in found["changes"][1]["removed"]
 
+    doctor = scene.cli("doctor", scene.host.name, "--since-verified", "--json")
+    since = json.loads(doctor.out)["hosts"][scene.host.name]["since_verified"]
+    assert [c["key"] for c in since["changes"]] == ["torchcodec", "FFmpeg libraries"]
+    doctor_text = scene.cli("doctor", scene.host.name, "--since-verified")
+    assert f"{scene.host.name}: since the last verified release" in doctor_text.out
+    assert "libavutil.so.57" in doctor_text.out
+
 
 def test_a_release_that_breaks_ddtree_is_a_code_change_naming_spec_info(scene: Scene) -> None:
     first, good = scene.deploy()
