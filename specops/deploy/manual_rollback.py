@@ -39,4 +39,21 @@ def manual_rollback(
             message=result.summary,
         )
         audit.record(host, spec, entry)
+    _remember_environment(host, spec, result)
     return result
+
+
+def _remember_environment(host: Host, spec: HostSpec, result: RollbackResult) -> None:
+    """What the host is made of right after the rollback, kept locally for `specops diff` and `diagnose`: when
+    the release that was put back fails later, this says whether the host changed since. One probe round trip;
+    a probe that fails costs the rollback nothing (the rollback's own outcome is already decided and audited)."""
+    from specops.diagnose.fingerprint import fingerprint_from_facts
+    from specops.diagnose.store import remember
+    from specops.errors import SpecopsError
+    from specops.probe.run import probe
+
+    try:
+        facts = probe(host, spec)
+    except SpecopsError:
+        return
+    remember(spec.name, fingerprint_from_facts(facts, host=spec.name, release=result.to_release))

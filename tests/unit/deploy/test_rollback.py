@@ -48,7 +48,10 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
     assert _commands(hosts[0].calls) == [
         "lock acquire", "release list", "journalctl -n", "release rollback", "readiness poll",
         "release update-manifest", "/opt/venv/bin/python -I", "lock release",
+        "/opt/venv/bin/python -I",  # the probe whose fingerprint is kept locally for diff/diagnose
     ]  # fmt: skip
+    remembered = world.folder / "state" / "specops" / "fingerprints" / f"{HOST}.json"
+    assert json.loads(remembered.read_text())[-1]["release"] == OLD
     entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
     assert (entry["action"], entry["outcome"], entry["from"], entry["to"]) == ("rollback", "verified", NEW, OLD)
 
