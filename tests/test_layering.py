@@ -7,6 +7,7 @@ TYPE_CHECKING (a type is knowledge of the module that defines it)."""
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,8 @@ def _imports(path: Path) -> set[str]:
     return {name.split(".")[0] for name in _full_imports(path)}
 
 
-def _full_imports(path: Path) -> set[str]:
+@functools.cache  # every rule reads the same files: parse each once
+def _full_imports(path: Path) -> frozenset[str]:
     """Every absolute module name imported anywhere in the file; `from specops.x import y` counts as
     specops.x.y when y is a module of its own, else as specops.x."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -80,7 +82,7 @@ def _full_imports(path: Path) -> set[str]:
                 found.add(submodule if _is_specops_module(submodule) else node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def _is_specops_module(module: str) -> bool:
