@@ -6,7 +6,7 @@ at once (no point waiting 20 minutes for a process that is already dying), PROGR
 (a 70B model loading shards is slow, not stuck), the READY line says the warmup passed, and ERROR / WARNING
 lines are kept to name the cause if the process exits or the smoke gate fails later.
 
-Pure: no I/O. The texts are the real ones (reference/doctor-facts.md §2, §4-5; sglang.md §4, §6); each one
+Pure: no I/O. The texts are the real ones (torch, torchcodec, the NVIDIA driver, SGLang); each one
 is documented in docs/troubleshooting.md with its fix.
 """
 
@@ -19,7 +19,7 @@ from typing import Literal
 
 Kind = Literal["fatal", "error", "warning", "progress", "ready"]
 
-# FFmpeg major <-> libavutil soname major (doctor-facts §4: libavutil identifies the major, libswresample does not)
+# FFmpeg major <-> libavutil soname major (libavutil identifies the major, libswresample does not)
 FFMPEG_BY_LIBAVUTIL = {56: 4, 57: 5, 58: 6, 59: 7, 60: 8, 61: 9}
 TORCHCODEC_ID = "torchcodec-ffmpeg"
 TORCHCODEC_ABI_ID = "torchcodec-abi"
