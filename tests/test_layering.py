@@ -1,8 +1,13 @@
-"""The import rules of ARCHITECTURE.md, enforced: transport and presentation stay in their modules."""
+"""The import rules of docs/ARCHITECTURE.md, enforced: the layer order of the package tree, transport and
+presentation in their own modules, host-side code that stays stdlib-only and is reached through its bundler.
+
+Every import counts: module level, inside functions (lazy imports are still dependencies) and under
+TYPE_CHECKING (a type is knowledge of the module that defines it)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -22,27 +27,107 @@ ALLOWED = {
     "torchcodec": (),
 }
 
+# The layer order, top first: a part of specops imports only from itself and from parts in LOWER layers;
+# parts that share a layer are independent of each other. "__init__" is specops/__init__.py (the version).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__main__",),
+    ("cli",),
+    ("deploy",),
+    ("doctor", "ops"),
+    ("diagnose",),
+    ("engine", "probe"),
+    ("build", "commands"),
+    ("host", "remote"),
+    ("config",),
+    ("errors", "events", "__init__"),
+)
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
+# Imports that break the order today, each with why it exists. The rule stays strict for everything else;
+# an entry that no longer matches a real import fails test_every_known_exception_is_still_real, so the list
+# can only shrink.
+KNOWN_UPWARD = {
+    ("specops/errors.py", "specops.host.base"): "CommandFailed carries the host's Result (TYPE_CHECKING only)",
+    ("specops/engine/gates.py", "specops.ops.unit"): "restart-to-verdict restarts the unit (orchestration)",
+}
+KNOWN_INTO_REMOTE = {
+    ("specops/build/stage.py", "specops.remote.release.script"): "one tree-hash function for stage and host",
+    ("specops/commands/release.py", "specops.remote.release.script"): "the host script's MANIFEST and RELEASE_ID",
+    ("specops/ops/push_stream.py", "specops.remote.release.stream"): "one widen_pipe and PIPE_BYTES for both ends",
+    ("specops/ops/release.py", "specops.remote.release.script"): "the host script's MANIFEST name",
+}
+REMOTE_ENTRY = "specops.remote.bundle"  # the one door into host-side code from the rest of specops
 
 
 def _source_files() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+def _relative(path: Path) -> str:
+    return path.relative_to(PACKAGE.parent).as_posix()
+
+
+def _imports(path: Path) -> set[str]:
+    return {name.split(".")[0] for name in _full_imports(path)}
+
+
+@functools.cache  # every rule reads the same files: parse each once
+def _full_imports(path: Path) -> frozenset[str]:
+    """Every absolute module name imported anywhere in the file; `from specops.x import y` counts as
+    specops.x.y when y is a module of its own, else as specops.x."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if _is_specops_module(submodule) else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return frozenset(found)
+
+
+def _is_specops_module(module: str) -> bool:
+    location = PACKAGE.parent.joinpath(*module.split("."))
+    return module.startswith("specops.") and (location.is_dir() or location.with_suffix(".py").is_file())
+
+
+def _is_part(name: str) -> bool:
+    return _is_specops_module(f"specops.{name}")
+
+
+def _part_of_file(path: Path) -> str:
+    """The layer member a source file belongs to: its top-level folder, or the top-level module's name."""
+    first = path.relative_to(PACKAGE).parts[0]
+    return first.removesuffix(".py")
+
+
+def _part_of_module(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and _is_part(parts[1]) else "__init__"
+
+
+def _rank(part: str) -> int:
+    for index, layer in enumerate(LAYERS):
+        if part in layer:
+            return index
+    raise AssertionError(f"specops/{part} has no place in LAYERS (tests/test_layering.py): add it to the order")
+
+
+def _specops_imports() -> list[tuple[str, str, str, str]]:
+    """(file, imported module, the file's part, the module's part) for every import of specops by specops."""
+    found = []
+    for path in _source_files():
+        for module in sorted(_full_imports(path)):
+            if module == "specops" or module.startswith("specops."):
+                found.append((_relative(path), module, _part_of_file(path), _part_of_module(module)))
+    return found
+
+
 @pytest.mark.parametrize("module", sorted(ALLOWED))
 def test_module_is_imported_only_where_allowed(module: str) -> None:
     offenders = []
     for path in _source_files():
-        relative = path.relative_to(PACKAGE.parent).as_posix()
+        relative = _relative(path)
         if module in _imports(path) and not relative.startswith(ALLOWED[module]):
             offenders.append(relative)
     assert offenders == [], f"{module} may only be imported in {ALLOWED[module] or 'no module'}"
@@ -50,7 +135,7 @@ def test_module_is_imported_only_where_allowed(module: str) -> None:
 
 def test_core_never_imports_the_cli() -> None:
     offenders = [
-        path.relative_to(PACKAGE.parent).as_posix()
+        _relative(path)
         for path in _source_files()
         if "cli" not in path.relative_to(PACKAGE).parts
         and path.name != "__main__.py"
@@ -59,15 +144,61 @@ def test_core_never_imports_the_cli() -> None:
     assert offenders == []
 
 
-def _full_imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
+def test_every_part_of_the_package_has_a_layer() -> None:
+    parts = {_part_of_file(path) for path in _source_files()}
+    for part in parts:
+        _rank(part)  # raises with the part's name
+    assert sorted(part for layer in LAYERS for part in layer if part not in parts) == []  # no stale names
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    offenders = [
+        f"{relative} imports {module} ({source} may not depend on {target})"
+        for relative, module, source, target in _specops_imports()
+        if source != target and _rank(target) <= _rank(source) and (relative, module) not in KNOWN_UPWARD
+    ]
+    assert offenders == []
+
+
+def test_host_side_code_is_reached_only_through_its_bundler() -> None:
+    offenders = [
+        f"{relative} imports {module}"
+        for relative, module, source, target in _specops_imports()
+        if target == "remote" and source != "remote" and module != REMOTE_ENTRY
+        and (relative, module) not in KNOWN_INTO_REMOTE
+    ]  # fmt: skip
+    assert offenders == [], f"outside specops/remote/, import only {REMOTE_ENTRY}"
+
+
+def test_every_known_exception_is_still_real() -> None:
+    real = {(relative, module) for relative, module, _, _ in _specops_imports()}
+    assert sorted(set(KNOWN_UPWARD) - real) == []
+    assert sorted(set(KNOWN_INTO_REMOTE) - real) == []
+
+
+@pytest.mark.parametrize("script", ["probe", "release"])
+def test_host_side_scripts_are_stdlib_only_python_3_8_and_self_contained(script: str) -> None:
+    """What runs on the host imports the standard library and its own script's modules only (the bundler
+    concatenates one folder into one text), in syntax Python 3.8 can parse."""
+    offenders = []
+    for path in sorted((PACKAGE / "remote" / script).rglob("*.py")):
+        ast.parse(path.read_text(encoding="utf-8"), filename=str(path), feature_version=(3, 8))
+        for module in _full_imports(path):
+            top = module.split(".")[0]
+            own = module.startswith(f"specops.remote.{script}")
+            if not own and top != "__future__" and top not in sys.stdlib_module_names:
+                offenders.append(f"{_relative(path)} imports {module}")
+    assert offenders == []
+
+
+def test_the_bundler_imports_nothing_of_specops() -> None:
+    bundler = PACKAGE / "remote" / "bundle.py"
+    assert sorted(name for name in _full_imports(bundler) if name.startswith("specops")) == []
+
+
+def test_fewer_than_six_modules_sit_at_the_top_of_the_package() -> None:
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) < 6, f"specops/ holds {top}: put new modules in the subpackage of their layer"
 
 
 def test_help_imports_nothing_heavy() -> None:

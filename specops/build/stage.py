@@ -51,7 +51,7 @@ class StagedBuild:
 
     def manifest(self, release_id: str, **fields: Any) -> dict[str, Any]:
         """The release's manifest.json as the push writes it; `fields` adds profile, unit_sha256, deployed_by,
-        facts. The deploy sets verified/verified_at/gates after its gates (update_manifest)."""
+        unit. The deploy sets verified/verified_at/gates after its gates (update_manifest)."""
         try:
             created = datetime.strptime(release_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
         except ValueError:  # an id chosen by the caller (tests): the manifest still says when

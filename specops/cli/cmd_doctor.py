@@ -1,4 +1,4 @@
-"""`specops doctor`: verdicts and fixes for the things that broke the seed's night, one round trip per host."""
+"""`specops doctor`: verdicts and fixes for what stops SGLang from serving, one round trip per host."""
 
 from __future__ import annotations
 

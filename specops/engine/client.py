@@ -45,7 +45,7 @@ def engine_address(spec: HostSpec) -> str:
 
 
 class EngineClient:
-    """SGLang's HTTP API (sglang.md §4) for one host, every request through `host.open_tunnel`."""
+    """SGLang's HTTP API for one host, every request through `host.open_tunnel`."""
 
     def __init__(
         self, host: Host, spec: HostSpec, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None

@@ -11,7 +11,7 @@ import re
 
 from specops.engine.signatures_model import TORCHCODEC_ABI_ID, TORCHCODEC_ID, sig
 
-# FFmpeg major <-> libavutil soname major (doctor-facts §4: libavutil identifies the major, libswresample does not)
+# FFmpeg major <-> libavutil soname major (libavutil identifies the major; libswresample does not)
 FFMPEG_BY_LIBAVUTIL = {56: 4, 57: 5, 58: 6, 59: 7, 60: 8, 61: 9}
 
 _TC_HINT = (

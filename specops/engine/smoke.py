@@ -1,7 +1,7 @@
 """The smoke gate: does the running server really decode speculatively, fast, and produce real text?
 
 Why a gate after readiness: an unpatched DDTREE build comes up "healthy" - /health_generate is 200 - and then
-answers `!!!!!!!!` at 2 tokens/s with accept length 1.0 (the seed's night). Only a real generation shows it.
+answers `!!!!!!!!` at 2 tokens/s with accept length 1.0. Only a real generation shows it.
 
 Steps: GET /get_server_info (version, the algorithm as SGLang reports it - EAGLE for NEXTN -, the draft),
 GET /v1/models (served name), then POST /generate with the profile's prompt at temperature 0, ignore_eos,

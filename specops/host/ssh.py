@@ -8,7 +8,7 @@
 
 Security: host keys are checked strictly against ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts and the
 UserKnownHostsFile(s) of ~/.ssh/config; an unknown key is refused and a changed one refused loudly, never
-added (Fabric's AutoAddPolicy is the anti-pattern). Speed (reference/transfer-perf.md): our own socket with
+added (Fabric's AutoAddPolicy is the anti-pattern). Speed (docs/performance.md): our own socket with
 TCP_NODELAY (3 ms per command instead of 43 ms), AES-GCM first, a large receive window. Every paramiko
 or socket failure leaves this module as a ConnectError (exit 4) or RemoteTimeout, never as a traceback.
 """

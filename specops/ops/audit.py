@@ -1,6 +1,6 @@
 """The audit log: one JSON line per deploy/rollback/lock action, on the host AND on the operator's machine.
 
-    audit.record(host, spec, audit.new_entry("deploy", outcome="ok", from_release=a, to_release=b, ...))
+    audit.record(host, spec, audit.new_entry("deploy", outcome="deployed", from_release=a, to_release=b, ...))
     audit.read(host, spec, limit=20)    # the host's last entries, oldest first
 
 The host copy (`<service_dir>/audit.jsonl`) answers "who changed this box, when, from what to what" for

@@ -5,7 +5,7 @@
         ...                                               # a thread rewrites holder.json every heartbeat_s
     # released here on every exit path: return, exception, KeyboardInterrupt
 
-Lessons from Kamal (reference/deploy-tools.md): its lock is released on StandardError only, so a Ctrl-C or a
+Lessons from Kamal: its lock is released on StandardError only, so a Ctrl-C or a
 killed CI job left hosts locked for weeks. Here `__exit__` always releases, and a lock whose holder stopped
 heartbeating (kill -9, lost laptop) turns stale after `stale_after_s` and is taken over, saying so. The
 host-side steps and their atomicity are in specops/commands/lock.py.

@@ -112,7 +112,7 @@ class CudaUserspaceFacts(_Facts):
     libs: dict[str, list[str]] = {}  # "libcudart" -> ["/usr/local/cuda-12.8/lib64/libcudart.so.12", ...]
     nvcc_version: str | None = None  # "12.8"
     # forward-compat driver libs: `*/compat/libcuda.so*` reachable via LD_LIBRARY_PATH or ld.so.conf,
-    # e.g. "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06" (doctor-facts §2 forward compatibility)
+    # e.g. "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06" (cuda-compat: forward compatibility)
     compat_libcuda: list[str] = []
 
 

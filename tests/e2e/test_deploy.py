@@ -1,4 +1,4 @@
-"""`specops deploy` end to end on a real test host: the seed's night as one command."""
+"""`specops deploy` end to end on a real test host: patch, push, verify, roll back, as one command."""
 
 from __future__ import annotations
 

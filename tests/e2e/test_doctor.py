@@ -1,6 +1,6 @@
 """`specops doctor` end to end: the real CLI, real SSH, a real probe on test hosts broken one way each.
 
-Every case of issue 4's "Must show" list, asserted on what the operator sees (the JSON and the table),
+Every host problem the doctor must name, asserted on what the operator sees (the JSON and the table),
 and for the native-library cases the static verdict is checked against `--deep` (a real import).
 """
 

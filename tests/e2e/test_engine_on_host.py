@@ -1,6 +1,6 @@
 """The test engine as the real thing runs: a specops-rendered unit under systemd on a test host.
 
-Shows the seed's night on the bed: a healthy host serves the patched DDTREE build with accepted drafts;
+Shows the failures the product exists for: a healthy host serves the patched DDTREE build with accepted drafts;
 the unpatched build produces `!!!!!!!!`; with FFmpeg's libraries removed the unit crashes at start and
 the journal holds torchcodec's real error, while `systemctl is-active` may still look fine in between.
 """

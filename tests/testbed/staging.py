@@ -1,7 +1,7 @@
 """Put an engine "build", model folders and a specops-rendered unit on a test host, without specops deploy.
 
 The test bed's own e2e tests use this to show that a unit rendered by specops really starts the test
-engine under systemd on a test host; deploy tests (issue 5) replace it with `specops deploy`.
+engine under systemd on a test host; deploy tests replace it with `specops deploy`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from specops.config.inventory import HostSpec
 from specops.probe.facts import HostFacts, SpecInfoFacts
 
-# FFmpeg major <-> the libavutil soname major that identifies it (doctor-facts §4; libswresample is ambiguous)
+# FFmpeg major <-> the libavutil soname major that identifies it (libswresample is ambiguous)
 FFMPEG_BY_LIBAVUTIL = {56: 4, 57: 5, 58: 6, 59: 7, 60: 8, 61: 9}
 LIBAVUTIL_BY_FFMPEG = {ffmpeg: avutil for avutil, ffmpeg in FFMPEG_BY_LIBAVUTIL.items()}
 

@@ -1,6 +1,6 @@
 """Checks that the driver, the GPUs and the CUDA user-space libraries fit the CUDA torch was built for.
 
-The rules are NVIDIA's compatibility rules (doctor-facts §2): a torch cuXY loads when the driver's maximum
+The rules are NVIDIA's compatibility rules: a torch cuXY loads when the driver's maximum
 CUDA (nvidia-smi's `CUDA Version`) has the same or a higher major and the driver meets that family's floor;
 forward compatibility (cuda-compat's libcuda) bridges a newer major only on data-center GPUs.
 """

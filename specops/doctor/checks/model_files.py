@@ -1,7 +1,7 @@
 """Model checks: the folders exist, and a DFlash draft fits its target.
 
 A DFlash draft's `fc` projects the concatenated hidden states of several target layers:
-input = len(target_layer_ids) × target hidden_size (sglang.md §3). A draft made for another target loads
+input = len(target_layer_ids) × target hidden_size. A draft made for another target loads
 fine and then fails on the first request with `DFLASH target_hidden feature dim mismatch`, so the shapes
 are compared before deploying.
 """

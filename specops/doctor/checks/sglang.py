@@ -1,6 +1,6 @@
 """Checks of the sglang build that would run: its version, the profile's algorithm, the enum's stability.
 
-A DDTREE host runs a fork or PR build (sglang.md §1): the algorithm must be registered AND treated as a
+A DDTREE host runs a fork or PR build of SGLang: the algorithm must be registered AND treated as a
 DFlash variant by `SpeculativeAlgorithm.is_dflash()`, or the draft silently gets the wrong hidden states.
 """
 

@@ -1,7 +1,7 @@
 """torchcodec checks: the right wheel variant, the torch ABI it links against, and which FFmpeg core loads.
 
 torchcodec's own error buries the one relevant line among five `libavutil.so.N: cannot open` attempts
-(doctor-facts §4-5), so these checks read the ELF facts of each library and name only the attempt that
+(one per FFmpeg major), so these checks read the ELF facts of each library and name only the attempt that
 matters for this host.
 """
 

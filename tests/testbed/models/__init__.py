@@ -1,7 +1,7 @@
 """Model-folder fixtures: real-looking config.json + header-only model.safetensors, a few KiB each.
 
-The shapes are those of a Qwen3.5-27B-class target and its 5-layer DFlash draft (sglang.md §3:
-target_layer_ids [1,16,31,46,61], fc 5×5120 = 25600 -> 5120), plus drafts that are wrong in the ways
+The shapes are those of a Qwen3.5-27B-class target and its 5-layer DFlash draft
+(target_layer_ids [1,16,31,46,61], fc 5×5120 = 25600 -> 5120), plus drafts that are wrong in the ways
 the doctor must catch. The safetensors files carry a valid header (8-byte little-endian length, then
 JSON) whose data_offsets are all [0, 0]: shapes are real, weights are absent, the files stay tiny.
 """

@@ -66,7 +66,7 @@ def cgroup2_root() -> Path:
         if right.split(" ", 1)[0] == "cgroup2":
             candidates.append(Path(left.split(" ")[4]))
     if not candidates:
-        raise RuntimeError("no cgroup2 hierarchy is mounted; test hosts need one (see FINDINGS §5.1)")
+        raise RuntimeError("no cgroup2 hierarchy is mounted; test hosts need one")
     return min(candidates, key=lambda p: len(p.parts))
 
 

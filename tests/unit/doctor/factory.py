@@ -47,7 +47,7 @@ SITE = "/opt/venv/lib/python3.11/site-packages"
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 GIB = 2**30
 
-# FFmpeg major -> the sonames its libtorchcodec_coreN needs (doctor-facts §4 table)
+# FFmpeg major -> the sonames its libtorchcodec_coreN needs
 FFMPEG_SONAMES = {
     major: [
         f"libavutil.so.{u}",

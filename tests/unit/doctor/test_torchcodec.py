@@ -1,4 +1,4 @@
-"""torchcodec.variant, torchcodec.abi, torchcodec.ffmpeg, ffmpeg.consistency (doctor-facts §4-5 cases A-E)."""
+"""torchcodec.variant, torchcodec.abi, torchcodec.ffmpeg, ffmpeg.consistency (cases A-E)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, copy_build
 from tests.testbed.engine.local import LocalEngine, free_port
 from tests.testbed.models import write_model_fixtures
 
-pytestmark = pytest.mark.testbed_venv
+pytestmark = [pytest.mark.testbed, pytest.mark.testbed_venv]  # starts engines: outside the fast suite
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Journal signatures on the real texts (torchcodec 0.13/0.10 on torch 2.13 as captured here, torch's CUDA
-errors from doctor-facts.md, the test engine's own start-up log)."""
+errors as torch prints them, the test engine's own start-up log)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from specops.host.local import LocalHost
 from specops.probe.run import probe, probe_deep
 from tests.testbed.pyenv import venv_python
@@ -33,6 +35,7 @@ def test_static_probe_sees_torch_and_core5_resolving(host_venv: Path) -> None:  
     assert facts.probe_seconds < 2.0
 
 
+@pytest.mark.testbed  # imports torch in the hosts' venv (~7 s): outside the fast suite; e2e covers it too
 def test_deep_probe_agrees(host_venv: Path) -> None:  # noqa: F811
     deep = probe_deep(LocalHost(), host_spec(str(venv_python(host_venv))))
     print(f"deep probe: {deep.seconds:.2f}s")

@@ -136,7 +136,9 @@ def test_a_local_tar_failure_mid_push_is_an_error_and_the_release_stays_unfinish
 ) -> None:
     staged = stage_build(build, [], tmp_path / "w1")
     (staged.root / "sglang" / "launch_server.py").unlink()  # vanished between staging and sending
-    with pytest.raises(ReleaseError, match=r"launch_server\.py: Cannot stat"):
+    with pytest.raises(ReleaseError, match=r"launch_server\.py: Cannot stat") as caught:
         push.push_release(host, spec, staged, base=None, release_id="r-01")
+    # the host finished its side (it was not killed mid-receive) and said why it refused
+    assert "the host then refused the push: local: file 'sglang/launch_server.py' was neither sent" in str(caught.value)
     [release] = push.list_releases(host, spec)
     assert (release.id, release.complete) == ("r-01", False)  # never switched to, never a rollback target

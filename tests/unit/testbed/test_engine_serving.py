@@ -13,7 +13,7 @@ import pytest
 from tests.testbed.engine import DDTREE_PATCH, copy_build
 from tests.testbed.engine.local import LocalEngine, hide_ffmpeg_prefix, http_get, http_post_json
 
-pytestmark = pytest.mark.testbed_venv
+pytestmark = [pytest.mark.testbed, pytest.mark.testbed_venv]  # starts engines: outside the fast suite
 
 SMOKE = {
     "text": "Explain speculative decoding.",

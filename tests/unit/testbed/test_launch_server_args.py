@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.testbed.engine import BUILD_PYTHON
+
+pytestmark = pytest.mark.testbed  # the test bed's own test: outside the fast suite (pytest -m 'not testbed')
 
 
 def launch(*args: str) -> subprocess.CompletedProcess[str]:

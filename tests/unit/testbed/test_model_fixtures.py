@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.testbed.models import FIXTURE_NAMES, read_safetensors_header
+
+pytestmark = pytest.mark.testbed  # the test bed's own test: outside the fast suite (pytest -m 'not testbed')
 
 
 def _config(folder: Path) -> dict:

@@ -11,6 +11,8 @@ import pytest
 
 from tests.testbed.gpu import NVIDIA_SMI, proc_version_text, scenario_names
 
+pytestmark = pytest.mark.testbed  # the test bed's own test: outside the fast suite (pytest -m 'not testbed')
+
 GPU_QUERY = "--query-gpu=index,name,driver_version,compute_cap,memory.total,memory.used"
 
 

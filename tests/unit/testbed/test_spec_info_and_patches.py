@@ -11,6 +11,8 @@ import pytest
 
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, RENUMBER_PATCH, copy_build
 
+pytestmark = pytest.mark.testbed  # the test bed's own test: outside the fast suite (pytest -m 'not testbed')
+
 PROBE = """
 import json, sys
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm as A
