@@ -124,10 +124,11 @@ def append_on_host(host: Host, path: str, line: bytes, python: str | None = None
     """One O_APPEND write on the host, by `python` (the host's interpreter) or dd when it is missing."""
     result = None
     if python:
-        result = host.run([python, "-I", "-c", APPEND_SCRIPT, path], input=line, timeout=COMMAND_TIMEOUT_S)
+        argv = [python, "-I", "-c", APPEND_SCRIPT, path]
+        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # 126/127: try dd
     if result is None or result.exit_code in MISSING_PROGRAM:
         argv = ["sh", "-c", APPEND_FALLBACK, "specops-audit", path]
-        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S)
+        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not append to the audit log {path}")
 
@@ -148,7 +149,8 @@ def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
     if limit <= 0:
         return []
     path = host_audit_path(spec)
-    result = host.run(["sh", "-c", READ_SCRIPT, "specops-audit", path, str(limit)], timeout=COMMAND_TIMEOUT_S)
+    argv = ["sh", "-c", READ_SCRIPT, "specops-audit", path, str(limit)]
+    result = host.run(argv, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not read the audit log {path}")
     return [parse_line(line) for line in result.text.splitlines() if line.strip()]

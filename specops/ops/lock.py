@@ -145,7 +145,8 @@ def lock_root(root: str | None = None) -> str:
 def _run_lock(host: Host, op: str, root: str, token: str = "", stale_after_s: float = 0,
               holder: LockHolder | None = None) -> LockReply:  # fmt: skip
     argv = lock_argv(op, root, token, stale_after_s)
-    result = host.run(argv, input=holder.to_json() if holder else None, timeout=LOCK_COMMAND_TIMEOUT_S)
+    data = holder.to_json() if holder else None
+    result = host.run(argv, input=data, timeout=LOCK_COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"the lock lives in {root} on the host")
     return parse_lock_reply(result.text)

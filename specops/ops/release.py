@@ -176,7 +176,7 @@ class PushSession:
             reply = cmd.parse_reply(line)
         except ReplyError:
             self._finished = True
-            raise script_failed(self.host, self.spec, self._command.wait()) from None
+            raise script_failed(self.host, self.spec, self._command.wait(check=False)) from None
         if not errors_ok or reply.get("kind") not in (None, "manifest"):
             self._finished = self._finished or reply.get("ok") is not True
             return checked_reply(self.host, reply)
@@ -235,7 +235,7 @@ def update_manifest(host: Host, spec: HostSpec, release_id: str, changes: Mappin
 def _run_script(
     host: Host, spec: HostSpec, argv: list[str], input: bytes | None = None, timeout: float = SCRIPT_TIMEOUT_S
 ) -> dict[str, Any]:
-    result = host.run(argv, input=input, timeout=timeout)
+    result = host.run(argv, input=input, timeout=timeout, check=False)  # a refusal is exit 3 with a JSON reply
     try:
         reply = cmd.parse_reply(result.text)
     except ReplyError:
@@ -253,7 +253,8 @@ def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] 
     cached = cached_tree(base.tree_hash)
     if cached is not None:
         return cached
-    result = host.run(["cat", "--", cmd.manifest_path(spec, base.id)], timeout=SCRIPT_TIMEOUT_S)
+    argv = ["cat", "--", cmd.manifest_path(spec, base.id)]
+    result = host.run(argv, timeout=SCRIPT_TIMEOUT_S, check=False)  # unreadable: a full push, as the push does
     with contextlib.suppress(ValueError, AttributeError):
         files = json.loads(result.stdout).get("files") if result.ok else None
         return files if isinstance(files, dict) else None

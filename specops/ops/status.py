@@ -39,7 +39,7 @@ def running_release(host: Host, spec: HostSpec, pid: str) -> str | None:
     """The release the main process runs in (its cwd), or None when it is not running or not readable."""
     if not pid or pid == "0":
         return None
-    result = host.run(["readlink", f"/proc/{pid}/cwd"], timeout=30)
+    result = host.run(["readlink", f"/proc/{pid}/cwd"], timeout=30, check=False)  # it may have exited since
     path = result.text.strip()
     prefix = f"{spec.service_dir}/releases/"
     return path[len(prefix) :].split("/", 1)[0] if result.ok and path.startswith(prefix) else None
