@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
-from specops.ops.lock import local_who, utc_now
+from specops.ops.hostdata import check_schema
+from specops.ops.lock_holder import local_who, utc_now
+from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -71,9 +73,9 @@ def new_entry(
 ) -> dict[str, Any]:
     """An entry with the standard fields (who/when filled in); callers may add more keys."""
     return {
-        "when": utc_now(), "who": local_who(), "action": action, "from": from_release, "to": to_release,
-        "profile": profile, "phases": dict(phases or {}), "gates": dict(gates or {}), "outcome": outcome,
-        "forced": forced, "message": message,
+        SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), "action": action, "from": from_release,
+        "to": to_release, "profile": profile, "phases": dict(phases or {}), "gates": dict(gates or {}),
+        "outcome": outcome, "forced": forced, "message": message,
     }  # fmt: skip
 
 
@@ -91,7 +93,7 @@ def local_audit_path() -> Path:
 def record(host: Host, spec: HostSpec, entry: Mapping[str, Any]) -> None:
     """Append `entry` to the host's log, then (always, even if the host failed) to the local one."""
     refuse_secrets(entry)
-    full = {"when": utc_now(), "who": local_who(), **entry}
+    full = {SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry}
     line = encode_line(full)
     try:
         append_on_host(host, host_audit_path(spec), line, spec.python)
@@ -145,7 +147,9 @@ def append_locally(path: Path, line: bytes) -> None:
 
 
 def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
-    """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}."""
+    """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}.
+    Lines without a version (written before versions existed) read as they are; a line from a newer specops is
+    HostDataTooNew (exit 5): its fields may not mean what this specops would show."""
     if limit <= 0:
         return []
     path = host_audit_path(spec)
@@ -153,12 +157,13 @@ def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
     result = host.run(argv, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not read the audit log {path}")
-    return [parse_line(line) for line in result.text.splitlines() if line.strip()]
+    return [parse_line(line, host.name, path) for line in result.text.splitlines() if line.strip()]
 
 
-def parse_line(line: str) -> dict[str, Any]:
+def parse_line(line: str, host: str = "", path: str = AUDIT_FILE) -> dict[str, Any]:
     try:
         value = json.loads(line)
+        check_schema(host, value, path, AUDIT_SCHEMA)
     except ValueError:
         return {"unreadable": line[:500]}
     return value if isinstance(value, dict) else {"unreadable": line[:500]}

@@ -5,16 +5,25 @@ with --no-rollback). Every 15 s it runs the host-side `guard` op: while the depl
 fresh it does nothing; once the heartbeat is stale (kill -9, lost laptop, dropped network) and `current` is
 not verified, it puts the last verified release back. No anchor tool has this; Kamal and Capistrano leave
 the host wherever the killed deploy stopped.
+
+The guard's script on the host starts with a `# specops rollback guard, schema N` line. A guard armed by a
+newer specops is left alone (HostDataTooNew, exit 5): this specops cannot know what that guard expects.
 """
 
 from __future__ import annotations
 
+import re
+
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
+from specops.ops.hostdata import check_schema
 from specops.remote.bundle import release_script
+from specops.remote.release.hostdata import GUARD_SCHEMA, SCHEMA_KEY
 
 GUARD_INTERVAL_S = 15
 TIMEOUT_S = 60.0
+HEADER = "# specops rollback guard, schema {}\n"
+_HEADER_LINE = re.compile(r"# specops rollback guard, schema (\d+)$")
 
 
 def guard_unit(spec: HostSpec) -> str:
@@ -26,9 +35,12 @@ def guard_script_path(spec: HostSpec) -> str:
 
 
 def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> None:
-    """Install the script and start the timer (a leftover guard of a crashed deploy is replaced)."""
+    """Install the script and start the timer (a leftover guard of a crashed deploy is replaced, unless a newer
+    specops armed it)."""
+    armed_schema(host, spec)
     disarm(host, spec)
-    host.put(release_script().encode("utf-8"), guard_script_path(spec), mode=0o600)
+    script = HEADER.format(GUARD_SCHEMA) + release_script()
+    host.put(script.encode("utf-8"), guard_script_path(spec), mode=0o600)
     argv = [
         "systemd-run",
         f"--unit={guard_unit(spec)}",
@@ -46,6 +58,17 @@ def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> None
         str(int(stale_after_s)),
     ]
     host.run(argv, timeout=TIMEOUT_S)
+
+
+def armed_schema(host: Host, spec: HostSpec) -> int | None:
+    """The schema of the guard script on the host (0: one written before versions), None when there is none;
+    HostDataTooNew when a newer specops wrote it."""
+    path = guard_script_path(spec)
+    result = host.run(["head", "-n", "1", "--", path], timeout=TIMEOUT_S, check=False)  # none: nothing to check
+    if not result.ok:
+        return None
+    found = _HEADER_LINE.match(result.text.strip())
+    return check_schema(host.name, {SCHEMA_KEY: int(found.group(1)) if found else 0}, path, GUARD_SCHEMA)
 
 
 def disarm(host: Host, spec: HostSpec) -> None:

@@ -24,8 +24,10 @@ from specops.commands.release import Listing, ReleaseInfo, ReplyError
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
 from specops.host.process import RunningCommand
+from specops.ops.hostdata import check_schema
 from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
 from specops.ops.release_replies import checked_reply, script_failed
+from specops.remote.release.hostdata import MANIFEST_SCHEMA
 from specops.remote.release.script import MANIFEST
 
 Progress = Callable[[str], None]
@@ -253,9 +255,11 @@ def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] 
     cached = cached_tree(base.tree_hash)
     if cached is not None:
         return cached
-    argv = ["cat", "--", cmd.manifest_path(spec, base.id)]
-    result = host.run(argv, timeout=SCRIPT_TIMEOUT_S, check=False)  # unreadable: a full push, as the push does
+    path = cmd.manifest_path(spec, base.id)
+    result = host.run(["cat", "--", path], timeout=SCRIPT_TIMEOUT_S, check=False)  # unreadable: a full push
     with contextlib.suppress(ValueError, AttributeError):
-        files = json.loads(result.stdout).get("files") if result.ok else None
+        manifest = json.loads(result.stdout) if result.ok else None
+        check_schema(host.name, manifest, path, MANIFEST_SCHEMA)  # newer: refused, as the push itself would
+        files = manifest.get("files") if isinstance(manifest, dict) else None
         return files if isinstance(files, dict) else None
     return None
