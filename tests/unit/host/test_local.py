@@ -31,6 +31,7 @@ def test_a_non_zero_exit_raises_command_failed_by_default_carrying_the_result() 
         "  | disk full",
     ]
     assert caught.value.exit_code == ExitCode.REMOTE_FAILED
+    assert caught.value.hint.startswith("the `|` lines are what the command printed on the host")
     assert (caught.value.result.exit_code, caught.value.result.stdout) == (2, b"partial\n")
     assert LocalHost().run(["true"]).ok
 
