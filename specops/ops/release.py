@@ -22,6 +22,7 @@ from specops.build.tree_cache import cached_tree, remember_tree
 from specops.commands import release as cmd
 from specops.commands.release import Listing, ReleaseInfo, ReplyError
 from specops.config.inventory import HostSpec
+from specops.errors import ReleaseError
 from specops.host.base import Host
 from specops.host.process import RunningCommand
 from specops.ops.hostdata import check_schema
@@ -142,7 +143,10 @@ class PushSession:
         say(f"sending {len(names) - 1} changed file(s), ~{expected:,} bytes; hard-linking {linked} from {base_id}")
         self._finished = True  # closing early from here on is EOF inside the tar: the release stays unfinished
         self._request(cmd.receive_request(release_id, base_id, staged.tree_hash), after_listing=True)
-        sent = send_tar(staged.root, tar_names, self._command.write, on_bytes, expected, first=manifest_member)
+        try:
+            sent = send_tar(staged.root, tar_names, self._command.write, on_bytes, expected, first=manifest_member)
+        except ReleaseError as local:
+            raise self._host_answer_after(local) from None
         self._command.close_input()
         reply = self._reply()
         remember_tree(staged)
@@ -155,6 +159,18 @@ class PushSession:
             linked_files=int(reply.get("linked", 0)) + int(reply.get("copied", 0)),
             seconds=time.monotonic() - started,
         )
+
+    def _host_answer_after(self, local: ReleaseError) -> ReleaseError:
+        """The local tar failed mid-push: end the stream and read the host's answer before reporting. Closing the
+        channel at once would kill the host's receive at an arbitrary point (before its release folder exists, or
+        between creating it and marking it `unfinished`); this way the host always finishes and leaves an
+        `unfinished` release, and its refusal reaches the operator beside the local cause."""
+        self._command.close_input()
+        try:
+            self._reply()
+        except ReleaseError as host_side:
+            return ReleaseError(f"{local.message}\n  the host then refused the push: {host_side.message}", local.hint)
+        return local
 
     def close(self) -> None:
         """End the conversation (the host script exits having changed nothing) and close the channel; best

@@ -136,9 +136,9 @@ def test_a_local_tar_failure_mid_push_is_an_error_and_the_release_stays_unfinish
 ) -> None:
     staged = stage_build(build, [], tmp_path / "w1")
     (staged.root / "sglang" / "launch_server.py").unlink()  # vanished between staging and sending
-    with pytest.raises(ReleaseError, match=r"launch_server\.py: Cannot stat"):
+    with pytest.raises(ReleaseError, match=r"launch_server\.py: Cannot stat") as caught:
         push.push_release(host, spec, staged, base=None, release_id="r-01")
-    # The channel is closed at once: the host got the receive request and made releases/r-01 (unfinished), or was
-    # stopped before it read it (nothing). Either way no complete release, nothing to switch or roll back to.
-    releases = push.list_releases(host, spec)
-    assert [(release.id, release.complete) for release in releases] in ([], [("r-01", False)])
+    # the host finished its side (it was not killed mid-receive) and said why it refused
+    assert "the host then refused the push: local: file 'sglang/launch_server.py' was neither sent" in str(caught.value)
+    [release] = push.list_releases(host, spec)
+    assert (release.id, release.complete) == ("r-01", False)  # never switched to, never a rollback target
