@@ -14,8 +14,7 @@ from typing import Any
 
 from specops.config.inventory import HostSpec
 from specops.remote.bundle import release_script
-from specops.remote.release.hostdata import RELEASE_ID
-from specops.remote.release.script import MANIFEST
+from specops.remote.release.script import MANIFEST, RELEASE_ID
 
 SEND_ALWAYS = (MANIFEST,)
 

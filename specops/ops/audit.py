@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
-from specops.ops.hostdata import check_schema
+from specops.ops.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, check_schema
 from specops.ops.lock_holder import local_who, utc_now
-from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec

@@ -16,9 +16,8 @@ import re
 
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
-from specops.ops.hostdata import check_schema
+from specops.ops.hostdata import GUARD_SCHEMA, SCHEMA_KEY, check_schema
 from specops.remote.bundle import release_script
-from specops.remote.release.hostdata import GUARD_SCHEMA, SCHEMA_KEY
 
 GUARD_INTERVAL_S = 15
 TIMEOUT_S = 60.0

@@ -7,7 +7,18 @@ with the host-side script (specops/remote/release/hostdata.py), so both ends jud
 from __future__ import annotations
 
 from specops.errors import UPGRADE_HINT, HostDataTooNew
-from specops.remote.release.hostdata import SchemaTooNew, checked_schema
+from specops.remote.release.hostdata import (
+    AUDIT_SCHEMA,
+    GUARD_SCHEMA,
+    HOLDER_SCHEMA,
+    MANIFEST_SCHEMA,
+    SCHEMA_KEY,
+    SchemaTooNew,
+    checked_schema,
+)
+
+# The rest of the client reads the versions here: one door from the client into the host script's module.
+__all__ = ["AUDIT_SCHEMA", "GUARD_SCHEMA", "HOLDER_SCHEMA", "MANIFEST_SCHEMA", "SCHEMA_KEY", "check_schema", "too_new"]
 
 
 def check_schema(host: str, record: object, path: str, newest: int) -> int:

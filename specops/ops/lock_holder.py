@@ -19,8 +19,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from specops import __version__
-from specops.ops.hostdata import check_schema
-from specops.remote.release.hostdata import HOLDER_SCHEMA, SCHEMA_KEY
+from specops.ops.hostdata import HOLDER_SCHEMA, SCHEMA_KEY, check_schema
 
 
 def utc_now() -> str:

@@ -25,10 +25,9 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.base import Host
 from specops.host.process import RunningCommand
-from specops.ops.hostdata import check_schema
+from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
 from specops.ops.release_replies import checked_reply, script_failed
-from specops.remote.release.hostdata import MANIFEST_SCHEMA
 from specops.remote.release.script import MANIFEST
 
 Progress = Callable[[str], None]

@@ -26,15 +26,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from specops.remote.release.hostdata import (
-    MANIFEST_SCHEMA,
-    RELEASE_ID,
-    SCHEMA_KEY,
-    SUMMARY_SCHEMA,
-    Refused,
-    checked_release_id,
-    checked_schema,
-)
+from specops.remote.release.hostdata import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # re-exported: the client's stage
+from specops.remote.release.hostdata import RELEASE_ID as RELEASE_ID  # re-exported: the client's id check
+from specops.remote.release.hostdata import SCHEMA_KEY, SUMMARY_SCHEMA, Refused, checked_release_id, checked_schema
 
 MANIFEST = "manifest.json"
 UNFINISHED = "unfinished"
