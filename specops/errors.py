@@ -93,7 +93,20 @@ class CommandFailed(SpecopsError):
         tail = result.err_tail(tail_lines) or result.out_tail(tail_lines)
         if tail:
             message += "\n" + "\n".join(f"  | {line}" for line in tail.splitlines())
-        super().__init__(message, hint)
+        super().__init__(message, hint or COMMAND_FAILED_HINT)
+
+
+COMMAND_FAILED_HINT = "the `|` lines are what the command printed on the host: fix that there, then run specops again"
+
+
+class HostDataTooNew(SpecopsError):
+    """A file on a host carries a schema version above what this specops reads: written by a newer specops.
+    Refused rather than guessed at (docs/deploy.md "Files on the host")."""
+
+    exit_code = ExitCode.REMOTE_FAILED
+
+
+UPGRADE_HINT = "upgrade specops on this machine to the version that deployed the host (`specops --version` shows yours)"
 
 
 class RemoteTimeout(SpecopsError):

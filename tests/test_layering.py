@@ -54,6 +54,7 @@ KNOWN_INTO_REMOTE = {
     ("specops/commands/release.py", "specops.remote.release.script"): "the host script's MANIFEST and RELEASE_ID",
     ("specops/ops/push_stream.py", "specops.remote.release.stream"): "one widen_pipe and PIPE_BYTES for both ends",
     ("specops/ops/release.py", "specops.remote.release.script"): "the host script's MANIFEST name",
+    ("specops/ops/hostdata.py", "specops.remote.release.hostdata"): "one table of host-data versions for both ends",
 }
 REMOTE_ENTRY = "specops.remote.bundle"  # the one door into host-side code from the rest of specops
 

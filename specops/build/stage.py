@@ -22,11 +22,10 @@ from typing import Any
 from specops.build.hashes import HashCache, default_cache_file
 from specops.build.patches import apply_patch, patch_sha256
 from specops.errors import BuildError
-from specops.remote.release.script import NOT_HASHED, Refused, check_symlink, tree_hash, tree_line
+from specops.remote.release.script import MANIFEST_SCHEMA, NOT_HASHED, Refused, check_symlink, tree_hash, tree_line
 
 SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")  # build junk; a wheel's .dist-info is kept (metadata, entry points)
-MANIFEST_SCHEMA = 1
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,12 @@ def guard_script_path(spec: HostSpec) -> str:
     return f"{spec.service_dir}/.specops-guard.py"
 
 
+def schema_argv(spec: HostSpec) -> list[str]:
+    """The guard script's first line, `# specops rollback guard, schema N`: a guard a newer specops armed is
+    left alone. Exits non-zero when there is no guard script (nothing to check)."""
+    return ["head", "-n", "1", "--", guard_script_path(spec)]
+
+
 def arm_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
     """Start the timer: every GUARD_INTERVAL_S the host-side `guard` op checks the lock's heartbeat."""
     return [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from specops.commands import journal, units
 from specops.commands import release as release_cmd
-from specops.commands.guard import arm_argv, disarm_argvs, guard_script_path
+from specops.commands.guard import arm_argv, disarm_argvs, guard_script_path, schema_argv
 from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -92,10 +92,11 @@ def manifest_update(
 
 
 def guard_commands(spec: HostSpec) -> list[HostCommand]:
-    from specops.remote.bundle import release_script
+    from specops.ops.guard import guard_script
 
-    size = len(release_script().encode("utf-8"))
+    size = len(guard_script().encode("utf-8"))
     return [
+        run(schema_argv(spec), note="a guard armed by a newer specops is left alone; none there: nothing to check"),
         *disarm_commands(spec),
         put(guard_script_path(spec), 0o600, f"the release script ({size} bytes)"),
         run(arm_argv(spec, lock_root(), DEFAULT_STALE_AFTER_S)),

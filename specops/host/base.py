@@ -107,14 +107,23 @@ class Host(Protocol):
         *,
         input: bytes | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
-        check: bool = False,
+        check: bool = True,
         env: Mapping[str, str] | None = None,
-    ) -> Result: ...
+    ) -> Result:
+        """Run `argv` to the end and return its Result.
+
+        A non-zero exit raises CommandFailed (exit code 5, naming the host and the command, with the last lines
+        of stderr) unless the caller passes `check=False`: that is how a caller says "a non-zero exit is an
+        answer I read myself" (`cat` of a file that may be missing, a script that reports refusals as JSON
+        with exit 3). A caller that passes nothing never sees a failed command as a Result.
+        """
+        ...
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
     ) -> RunningCommand:
-        """The command started and handed back running: write its stdin, read its stdout as it comes."""
+        """The command started and handed back running: write its stdin, read its stdout as it comes. Its
+        `wait()` raises CommandFailed on a non-zero exit, like `run`, unless given `check=False`."""
         ...
 
     def put(self, data: bytes, remote_path: str, mode: int = 0o644) -> None: ...
@@ -128,7 +137,7 @@ class Host(Protocol):
 
 
 class HostBase:
-    """Shared behaviour of the real transports: run via stream, check=True, put/get via run, context manager."""
+    """Shared behaviour of the real transports: run via stream (checked), put/get via run, context manager."""
 
     name: str
 
@@ -138,14 +147,15 @@ class HostBase:
         *,
         input: bytes | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
-        check: bool = False,
+        check: bool = True,
         env: Mapping[str, str] | None = None,
     ) -> Result:
-        """The one-shot case of `stream`: the whole input, then everything the command printed and its status."""
+        """The one-shot case of `stream`: the whole input, then everything the command printed and its status
+        (a non-zero exit raises CommandFailed unless `check=False`, see Host.run)."""
         with self.stream(argv, timeout=timeout, env=env) as command:
             if input:
                 command.write(input)
-            return self.finish(command.wait(), check)
+            return command.wait(check=check)
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
@@ -158,22 +168,24 @@ class HostBase:
     def put(self, data: bytes, remote_path: str, mode: int = 0o644, *, timeout: float = 300) -> None:
         """Write `data` to `remote_path` atomically with `mode`; the parent directory must exist."""
         argv = ["sh", "-c", PUT_SCRIPT, "specops-put", remote_path, f"{mode:o}"]
-        self.run(argv, input=data, timeout=timeout, check=True)
+        self.run(argv, input=data, timeout=timeout)
 
     def get(self, remote_path: str, *, timeout: float = 300) -> bytes:
-        return self.run(["cat", "--", remote_path], timeout=timeout, check=True).stdout
-
-    def finish(self, result: Result, check: bool) -> Result:
-        """Apply `check=True`: a non-zero exit becomes CommandFailed (exit 5) naming this host."""
-        if check and not result.ok:
-            raise CommandFailed(result, host=self.name)
-        return result
+        return self.run(["cat", "--", remote_path], timeout=timeout).stdout
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def checked(result: Result, host: str, check: bool = True) -> Result:
+    """The one place a finished command's exit is judged: non-zero raises CommandFailed naming `host`, unless
+    the caller said `check=False` (it reads the exit itself)."""
+    if check and not result.ok:
+        raise CommandFailed(result, host=host)
+    return result
 
 
 def checked_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[str, ...]:

@@ -5,7 +5,7 @@
         command.write(request + tar_block)     # ...the client answers on the same channel, block by block
         command.close_input()
         reply = command.read_line()
-        result = command.wait()                # the exit status, the whole stdout and stderr
+        result = command.wait()                # the whole stdout and stderr; CommandFailed on a non-zero exit
 
 Why: a push is a conversation (the host lists its releases, the client answers with a tar built against them),
 and every exec channel costs a login shell on the host (~200 ms where root's .bashrc runs pyenv or conda init),
@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Protocol, Self
 
 from specops.errors import RemoteTimeout
-from specops.host.base import TIMED_OUT_CODES, Result, display_command, shorten
+from specops.host.base import TIMED_OUT_CODES, Result, checked, display_command, shorten
 
 CHUNK = 2**20
 SEND_CHUNK = 2**16
@@ -113,8 +113,12 @@ class RunningCommand:
                 self._check_deadline()
                 self._changed.wait(POLL_S)
 
-    def wait(self) -> Result:
-        """Close stdin, collect everything, return the Result (RemoteTimeout if the host's limit struck)."""
+    def wait(self, check: bool = True) -> Result:
+        """Close stdin, collect everything, return the Result (RemoteTimeout if the host's limit struck).
+
+        A non-zero exit raises CommandFailed, as `Host.run` does, unless `check=False`: a conversation that
+        reads the command's own error reply (the release script's JSON) asks for the Result whatever the exit.
+        """
         self.close_input()
         with self._changed:
             while not all(self._eof.values()):
@@ -127,7 +131,9 @@ class RunningCommand:
         if exit_code is None or (exit_code in TIMED_OUT_CODES and duration >= self.timeout):
             self.close()
             raise self._timeout()
-        return Result(self.words, exit_code, bytes(self._stdout), bytes(self._stderr), duration)
+        return checked(
+            Result(self.words, exit_code, bytes(self._stdout), bytes(self._stderr), duration), self.host, check
+        )
 
     def close(self) -> None:
         """Stop reading and close the channel (a command still running gets EOF and loses its session)."""

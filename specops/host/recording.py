@@ -9,7 +9,8 @@
     host.commands   # [('systemctl', 'is-active', 'sglang'), ...] in order; host.calls has puts/gets too
 
 An unscripted command raises UnexpectedCommand (a test that forgot a rule fails loudly, naming the argv),
-unless the host was made with `default=reply(...)` (dry-run: every mutation "succeeds").
+unless the host was made with `default=reply(...)` (dry-run: every mutation "succeeds"). A scripted non-zero
+exit behaves as on a real host: `run` raises CommandFailed unless the caller passed `check=False`.
 Inputs are recorded only as their size: they may carry secrets.
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from specops.errors import ExitCode, SpecopsError
-from specops.host.base import DEFAULT_TIMEOUT_S, HostBase, Result, Tunnel, checked_argv, display_command
+from specops.host.base import DEFAULT_TIMEOUT_S, HostBase, Result, Tunnel, checked, checked_argv, display_command
 from specops.host.process import FinishedPipe, RunningCommand
 
 Matcher = Callable[[tuple[str, ...]], bool]
@@ -115,7 +116,7 @@ class RecordingHost(HostBase):
         *,
         input: bytes | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
-        check: bool = False,
+        check: bool = True,
         env: Mapping[str, str] | None = None,
     ) -> Result:
         words = checked_argv(argv, env)
@@ -124,7 +125,7 @@ class RecordingHost(HostBase):
         if isinstance(answer, BaseException):
             raise answer
         result = Result(words, answer.exit_code, answer.stdout, answer.stderr, answer.duration_s)
-        return self.finish(result, check)
+        return checked(result, self.name, check)
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
@@ -160,7 +161,7 @@ class RecordingHost(HostBase):
         self.calls.append(Call("get", path=remote_path, timeout=timeout))
         if remote_path not in self.files:
             result = Result(("cat", "--", remote_path), 1, b"", f"cat: {remote_path}: No such file\n".encode(), 0)
-            self.finish(result, check=True)
+            checked(result, self.name)
         return self.files[remote_path]
 
     def open_tunnel(self, remote_host: str, remote_port: int) -> Tunnel:

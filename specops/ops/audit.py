@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
-from specops.ops.lock import local_who, utc_now
+from specops.ops.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, check_schema
+from specops.ops.lock_holder import local_who, utc_now
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -71,9 +72,9 @@ def new_entry(
 ) -> dict[str, Any]:
     """An entry with the standard fields (who/when filled in); callers may add more keys."""
     return {
-        "when": utc_now(), "who": local_who(), "action": action, "from": from_release, "to": to_release,
-        "profile": profile, "phases": dict(phases or {}), "gates": dict(gates or {}), "outcome": outcome,
-        "forced": forced, "message": message,
+        SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), "action": action, "from": from_release,
+        "to": to_release, "profile": profile, "phases": dict(phases or {}), "gates": dict(gates or {}),
+        "outcome": outcome, "forced": forced, "message": message,
     }  # fmt: skip
 
 
@@ -91,7 +92,7 @@ def local_audit_path() -> Path:
 def record(host: Host, spec: HostSpec, entry: Mapping[str, Any]) -> None:
     """Append `entry` to the host's log, then (always, even if the host failed) to the local one."""
     refuse_secrets(entry)
-    full = {"when": utc_now(), "who": local_who(), **entry}
+    full = {SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry}
     line = encode_line(full)
     try:
         append_on_host(host, host_audit_path(spec), line, spec.python)
@@ -124,10 +125,11 @@ def append_on_host(host: Host, path: str, line: bytes, python: str | None = None
     """One O_APPEND write on the host, by `python` (the host's interpreter) or dd when it is missing."""
     result = None
     if python:
-        result = host.run([python, "-I", "-c", APPEND_SCRIPT, path], input=line, timeout=COMMAND_TIMEOUT_S)
+        argv = [python, "-I", "-c", APPEND_SCRIPT, path]
+        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # 126/127: try dd
     if result is None or result.exit_code in MISSING_PROGRAM:
         argv = ["sh", "-c", APPEND_FALLBACK, "specops-audit", path]
-        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S)
+        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not append to the audit log {path}")
 
@@ -144,19 +146,23 @@ def append_locally(path: Path, line: bytes) -> None:
 
 
 def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
-    """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}."""
+    """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}.
+    Lines without a version (written before versions existed) read as they are; a line from a newer specops is
+    HostDataTooNew (exit 5): its fields may not mean what this specops would show."""
     if limit <= 0:
         return []
     path = host_audit_path(spec)
-    result = host.run(["sh", "-c", READ_SCRIPT, "specops-audit", path, str(limit)], timeout=COMMAND_TIMEOUT_S)
+    argv = ["sh", "-c", READ_SCRIPT, "specops-audit", path, str(limit)]
+    result = host.run(argv, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not read the audit log {path}")
-    return [parse_line(line) for line in result.text.splitlines() if line.strip()]
+    return [parse_line(line, host.name, path) for line in result.text.splitlines() if line.strip()]
 
 
-def parse_line(line: str) -> dict[str, Any]:
+def parse_line(line: str, host: str = "", path: str = AUDIT_FILE) -> dict[str, Any]:
     try:
         value = json.loads(line)
+        check_schema(host, value, path, AUDIT_SCHEMA)
     except ValueError:
         return {"unreadable": line[:500]}
     return value if isinstance(value, dict) else {"unreadable": line[:500]}

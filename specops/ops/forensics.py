@@ -20,6 +20,7 @@ from specops.diagnose.case import Material
 from specops.diagnose.diff import count_unified, diff_files
 from specops.errors import SpecopsError, UsageError
 from specops.host.base import Host
+from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.release import read_listing
 from specops.probe.run import probe
 
@@ -35,20 +36,24 @@ DIFF_SCRIPT = (
 
 def read_manifest(host: Host, spec: HostSpec, release_id: str) -> dict[str, Any] | None:
     """A release's manifest.json (with its files map), or None when it cannot be read."""
-    result = host.run(["cat", "--", manifest_path(spec, release_id)], timeout=READ_TIMEOUT_S)
+    path = manifest_path(spec, release_id)
+    result = host.run(["cat", "--", path], timeout=READ_TIMEOUT_S, check=False)
     with contextlib.suppress(ValueError):
         data = json.loads(result.stdout) if result.ok else None
-        return data if isinstance(data, dict) else None
+        if isinstance(data, dict):
+            check_schema(host.name, data, path, MANIFEST_SCHEMA)  # a newer specops's manifest: say so
+            return data
     return None
 
 
 def read_unit_and_journal(host: Host, spec: HostSpec) -> tuple[journal.UnitState, list[str]]:
     """The unit's state and restarts, and what its last run said (the whole unit's tail when that run has none)."""
     unit = journal.parse_show(host.run(journal.show_argv(spec.unit_name), timeout=READ_TIMEOUT_S).text)
-    lines = host.run(journal.invocation_journal_argv(spec.unit_name, JOURNAL_LINES), timeout=READ_TIMEOUT_S)
+    lines = host.run(journal.invocation_journal_argv(spec.unit_name, JOURNAL_LINES), timeout=READ_TIMEOUT_S,
+                     check=False)  # fmt: skip
     found = lines.text.splitlines() if lines.ok else []
     if not found:
-        tail = host.run(journal.journal_argv(spec.unit_name, None, 300), timeout=READ_TIMEOUT_S)
+        tail = host.run(journal.journal_argv(spec.unit_name, None, 300), timeout=READ_TIMEOUT_S, check=False)
         found, _cursor = journal.split_journal(tail.text)
     return unit, found
 
@@ -64,7 +69,7 @@ def diff_stats(host: Host, spec: HostSpec, before: str, after: str, paths: list[
         return {}
     argv = ["sh", "-c", DIFF_SCRIPT, DIFF_MARKER, release_dir(spec, before), release_dir(spec, after),
             *paths[:MAX_DIFFED_FILES]]  # fmt: skip
-    result = host.run(argv, timeout=READ_TIMEOUT_S)
+    result = host.run(argv, timeout=READ_TIMEOUT_S, check=False)  # no numbers beat no diagnosis
     return split_diff_output(result.text) if result.ok else {}
 
 

@@ -14,24 +14,20 @@ host-side steps and their atomicity are in specops/commands/lock.py.
 from __future__ import annotations
 
 import contextlib
-import getpass
-import json
 import os
-import secrets
-import shlex
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from types import TracebackType
 
-from specops import __version__
-from specops.commands.lock import DEFAULT_LOCK_ROOT, LockReply, lock_argv, parse_lock_reply
+from specops.commands.lock import DEFAULT_LOCK_ROOT, HOLDER_FILE, LockReply, lock_argv, parse_lock_reply
 from specops.errors import CommandFailed, LockHeld, SpecopsError
 from specops.host.base import Host
+from specops.ops.lock_holder import LockHolder, LockInfo, local_who, utc_now
+
+__all__ = ["HostLock", "LockHolder", "LockInfo", "Released", "acquire", "local_who", "release", "status", "utc_now"]
 
 DEFAULT_STALE_AFTER_S = 90.0
 DEFAULT_HEARTBEAT_S = 15.0
@@ -39,102 +35,6 @@ POLL_S = 2.0
 LOCK_COMMAND_TIMEOUT_S = 40.0
 
 EventSink = Callable[[str], None]
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True)
-class LockHolder:
-    """Who holds a lock, as written to holder.json; `token` is the secret-free proof of ownership."""
-
-    user: str
-    machine: str
-    pid: int
-    command: str
-    started_at: str
-    heartbeat_at: str
-    version: str
-    token: str = field(repr=False)
-
-    @classmethod
-    def current(cls, command: str | None = None) -> LockHolder:
-        """This process: user@machine, pid, the command line (default: sys.argv), a fresh random token."""
-        now = utc_now()
-        line = command if command is not None else shlex.join(["specops", *sys.argv[1:]])
-        return cls(
-            user=_user(), machine=socket.gethostname(), pid=os.getpid(), command=line, started_at=now,
-            heartbeat_at=now, version=__version__, token=secrets.token_hex(16),
-        )  # fmt: skip
-
-    @property
-    def who(self) -> str:
-        return f"{self.user}@{self.machine}"
-
-    def to_json(self) -> bytes:
-        return (json.dumps(asdict(self), sort_keys=True) + "\n").encode()
-
-    @classmethod
-    def from_json(cls, text: str) -> LockHolder | None:
-        """A holder from holder.json, or None when it is missing or unreadable (the lock still counts)."""
-        try:
-            data = json.loads(text)
-            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
-        except (ValueError, TypeError, KeyError):
-            return None
-
-
-@dataclass(frozen=True)
-class LockInfo:
-    """A lock as seen from outside: its holder (None if unreadable) and ages measured on the host's clock."""
-
-    host: str
-    holder: LockHolder | None
-    heartbeat_age_s: int | None
-    stale_after_s: float
-
-    @property
-    def stale(self) -> bool:
-        return self.heartbeat_age_s is not None and self.heartbeat_age_s > self.stale_after_s
-
-    @property
-    def age_s(self) -> float | None:
-        """Seconds since the lock was taken (holder's clock vs ours: for people, not for decisions)."""
-        if self.holder is None:
-            return None
-        try:
-            started = datetime.strptime(self.holder.started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        except ValueError:
-            return None
-        return max(0.0, (datetime.now(UTC) - started).total_seconds())
-
-    def describe(self) -> str:
-        """One line naming the holder: `root@laptop pid 42 (`specops deploy ...`) since ..., heartbeat 3s ago`."""
-        beat = "never" if self.heartbeat_age_s is None else f"{self.heartbeat_age_s}s ago"
-        if self.holder is None:
-            return f"an unknown holder (holder.json missing or unreadable), last sign of life {beat}"
-        holder = self.holder
-        return f"{holder.who} pid {holder.pid} (`{holder.command}`) since {holder.started_at}, last heartbeat {beat}"
-
-    def to_json(self) -> dict[str, object]:
-        holder = asdict(self.holder) if self.holder else None
-        if holder:
-            holder.pop("token")
-        return {"host": self.host, "holder": holder, "age_s": self.age_s, "heartbeat_age_s": self.heartbeat_age_s,
-                "stale_after_s": self.stale_after_s, "stale": self.stale}  # fmt: skip
-
-
-def local_who() -> str:
-    """`user@machine` of this process: how locks and audit entries name the operator."""
-    return f"{_user()}@{socket.gethostname()}"
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
 
 
 def lock_root(root: str | None = None) -> str:
@@ -145,21 +45,23 @@ def lock_root(root: str | None = None) -> str:
 def _run_lock(host: Host, op: str, root: str, token: str = "", stale_after_s: float = 0,
               holder: LockHolder | None = None) -> LockReply:  # fmt: skip
     argv = lock_argv(op, root, token, stale_after_s)
-    result = host.run(argv, input=holder.to_json() if holder else None, timeout=LOCK_COMMAND_TIMEOUT_S)
+    data = holder.to_json() if holder else None
+    result = host.run(argv, input=data, timeout=LOCK_COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"the lock lives in {root} on the host")
     return parse_lock_reply(result.text)
 
 
-def _info(host: Host, reply: LockReply, stale_after_s: float) -> LockInfo:
-    holder = LockHolder.from_json(reply.holder_text) if reply.holder_text else None
+def _info(host: Host, reply: LockReply, stale_after_s: float, root: str) -> LockInfo:
+    path = f"{root}/{HOLDER_FILE}"
+    holder = LockHolder.from_json(reply.holder_text, host.name, path) if reply.holder_text else None
     return LockInfo(host.name, holder, reply.heartbeat_age_s, stale_after_s)
 
 
 def status(host: Host, *, root: str | None = None, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> LockInfo | None:
     """The lock's holder, or None when the host is free."""
     reply = _run_lock(host, "status", lock_root(root))
-    return _info(host, reply, stale_after_s) if reply.state == "held" else None
+    return _info(host, reply, stale_after_s, lock_root(root)) if reply.state == "held" else None
 
 
 def acquire(
@@ -186,11 +88,11 @@ def acquire(
             _release_quietly(host, root, holder.token)
             raise
         if reply.state in {"acquired", "taken-over"}:
-            previous = _info(host, reply, stale_after_s) if reply.state == "taken-over" else None
+            previous = _info(host, reply, stale_after_s, root) if reply.state == "taken-over" else None
             if previous is not None:
                 say(f"{host.name}: took over a stale lock held by {previous.describe()}")
             return HostLock(host, attempt, root=root, heartbeat_s=heartbeat_s, took_over=previous, on_event=say)
-        info = _info(host, reply, stale_after_s)
+        info = _info(host, reply, stale_after_s, root)
         left = deadline - time.monotonic()
         if left <= 0:
             raise lock_held_error(info, wait_s)
@@ -241,8 +143,8 @@ def release(
     else:
         return Released(False, info, "the holder is alive (its heartbeat is recent)")
     if reply.state == "released":
-        return Released(True, _info(host, reply, stale_after_s), "released")
-    now = _info(host, reply, stale_after_s) if reply.state != "free" else None
+        return Released(True, _info(host, reply, stale_after_s, root), "released")
+    now = _info(host, reply, stale_after_s, root) if reply.state != "free" else None
     return Released(False, now, "the lock changed hands while we looked" if now else "the lock is free")
 
 

@@ -48,7 +48,7 @@ def start_position(host: Host, spec: HostSpec, since: str | None) -> str | None:
     """A journal position: `since` as given, or for 'deploy' the time the unit's main process last started."""
     if since != "deploy":
         return since
-    result = host.run(show_argv(spec.unit_name, ["ExecMainStartTimestamp"]), timeout=30)
+    result = host.run(show_argv(spec.unit_name, ["ExecMainStartTimestamp"]), timeout=30, check=False)
     _raise_unless_ok(result, spec)
     started = parse_show(result.text).get("ExecMainStartTimestamp", "").strip()
     return started or None
@@ -58,7 +58,7 @@ def read_journal(host: Host, spec: HostSpec, position: str | None, lines: int | 
     """The unit's journal lines after `position` (the last `lines` of them), and the cursor after them.
 
     Raises CommandFailed (exit 5, with journalctl's stderr) when the host cannot read its journal."""
-    result = host.run(journal_argv(spec.unit_name, position, lines), timeout=JOURNAL_TIMEOUT_S)
+    result = host.run(journal_argv(spec.unit_name, position, lines), timeout=JOURNAL_TIMEOUT_S, check=False)
     if no_entries(result):
         return [], None
     _raise_unless_ok(result, spec)

@@ -25,6 +25,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.base import Host
 from specops.host.process import RunningCommand
+from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
 from specops.ops.release_replies import checked_reply, script_failed
 from specops.remote.release.script import MANIFEST
@@ -195,7 +196,7 @@ class PushSession:
             reply = cmd.parse_reply(line)
         except ReplyError:
             self._finished = True
-            raise script_failed(self.host, self.spec, self._command.wait()) from None
+            raise script_failed(self.host, self.spec, self._command.wait(check=False)) from None
         if not errors_ok or reply.get("kind") not in (None, "manifest"):
             self._finished = self._finished or reply.get("ok") is not True
             return checked_reply(self.host, reply)
@@ -254,7 +255,7 @@ def update_manifest(host: Host, spec: HostSpec, release_id: str, changes: Mappin
 def _run_script(
     host: Host, spec: HostSpec, argv: list[str], input: bytes | None = None, timeout: float = SCRIPT_TIMEOUT_S
 ) -> dict[str, Any]:
-    result = host.run(argv, input=input, timeout=timeout)
+    result = host.run(argv, input=input, timeout=timeout, check=False)  # a refusal is exit 3 with a JSON reply
     try:
         reply = cmd.parse_reply(result.text)
     except ReplyError:
@@ -272,8 +273,11 @@ def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] 
     cached = cached_tree(base.tree_hash)
     if cached is not None:
         return cached
-    result = host.run(["cat", "--", cmd.manifest_path(spec, base.id)], timeout=SCRIPT_TIMEOUT_S)
+    path = cmd.manifest_path(spec, base.id)
+    result = host.run(["cat", "--", path], timeout=SCRIPT_TIMEOUT_S, check=False)  # unreadable: a full push
     with contextlib.suppress(ValueError, AttributeError):
-        files = json.loads(result.stdout).get("files") if result.ok else None
+        manifest = json.loads(result.stdout) if result.ok else None
+        check_schema(host.name, manifest, path, MANIFEST_SCHEMA)  # newer: refused, as the push itself would
+        files = manifest.get("files") if isinstance(manifest, dict) else None
         return files if isinstance(files, dict) else None
     return None

@@ -12,6 +12,7 @@ from typing import Any
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError, ReleaseVerifyFailed
 from specops.host.base import Host, Result
+from specops.ops.hostdata import too_new
 
 
 def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
@@ -20,6 +21,8 @@ def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
         return reply
     if reply.get("kind") == "mismatch":
         raise mismatch_error(host, reply)
+    if reply.get("kind") == "schema":  # a file on the host was written by a newer specops
+        raise too_new(host.name, str(reply.get("error")))
     raise ReleaseError(f"{host.name}: {reply.get('error')}", hint=reply_hint(str(reply.get("kind"))))
 
 

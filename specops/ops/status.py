@@ -15,6 +15,7 @@ from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode
 from specops.host.base import Host
+from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.release import read_listing
 
 STATUS_PROPERTIES = ["ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStartTimestamp", "LoadState"]
@@ -50,7 +51,7 @@ def running_release(host: Host, spec: HostSpec, pid: str) -> str | None:
     """The release the main process runs in (its cwd), or None when it is not running or not readable."""
     if not pid or pid == "0":
         return None
-    result = host.run(["readlink", f"/proc/{pid}/cwd"], timeout=30)
+    result = host.run(["readlink", f"/proc/{pid}/cwd"], timeout=30, check=False)  # it may have exited since
     path = result.text.strip()
     prefix = f"{spec.service_dir}/releases/"
     return path[len(prefix) :].split("/", 1)[0] if result.ok and path.startswith(prefix) else None
@@ -101,11 +102,19 @@ def recorded_smoke_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:
 
     The smoke's regression baseline: absent (None) on a host never verified, or with an unreadable manifest,
     and then the regression gate is skipped rather than failed."""
-    result = host.run(["cat", "--", f"{spec.current_dir}/manifest.json"], timeout=30)
+    path = f"{spec.current_dir}/manifest.json"
+    result = host.run(["cat", "--", path], timeout=30, check=False)  # no release yet: no baseline
     if not result.ok:
         return None
     try:
-        figures = json.loads(result.stdout)["gates"]["smoke"]["figures"]
-    except (ValueError, KeyError, TypeError):
+        manifest = json.loads(result.stdout)
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    check_schema(host.name, manifest, path, MANIFEST_SCHEMA)  # a newer specops's manifest: say so, never guess
+    try:
+        figures = manifest["gates"]["smoke"]["figures"]
+    except (KeyError, TypeError):
         return None
     return figures if isinstance(figures, dict) else None

@@ -25,13 +25,13 @@ class UnitChange:
 
 def read_unit(host: Host, spec: HostSpec) -> str | None:
     """The unit file installed now, or None."""
-    result = host.run(["cat", unit_path(spec.unit_name)], timeout=UNIT_TIMEOUT_S)
+    result = host.run(["cat", unit_path(spec.unit_name)], timeout=UNIT_TIMEOUT_S, check=False)  # none installed
     return result.text if result.ok else None
 
 
 def install_env_file(host: Host, spec: HostSpec, text: str) -> None:
     """The env file holds secrets: root-owned 0600, written by an atomic rename (put)."""
-    host.run(["mkdir", "-p", spec.service_dir], timeout=UNIT_TIMEOUT_S, check=True)
+    host.run(["mkdir", "-p", spec.service_dir], timeout=UNIT_TIMEOUT_S)
     host.put(text.encode("utf-8"), spec.env_file, mode=0o600)
 
 
@@ -45,16 +45,16 @@ def install_unit(host: Host, spec: HostSpec, text: str) -> UnitChange:
     need = parse_show(show.text).get("NeedDaemonReload", "no")
     reload = needs_daemon_reload(old, text, need)
     if reload:
-        host.run(["systemctl", "daemon-reload"], timeout=UNIT_TIMEOUT_S, check=True)
+        host.run(["systemctl", "daemon-reload"], timeout=UNIT_TIMEOUT_S)
     return UnitChange(changed=old != text, reloaded=reload, verified=verified)
 
 
 def _verify(host: Host, spec: HostSpec, text: str) -> bool:
     scratch = verify_path(spec.unit_name)
-    host.run(["mkdir", "-p", scratch.rsplit("/", 1)[0]], timeout=UNIT_TIMEOUT_S, check=True)
+    host.run(["mkdir", "-p", scratch.rsplit("/", 1)[0]], timeout=UNIT_TIMEOUT_S)
     host.put(text.encode("utf-8"), scratch, mode=0o644)
     try:
-        result = host.run(verify_argv(spec.unit_name), timeout=UNIT_TIMEOUT_S)
+        result = host.run(verify_argv(spec.unit_name), timeout=UNIT_TIMEOUT_S, check=False)  # judged below
     finally:
         host.run(["rm", "-f", scratch], timeout=UNIT_TIMEOUT_S)
     if result.exit_code == 127:
@@ -68,5 +68,6 @@ def _verify(host: Host, spec: HostSpec, text: str) -> bool:
 
 
 def restart(host: Host, spec: HostSpec) -> None:
-    """Not checked: a unit that fails at once is still "restarted"; readiness reads the journal and names why."""
-    host.run(["systemctl", "restart", spec.unit_name], timeout=UNIT_TIMEOUT_S)
+    """Not checked: a unit that fails at once is still "restarted"; readiness reads the journal and names why
+    (a better error than `systemctl restart` exiting 1)."""
+    host.run(["systemctl", "restart", spec.unit_name], timeout=UNIT_TIMEOUT_S, check=False)

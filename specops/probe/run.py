@@ -42,7 +42,7 @@ class CommandRunner(Protocol):
         *,
         input: bytes | None = None,
         timeout: float = 60,
-        check: bool = False,
+        check: bool = True,
         env: Mapping[str, str] | None = None,
     ) -> Result: ...
 
@@ -97,7 +97,7 @@ def run_request(
     """Send the script for `request` to `python` on the host; the parsed JSON document it printed."""
     name = spec.name if spec else host_obj.name
     script = build_script(request).encode("utf-8")
-    result = host_obj.run([python, "-I", "-"], input=script, timeout=timeout)
+    result = host_obj.run([python, "-I", "-"], input=script, timeout=timeout, check=False)  # exits explained below
     if result.exit_code in COMMAND_NOT_FOUND:
         raise ProbeError(
             f"{name}: the interpreter {python} cannot be run on the host ({_last_line(result)})",

@@ -63,28 +63,28 @@ def config_with(module_testhost: TestHost, tmp_path: Path) -> Callable[[str], Pa
 
 
 def test_run_reports_exit_code_stdout_and_stderr(host: SshHost, module_testhost: TestHost) -> None:
-    result = host.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    result = host.run(["sh", "-c", "echo out; echo err >&2; exit 3"], check=False)
     assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
-    assert host.run(["hostname"], check=True).text == f"{module_testhost.name}\n"
+    assert host.run(["hostname"]).text == f"{module_testhost.name}\n"
     assert host.target.address == f"root@{module_testhost.ip}:22"
 
 
-def test_check_raises_command_failed_with_host_and_stderr(host: SshHost) -> None:
+def test_a_failed_command_raises_command_failed_with_host_and_stderr(host: SshHost) -> None:
     with pytest.raises(CommandFailed) as caught:
-        host.run(["systemctl", "start", "no-such-unit.service"], check=True)
+        host.run(["systemctl", "start", "no-such-unit.service"])
     assert caught.value.exit_code == ExitCode.REMOTE_FAILED
     assert caught.value.message.startswith(f"{ALIAS}: `systemctl start no-such-unit.service` exited with 5")
     assert "no-such-unit.service not found" in caught.value.message
 
 
 def test_argv_arrives_byte_exact(host: SshHost) -> None:
-    result = host.run(["python3", "-c", PRINT_ARGV, *NASTY, Secret("hf_s3cret token")], check=True)
+    result = host.run(["python3", "-c", PRINT_ARGV, *NASTY, Secret("hf_s3cret token")])
     assert json.loads(result.text) == [*NASTY, "hf_s3cret token"]
     assert "hf_s3cret" not in result.command and "hf_s3cret" not in repr(result)
 
 
 def test_a_missing_program_is_exit_127(host: SshHost) -> None:
-    result = host.run(["specops-no-such-tool"])
+    result = host.run(["specops-no-such-tool"], check=False)
     assert result.exit_code == 127
     assert "specops-no-such-tool" in result.stderr_text
 
@@ -102,7 +102,7 @@ def test_large_output_on_both_streams_does_not_deadlock(host: SshHost) -> None:
         "    sys.stderr.write('e' * 65536); sys.stderr.flush()\n"
     )
     began = time.monotonic()
-    result = host.run(["python3", "-c", script], timeout=60, check=True)
+    result = host.run(["python3", "-c", script], timeout=60)
     took = time.monotonic() - began
     assert (len(result.stdout), len(result.stderr)) == (80 * 65536, 80 * 65536)  # 5.2 MB each
     assert set(result.stdout) == {ord("o")} and set(result.stderr) == {ord("e")}
@@ -111,7 +111,7 @@ def test_large_output_on_both_streams_does_not_deadlock(host: SshHost) -> None:
 
 def test_stdin_input_is_streamed_while_output_flows(host: SshHost) -> None:
     data = bytes(range(256)) * 16384  # 4 MiB, every byte value
-    result = host.run(["sh", "-c", "tee /dev/stderr | sha256sum"], input=data, check=True)
+    result = host.run(["sh", "-c", "tee /dev/stderr | sha256sum"], input=data)
     assert result.text.split()[0] == hashlib.sha256(data).hexdigest()
     assert result.stderr == data
     assert host.run(["cat"], input=b"").stdout == b""  # empty input = immediate EOF, not a hang
@@ -132,16 +132,16 @@ def test_stream_read_line_past_the_deadline_is_a_remote_timeout(host: SshHost, m
 
 def test_put_is_atomic_with_mode_and_get_reads_it(host: SshHost, module_testhost: TestHost) -> None:
     path = "/etc/specops-e2e/with space/unit.service"
-    host.run(["mkdir", "-p", "/etc/specops-e2e/with space"], check=True)
+    host.run(["mkdir", "-p", "/etc/specops-e2e/with space"])
     host.put(b"old\n", path)
-    inode_before = host.run(["stat", "-c", "%i", path], check=True).text
+    inode_before = host.run(["stat", "-c", "%i", path]).text
     payload = bytes(range(256)) * 4096
     host.put(payload, path, mode=0o600)
     assert host.get(path) == payload
     assert module_testhost.read_file(path) == payload  # seen from inside the host, not through our own transport
-    assert host.run(["stat", "-c", "%a %U", path], check=True).text == "600 root\n"
-    assert host.run(["stat", "-c", "%i", path], check=True).text != inode_before  # renamed into place
-    assert host.run(["ls", "-A", "/etc/specops-e2e/with space"], check=True).text == "unit.service\n"
+    assert host.run(["stat", "-c", "%a %U", path]).text == "600 root\n"
+    assert host.run(["stat", "-c", "%i", path]).text != inode_before  # renamed into place
+    assert host.run(["ls", "-A", "/etc/specops-e2e/with space"]).text == "unit.service\n"
     with pytest.raises(CommandFailed, match="exited with"):
         host.put(b"x", "/etc/specops-e2e/missing-dir/file")
     with pytest.raises(CommandFailed, match="No such file"):
@@ -171,7 +171,7 @@ def test_open_tunnel_reaches_a_server_on_the_hosts_loopback(host: SshHost, modul
         check=True,
     )  # fmt: skip
     try:
-        host.run(["sh", "-c", "until ss -ltn | grep -q 127.0.0.1:18080; do sleep 0.1; done"], timeout=20, check=True)
+        host.run(["sh", "-c", "until ss -ltn | grep -q 127.0.0.1:18080; do sleep 0.1; done"], timeout=20)
         tunnel = host.open_tunnel("127.0.0.1", 18080)
         tunnel.settimeout(10)
         tunnel.sendall(b"GET /hello.txt HTTP/1.0\r\nHost: localhost\r\n\r\n")
@@ -201,7 +201,7 @@ def test_figures_connect_and_round_trip(ssh_config: Path, module_testhost: TestH
                 connects.append(time.monotonic() - began)
                 for _ in range(10):
                     began = time.monotonic()
-                    fresh.run(["true"], check=True)
+                    fresh.run(["true"])
                     trips.append(time.monotonic() - began)
     finally:
         if bashrc.returncode == 0:

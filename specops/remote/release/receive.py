@@ -24,9 +24,9 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, checked_schema
 from specops.remote.release.script import (
     UNFINISHED,
-    Refused,
     check_symlink,
     differences,
     entries_hash,
@@ -113,12 +113,22 @@ def present_files(root: str) -> set[str]:
 
 
 def load_verified(service_dir: str) -> dict[str, Any]:
+    """The record's inode map. Without a version it IS the map (written before versions existed); a record
+    from a newer specops is refused (SchemaTooNew) rather than trusted to vouch for a file."""
+    path = os.path.join(service_dir, HASHES_FILE)
     try:
-        with open(os.path.join(service_dir, HASHES_FILE), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             loaded = json.load(handle)
     except (OSError, ValueError):
         return {}
-    return loaded if isinstance(loaded, dict) else {}
+    if not isinstance(loaded, dict):
+        return {}
+    try:
+        version = checked_schema(loaded, path, HASHES_SCHEMA)
+    except ValueError:
+        return {}
+    inodes = loaded.get("inodes") if version >= 1 else loaded
+    return inodes if isinstance(inodes, dict) else {}
 
 
 def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], received: set[str]) -> dict[str, int]:
@@ -208,15 +218,15 @@ def save_verified(service_dir: str, entries: dict[str, tuple[str, str]], stats: 
         info = stats.get(name)
         if kind != "l" and info is not None:
             records[str(info.st_dev) + ":" + str(info.st_ino)] = [info.st_size, info.st_mtime_ns, value]
-    write_json_atomic(os.path.join(service_dir, HASHES_FILE), records)
+    write_json_atomic(os.path.join(service_dir, HASHES_FILE), {SCHEMA_KEY: HASHES_SCHEMA, "inodes": records})
 
 
 def op_receive(
     service_dir: str, release_id: str, base_id: str, expected: str, extractor: str = "auto"
 ) -> dict[str, Any]:
+    release_id, base_id = checked_release_id(release_id), checked_release_id(base_id, empty_ok=True)
     releases = os.path.join(service_dir, "releases")
     root = os.path.join(releases, release_id)
-    safe_member_path(releases, release_id)
     base_dir = os.path.join(releases, base_id) if base_id else None
     if base_dir is not None and not os.path.isdir(base_dir):
         raise Refused("base", "base release " + base_id + " does not exist on the host")

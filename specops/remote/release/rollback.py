@@ -19,8 +19,8 @@ import os
 import time
 from typing import Any
 
+from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, Refused, checked_release_id
 from specops.remote.release.script import (
-    Refused,
     current_id,
     op_list,
     op_switch,
@@ -65,7 +65,7 @@ def restore_unit(service_dir: str, release_id: str, unit: str) -> bool:
 
 
 def append_audit(service_dir: str, entry: dict[str, Any]) -> None:
-    line = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")
+    line = (json.dumps({SCHEMA_KEY: AUDIT_SCHEMA, **entry}, sort_keys=True) + "\n").encode("utf-8")
     descriptor = os.open(os.path.join(service_dir, "audit.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(descriptor, line)
@@ -78,7 +78,7 @@ def op_rollback(service_dir: str, unit: str, target: str, reason: str) -> dict[s
     import socket
     import subprocess
 
-    release_id = rollback_target(service_dir, target)
+    release_id = rollback_target(service_dir, checked_release_id(target, empty_ok=True))
     switched = op_switch(service_dir, release_id)
     unit_changed = restore_unit(service_dir, release_id, unit)
     subprocess.run(["systemctl", "daemon-reload"], check=True, timeout=120)

@@ -21,29 +21,23 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.hostdata import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # re-exported: the client's stage
+from specops.remote.release.hostdata import RELEASE_ID as RELEASE_ID  # re-exported: the client's id check
+from specops.remote.release.hostdata import SCHEMA_KEY, SUMMARY_SCHEMA, checked_release_id, checked_schema
+from specops.remote.release.hostdata import Refused as Refused  # re-exported: the stage checks links by the host's rule
+
 MANIFEST = "manifest.json"
-RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # no "/", no leading "."
 UNFINISHED = "unfinished"
 SUMMARIES = ".release-summaries"  # <service_dir>/.release-summaries/<id>.json: what `list` reads
 NOT_HASHED = (MANIFEST, UNFINISHED)
 SUMMARY_KEYS = ("created_at", "profile", "tree_hash", "verified_at", "gates", "deployed_by", "verified")
 PROTECTED_MANIFEST_KEYS = ("schema", "id", "tree_hash", "files", "created_at")
 CHUNK = 1 << 20
-
-
-class Refused(Exception):
-    """An operation that must not go on; `kind` lets specops pick the error class."""
-
-    def __init__(self, kind: str, message: str, **details: object) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.details = details
 
 
 def tree_line(relpath: str, kind: str, value: str) -> str:
@@ -135,10 +129,13 @@ def differences(entries: dict[str, tuple[str, str]], files: dict[str, Any], limi
 
 
 def read_manifest(release_dir: str) -> dict[str, Any]:
-    with open(os.path.join(release_dir, MANIFEST), encoding="utf-8") as handle:
+    """The release's manifest; refused (SchemaTooNew) when a newer specops wrote it: never half-understood."""
+    path = os.path.join(release_dir, MANIFEST)
+    with open(path, encoding="utf-8") as handle:
         loaded = json.load(handle)
     if not isinstance(loaded, dict):
         raise ValueError("manifest.json is not a JSON object")
+    checked_schema(loaded, path, MANIFEST_SCHEMA)
     return loaded
 
 
@@ -165,7 +162,7 @@ def release_ids(service_dir: str) -> list[str]:
         names = os.listdir(os.path.join(service_dir, "releases"))
     except FileNotFoundError:
         return []
-    return sorted(name for name in names if not name.startswith("."))
+    return sorted(name for name in names if RELEASE_ID.fullmatch(name))  # not .trash-*, nor a stray folder
 
 
 def manifest_stamp(folder: str) -> list[int]:
@@ -186,17 +183,21 @@ def write_summary(folder: str, manifest: dict[str, Any]) -> None:
     and read in full."""
     record = {key: manifest.get(key) for key in SUMMARY_KEYS}
     record["manifest"] = manifest_stamp(folder)
+    record[SCHEMA_KEY] = SUMMARY_SCHEMA
     path = summary_path(folder)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_json_atomic(path, record)
 
 
 def read_summary(folder: str) -> dict[str, Any] | None:
-    """The summary if it still describes manifest.json as it is now, else None (read the manifest)."""
+    """The summary if it still describes manifest.json as it is now, else None (read the manifest). A summary
+    without a version has the same keys (read as it is); a newer one is refused (SchemaTooNew)."""
+    path = summary_path(folder)
     try:
-        with open(summary_path(folder), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             record = json.load(handle)
         if isinstance(record, dict) and record.get("manifest") == manifest_stamp(folder):
+            checked_schema(record, path, SUMMARY_SCHEMA)
             return record
     except (OSError, ValueError):
         pass
@@ -205,7 +206,10 @@ def read_summary(folder: str) -> dict[str, Any] | None:
 
 def summary(service_dir: str, release_id: str) -> dict[str, Any]:
     folder = os.path.join(service_dir, "releases", release_id)
-    info = {"id": release_id, "complete": not os.path.lexists(os.path.join(folder, UNFINISHED)), "error": None}
+    # complete: the receive finished (no marker) -- and it began: a receive stopped between its mkdir and the
+    # marker leaves a folder with neither the marker nor a manifest, which is not a release either
+    finished = not os.path.lexists(os.path.join(folder, UNFINISHED))
+    info = {"id": release_id, "complete": finished and os.path.lexists(os.path.join(folder, MANIFEST)), "error": None}
     manifest = read_summary(folder)
     if manifest is None:
         try:
@@ -225,6 +229,7 @@ def op_list(service_dir: str) -> dict[str, Any]:
 
 
 def op_switch(service_dir: str, release_id: str) -> dict[str, Any]:
+    release_id = checked_release_id(release_id)
     target = os.path.join(service_dir, "releases", release_id)
     if not os.path.isdir(target) or os.path.islink(target):
         raise Refused("missing", "release " + release_id + " does not exist on the host")
@@ -254,7 +259,8 @@ def prune_plan(releases: list[dict[str, Any]], current: str | None, keep: int, p
 
 
 def op_prune(service_dir: str, keep: str, protected: str) -> dict[str, Any]:
-    plan = prune_plan(op_list(service_dir)["releases"], current_id(service_dir), int(keep), set(protected.split(",")))
+    spared = {checked_release_id(release_id) for release_id in protected.split(",") if release_id}
+    plan = prune_plan(op_list(service_dir)["releases"], current_id(service_dir), int(keep), spared)
     releases = os.path.join(service_dir, "releases")
     for release_id in plan:
         with contextlib.suppress(FileNotFoundError):  # first: a summary never outlives its release
@@ -266,6 +272,7 @@ def op_prune(service_dir: str, keep: str, protected: str) -> dict[str, Any]:
 
 
 def op_update_manifest(service_dir: str, release_id: str) -> dict[str, Any]:
+    release_id = checked_release_id(release_id)
     changes = json.loads(sys.stdin.read())
     if not isinstance(changes, dict) or set(changes) & set(PROTECTED_MANIFEST_KEYS):
         raise Refused("manifest", "manifest changes must be an object without " + ", ".join(PROTECTED_MANIFEST_KEYS))

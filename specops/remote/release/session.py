@@ -23,11 +23,10 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.hostdata import Refused, checked_release_id
 from specops.remote.release.receive import op_receive
 from specops.remote.release.rollback import op_guard, op_rollback
 from specops.remote.release.script import (
-    RELEASE_ID,
-    Refused,
     op_list,
     op_prune,
     op_switch,
@@ -41,14 +40,9 @@ def say(reply: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def checked_id(value: object, empty_ok: bool = False) -> str:
-    text = value if isinstance(value, str) else ""
-    if (empty_ok and text == "") or RELEASE_ID.fullmatch(text):
-        return text
-    raise Refused("request", "not a release id: " + repr(value))
-
-
 def files_reply(service_dir: str, release_id: str) -> dict[str, Any]:
+    """The files map of a base release; unreadable is an answer (the client then pushes the whole tree), but a
+    manifest from a newer specops is refused like everywhere else."""
     try:
         files = read_manifest(os.path.join(service_dir, "releases", release_id)).get("files")
     except (OSError, ValueError) as error:
@@ -63,12 +57,12 @@ def op_session(service_dir: str) -> dict[str, Any]:
         request = json.loads(line) if line.strip() else {"op": "end"}
         op = request.get("op") if isinstance(request, dict) else None
         if op == "files":
-            say(files_reply(service_dir, checked_id(request.get("id"))))
+            say(files_reply(service_dir, checked_release_id(request.get("id"))))
         elif op == "receive":
             args = request.get("args")
             if not isinstance(args, list) or len(args) != 4 or not all(isinstance(a, str) for a in args):
                 raise Refused("request", "receive needs [id, base_id, tree_hash, extractor]")
-            release_id, base_id = checked_id(args[0]), checked_id(args[1], empty_ok=True)
+            release_id, base_id = checked_release_id(args[0]), checked_release_id(args[1], empty_ok=True)
             return op_receive(service_dir, release_id, base_id, args[2], args[3])
         elif op == "end":
             return {"ended": True}

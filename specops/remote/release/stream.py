@@ -19,7 +19,7 @@ import hashlib
 import os
 from typing import IO, Any
 
-from specops.remote.release.script import Refused
+from specops.remote.release.hostdata import Refused
 
 CHUNK = 1 << 16  # what one read of sshd's pipe gives; measured: 64 KB beats 1 MB (tar starts sooner)
 BLOCK = 512

@@ -83,6 +83,9 @@ class DeployScene:
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"]):  # fmt: skip
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
+        host.script(
+            ["head", "-n", "1", "--"], reply(stderr="head: cannot open: No such file\n", exit_code=1)
+        )  # no guard
         return host
 
     def _hooked(self, name: str, prefix: list[str]) -> Callable[[tuple[str, ...]], bool]:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from specops.errors import RemoteTimeout
+from specops.errors import CommandFailed, RemoteTimeout
 from specops.host.base import Host
 
 # The host speaks first, waits for an answer, then reads a byte stream to EOF: the shape of a push.
@@ -37,7 +37,7 @@ def conversation(host: Host, python: str) -> None:
         command.close_input()
         assert command.read_line() == hashlib.sha256(payload).hexdigest().encode() + b"\n"
         assert command.read_line() == b""  # EOF
-        result = command.wait()
+        result = command.wait(check=False)
     assert result.exit_code == 4
     assert result.stderr == b"done\n"
     assert result.stdout.startswith(b"hello from the host\ngot tar please\n")  # the whole stdout, lines read or not
@@ -53,7 +53,9 @@ def write_to_a_command_that_exited(host: Host) -> None:
             if not accepted:
                 break
         assert not accepted
-        assert command.wait().exit_code == 7
+        with pytest.raises(CommandFailed, match="exited with 7"):
+            command.wait()
+        assert command.wait(check=False).exit_code == 7
 
 
 def read_line_past_the_deadline(host: Host) -> None:

@@ -12,30 +12,36 @@ from pathlib import Path
 
 import pytest
 
-from specops.errors import CommandFailed, ConnectError, RemoteTimeout
+from specops.errors import CommandFailed, ConnectError, ExitCode, RemoteTimeout
 from specops.host.local import LocalHost
 
 
-def test_run_returns_exit_code_stdout_stderr() -> None:
-    result = LocalHost().run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+def test_check_false_returns_exit_code_stdout_stderr() -> None:
+    result = LocalHost().run(["sh", "-c", "echo out; echo err >&2; exit 3"], check=False)
     assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
     assert result.argv == ("sh", "-c", "echo out; echo err >&2; exit 3")
     assert result.duration_s > 0
 
 
-def test_check_raises_command_failed_with_the_stderr() -> None:
+def test_a_non_zero_exit_raises_command_failed_by_default_carrying_the_result() -> None:
     with pytest.raises(CommandFailed) as caught:
-        LocalHost("box").run(["sh", "-c", "echo 'disk full' >&2; exit 2"], check=True)
+        LocalHost("box").run(["sh", "-c", "echo partial; echo 'disk full' >&2; exit 2"])
     assert caught.value.message.splitlines() == [
-        "box: `sh -c 'echo '\"'\"'disk full'\"'\"' >&2; exit 2'` exited with 2",
+        "box: `sh -c 'echo partial; echo '\"'\"'disk full'\"'\"' >&2; exit 2'` exited with 2",
         "  | disk full",
     ]
+    assert caught.value.exit_code == ExitCode.REMOTE_FAILED
+    assert caught.value.hint.startswith("the `|` lines are what the command printed on the host")
+    assert (caught.value.result.exit_code, caught.value.result.stdout) == (2, b"partial\n")
+    assert LocalHost().run(["true"]).ok
 
 
 def test_missing_program_is_exit_127_like_a_shell() -> None:
-    result = LocalHost().run(["specops-no-such-tool", "--version"])
+    result = LocalHost().run(["specops-no-such-tool", "--version"], check=False)
     assert result.exit_code == 127
     assert "specops-no-such-tool" in result.stderr_text
+    with pytest.raises(CommandFailed, match="exited with 127"):
+        LocalHost().run(["specops-no-such-tool", "--version"])
 
 
 def test_input_and_env_reach_the_process() -> None:

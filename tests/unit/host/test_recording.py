@@ -13,7 +13,7 @@ def test_prefix_and_predicate_rules_answer_in_order() -> None:
     host.script(["systemctl", "is-active"], reply(stdout="active\n"))
     host.script(lambda argv: argv[0] == "nvidia-smi", reply(stderr="not found", exit_code=127))
     assert host.run(["systemctl", "is-active", "sglang"]).text == "active\n"
-    failed = host.run(["nvidia-smi", "-L"])
+    failed = host.run(["nvidia-smi", "-L"], check=False)
     assert (failed.exit_code, failed.stderr, failed.argv) == (127, b"not found", ("nvidia-smi", "-L"))
     assert host.commands == [("systemctl", "is-active", "sglang"), ("nvidia-smi", "-L")]
 
@@ -34,15 +34,17 @@ def test_an_unscripted_command_fails_loudly_with_its_argv() -> None:
 
 def test_default_reply_backs_a_dry_run() -> None:
     host = RecordingHost(default=reply())
-    assert host.run(["systemctl", "daemon-reload"], check=True).ok
+    assert host.run(["systemctl", "daemon-reload"]).ok
 
 
 def test_check_and_scripted_exceptions_behave_like_a_real_host() -> None:
     host = RecordingHost("llm-one")
     host.script(["false"], reply(stderr="boom", exit_code=1))
     host.script(["sleep"], RemoteTimeout("sleep 9", 1.0, host="llm-one"))
-    with pytest.raises(CommandFailed, match="boom"):
-        host.run(["false"], check=True)
+    with pytest.raises(CommandFailed, match="boom") as caught:
+        host.run(["false"])
+    assert caught.value.message.startswith("llm-one: `false` exited with 1")
+    assert host.run(["false"], check=False).exit_code == 1
     with pytest.raises(RemoteTimeout):
         host.run(["sleep", "9"])
 

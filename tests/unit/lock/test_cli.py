@@ -99,3 +99,29 @@ def test_release_of_a_free_host_and_an_empty_audit(capsys: pytest.CaptureFixture
 def test_an_unknown_host_is_a_usage_error(capsys: pytest.CaptureFixture[str], inventory: Path) -> None:
     result = run_cli(capsys, "lock", "status", "llm-nine")
     assert result.code == 2 and "unknown host 'llm-nine'" in result.err
+
+
+def test_a_holder_from_a_newer_specops_is_exit_5_with_one_line_and_a_hint(
+    capsys: pytest.CaptureFixture[str], held: HostLock, root: str
+) -> None:
+    path = Path(root, "holder.json")
+    path.write_text(json.dumps({**json.loads(path.read_text()), "schema": 99}, sort_keys=True) + "\n")
+    result = run_cli(capsys, "lock", "status", "llm-two")
+    assert result.code == 5
+    assert result.err.splitlines() == [
+        f"error: llm-two: {path}: this host was deployed by a newer specops (schema 99, this specops reads up to 1): "
+        "upgrade specops",
+        "hint: upgrade specops on this machine to the version that deployed the host (`specops --version` shows yours)",
+    ]
+
+
+def test_a_failing_command_on_the_host_is_exit_5_with_its_stderr_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], inventory: Path
+) -> None:
+    (inventory / "audit.jsonl").mkdir(parents=True)  # tail cannot read a folder
+    result = run_cli(capsys, "audit", "llm-two")
+    assert result.code == 5 and "Traceback" not in result.err
+    lines = result.err.splitlines()
+    assert lines[0].startswith("error: llm-two: `sh -c ") and lines[0].endswith("` exited with 1")
+    assert "Is a directory" in lines[1] and lines[1].startswith("error:   | tail: ")
+    assert lines[-1] == f"hint: could not read the audit log {inventory}/audit.jsonl"

@@ -88,7 +88,7 @@ def _receive(host: LocalHost, spec: HostSpec, members: list[tarfile.TarInfo], ex
         for member in members:
             content = b'{"files": {}}' if member.name == "manifest.json" else b"x" * member.size
             archive.addfile(member, io.BytesIO(content) if member.isreg() else None)
-    result = host.run(cmd.receive_argv(spec, "r-09", None, "0" * 64, extractor), input=buffer.getvalue())
+    result = host.run(cmd.receive_argv(spec, "r-09", None, "0" * 64, extractor), input=buffer.getvalue(), check=False)
     return cmd.parse_reply(result.text)
 
 

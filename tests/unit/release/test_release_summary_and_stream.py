@@ -186,7 +186,8 @@ def test_a_base_file_is_never_linked_through_a_symlink_folder_of_the_new_release
         link = tarfile.TarInfo("sglang")
         link.type, link.linkname = tarfile.SYMTYPE, "elsewhere"
         archive.addfile(link)
-    result = host.run(cmd.receive_argv(spec, "r-02", "r-01", staged.tree_hash, "tar"), input=buffer.getvalue())
+    argv = cmd.receive_argv(spec, "r-02", "r-01", staged.tree_hash, "tar")
+    result = host.run(argv, input=buffer.getvalue(), check=False)  # the refusal: exit 3 and a JSON reply
     reply = cmd.parse_reply(result.text)
     assert reply["ok"] is False and "refusing to write through symlink 'sglang'" in str(reply["error"])
     assert (_release(spec, "r-02") / "unfinished").exists()

@@ -1,0 +1,35 @@
+"""The client's half of versioned host data: a file read from a host (a manifest, holder.json, an audit line)
+is checked against the version this specops reads before any of its fields is used; a newer one becomes the
+HostDataTooNew error (exit 5) that tells the operator to upgrade. The versions and the check itself are shared
+with the host-side script (specops/remote/release/hostdata.py), so both ends judge a file the same way.
+"""
+
+from __future__ import annotations
+
+from specops.errors import UPGRADE_HINT, HostDataTooNew
+from specops.remote.release.hostdata import (
+    AUDIT_SCHEMA,
+    GUARD_SCHEMA,
+    HOLDER_SCHEMA,
+    MANIFEST_SCHEMA,
+    SCHEMA_KEY,
+    SchemaTooNew,
+    checked_schema,
+)
+
+# The rest of the client reads the versions here: one door from the client into the host script's module.
+__all__ = ["AUDIT_SCHEMA", "GUARD_SCHEMA", "HOLDER_SCHEMA", "MANIFEST_SCHEMA", "SCHEMA_KEY", "check_schema", "too_new"]
+
+
+def check_schema(host: str, record: object, path: str, newest: int) -> int:
+    """The record's version (0: written before versions) if this specops reads it; else HostDataTooNew naming
+    the host and the file. A `schema` that is not a number is a ValueError: the caller treats the file as
+    unreadable, as it would a file that is not JSON."""
+    try:
+        return checked_schema(record, path, newest)
+    except SchemaTooNew as error:
+        raise too_new(host, str(error)) from None
+
+
+def too_new(host: str, message: str) -> HostDataTooNew:
+    return HostDataTooNew(f"{host}: {message}", hint=UPGRADE_HINT)

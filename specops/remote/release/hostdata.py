@@ -1,0 +1,73 @@
+"""What every reader of specops's files on a host checks first: the file's schema version; and the release-id
+pattern every host-side operation re-checks. Bundled FIRST into the host-side script (stdlib only, Python 3.8+)
+and imported by the client, so both ends judge a version, and an id, the same way.
+
+Why versions: a host outlives the specops that deployed it. The next specops to read it (newer, or older after
+a downgrade) must know what it is reading. Every file specops writes on a host carries `"schema": N`:
+
+  releases/<id>/manifest.json        MANIFEST_SCHEMA  (the push; gates and `verified` merged in later)
+  .release-summaries/<id>.json       SUMMARY_SCHEMA   (a cache of the manifest's listing keys)
+  .verified-hashes.json              HASHES_SCHEMA    (a cache: inode -> size, mtime, sha256 of verified files)
+  <lock root>/holder.json            HOLDER_SCHEMA    (who holds the deploy lock)
+  audit.jsonl, one per line          AUDIT_SCHEMA     (the audit log)
+  .specops-guard.py, first line      GUARD_SCHEMA     (the rollback guard the deploy arms)
+
+A reader takes a version up to its own (a missing version is 0: written before versions existed, same layout,
+or migrated where the layout changed); a NEWER version is refused with one message that says to upgrade
+specops, never guessed at: a field this specops does not know could be the one that matters.
+"""
+
+from __future__ import annotations
+
+import re
+
+SCHEMA_KEY = "schema"
+MANIFEST_SCHEMA = 1
+SUMMARY_SCHEMA = 1
+HASHES_SCHEMA = 1
+HOLDER_SCHEMA = 1
+AUDIT_SCHEMA = 1
+GUARD_SCHEMA = 1
+RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # no "/", no leading "."
+
+
+class Refused(Exception):
+    """An operation that must not go on; `kind` lets specops pick the error class, `details` travel with it."""
+
+    def __init__(self, kind: str, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.details = details
+
+
+class SchemaTooNew(Refused):
+    """A file on the host was written by a newer specops than this one can read (kind "schema")."""
+
+    def __init__(self, path: str, found: int, newest: int) -> None:
+        super().__init__("schema", too_new_message(path, found, newest), path=path, found=found, newest=newest)
+
+
+def too_new_message(path: str, found: int, newest: int) -> str:
+    return (
+        path + ": this host was deployed by a newer specops (schema " + str(found) + ", this specops reads up to "
+        + str(newest) + "): upgrade specops"
+    )  # fmt: skip
+
+
+def checked_schema(record: object, path: str, newest: int) -> int:
+    """The `schema` of a JSON object read from `path` if this specops can read it (0 when it has none: written
+    before versions existed); SchemaTooNew if a newer specops wrote it; ValueError if it is not a version."""
+    version = record.get(SCHEMA_KEY, 0) if isinstance(record, dict) else 0
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(path + ": " + SCHEMA_KEY + " is not a version number: " + repr(version)[:40])
+    if version > newest:
+        raise SchemaTooNew(path, version, newest)
+    return version
+
+
+def checked_release_id(value: object, empty_ok: bool = False) -> str:
+    """`value` if it is a release id (or "" where allowed); anything else is refused before it names a path."""
+    text = value if isinstance(value, str) else ""
+    if (empty_ok and text == "") or RELEASE_ID.fullmatch(text):
+        return text
+    raise Refused("request", "not a release id: " + repr(value))

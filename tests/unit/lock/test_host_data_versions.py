@@ -1,0 +1,133 @@
+"""Versioned host data beside the releases: the lock's holder.json, audit lines (written by specops and by the
+host-side rollback) and the rollback guard's script. A newer one is refused with exit 5 and "upgrade
+specops"; one without a version (written before versions existed) is read as before."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from specops.config.inventory import HostSpec
+from specops.errors import ExitCode, HostDataTooNew
+from specops.host.local import LocalHost
+from specops.host.recording import RecordingHost, reply
+from specops.ops import audit, guard
+from specops.ops.lock import LockHolder, acquire, status
+from specops.remote.release.hostdata import AUDIT_SCHEMA, GUARD_SCHEMA, HOLDER_SCHEMA
+from specops.remote.release.rollback import append_audit
+from tests.unit.lock.conftest import holder_json
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> HostSpec:
+    return HostSpec(name="llm-two", ssh="llm-two", python="/usr/bin/python3", model_path="/m",
+                    base_dir=str(tmp_path / "opt"))  # fmt: skip
+
+
+def _too_new(error: HostDataTooNew, path: str, found: int, newest: int) -> None:
+    assert error.message == (
+        f"llm-two: {path}: this host was deployed by a newer specops (schema {found}, this specops reads up to "
+        f"{newest}): upgrade specops"
+    )
+    assert error.exit_code == ExitCode.REMOTE_FAILED == 5
+
+
+def _write_holder(root: str, change: dict[str, object], drop: str = "") -> None:
+    path = Path(root, "holder.json")
+    data = json.loads(path.read_text())
+    data.update(change)
+    data.pop(drop, None)
+    path.write_text(json.dumps(data, sort_keys=True) + "\n")
+
+
+def test_holder_json_carries_its_version_and_one_without_is_read(local: LocalHost, root: str) -> None:
+    holder = LockHolder.current("specops deploy llm-two")
+    with acquire(local, holder, root=root, heartbeat_s=60):
+        assert holder_json(root)["schema"] == HOLDER_SCHEMA
+        _write_holder(root, {}, drop="schema")
+        info = status(local, root=root)
+        assert info is not None and info.holder == holder
+
+
+def test_a_holder_written_by_a_newer_specops_is_refused_not_half_read(local: LocalHost, root: str) -> None:
+    with acquire(local, LockHolder.current("specops deploy llm-two"), root=root, heartbeat_s=60):
+        _write_holder(root, {"schema": HOLDER_SCHEMA + 1})
+        with pytest.raises(HostDataTooNew) as caught:
+            status(local, root=root)
+        _too_new(caught.value, f"{root}/holder.json", HOLDER_SCHEMA + 1, HOLDER_SCHEMA)
+        with pytest.raises(HostDataTooNew):
+            acquire(local, LockHolder.current("specops rollback llm-two"), root=root)
+
+
+@pytest.fixture
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def test_audit_lines_carry_their_version_on_the_host_and_locally(
+    spec: HostSpec, state_home: Path, local: LocalHost
+) -> None:
+    audit.record(local, spec, {"action": "lock-release", "outcome": "released"})  # not built by new_entry
+    append_audit(spec.service_dir, {"action": "rollback", "outcome": "restarted"})  # the host-side rollback's
+    on_host = Path(spec.service_dir, "audit.jsonl").read_text().splitlines()
+    local_copy = (state_home / "specops" / "audit.jsonl").read_text().splitlines()
+    assert [json.loads(line)["schema"] for line in [*on_host, *local_copy]] == [AUDIT_SCHEMA] * 3
+
+
+def test_audit_lines_without_a_version_are_read_and_a_newer_one_is_refused(
+    spec: HostSpec, state_home: Path, local: LocalHost
+) -> None:
+    path = Path(spec.service_dir, "audit.jsonl")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"action": "deploy", "outcome": "deployed"}\n')
+    assert audit.read(local, spec, 10) == [{"action": "deploy", "outcome": "deployed"}]
+    with path.open("a") as log:
+        log.write(json.dumps({"schema": AUDIT_SCHEMA + 1, "action": "deploy"}) + "\n")
+    with pytest.raises(HostDataTooNew) as caught:
+        audit.read(local, spec, 10)
+    _too_new(caught.value, str(path), AUDIT_SCHEMA + 1, AUDIT_SCHEMA)
+
+
+def _guard_host(first_line: str | None) -> RecordingHost:
+    host = RecordingHost("llm-two", default=reply())
+    answer = reply(exit_code=1, stderr="head: cannot open") if first_line is None else reply(stdout=first_line)
+    return host.script(["head"], answer)
+
+
+@pytest.mark.parametrize("first_line", [None, "import re\n", f"# specops rollback guard, schema {GUARD_SCHEMA}\n"])
+def test_the_guard_is_armed_over_none_an_unversioned_or_a_current_one(spec: HostSpec, first_line: str | None) -> None:
+    host = _guard_host(first_line)
+    guard.arm(host, spec, "/run/specops/lock", 90)
+    script = host.files[guard.guard_script_path(spec)].decode()
+    assert script.startswith(f"# specops rollback guard, schema {GUARD_SCHEMA}\n")
+    assert host.commands[-1][0] == "systemd-run"
+
+
+def test_a_guard_armed_by_a_newer_specops_is_left_alone(spec: HostSpec) -> None:
+    host = _guard_host(f"# specops rollback guard, schema {GUARD_SCHEMA + 1}\n")
+    with pytest.raises(HostDataTooNew) as caught:
+        guard.arm(host, spec, "/run/specops/lock", 90)
+    _too_new(caught.value, guard.guard_script_path(spec), GUARD_SCHEMA + 1, GUARD_SCHEMA)
+    assert [argv[0] for argv in host.commands] == ["head"]  # not stopped, not replaced
+    assert not host.files
+
+
+def test_the_guard_script_with_its_version_line_still_runs(spec: HostSpec, tmp_path: Path) -> None:
+    """The version line is a comment: the host's python runs the file as before (here: the guard op, with
+    a fresh lock heartbeat, decides to do nothing)."""
+    host = LocalHost("llm-two")
+    lock_dir = tmp_path / "lock"
+    lock_dir.mkdir()
+    Path(spec.service_dir).mkdir(parents=True)
+    recorder = RecordingHost("llm-two", default=reply())
+    guard.arm(recorder.script(["head"], reply(exit_code=1)), spec, str(lock_dir), 90)
+    script = Path(guard.guard_script_path(spec))
+    script.write_bytes(recorder.files[str(script)])
+    result = host.run(
+        [sys.executable, "-I", str(script), "guard", spec.service_dir, spec.unit_name, str(lock_dir), "90"]
+    )
+    assert json.loads(result.text)["action"] == "none"
