@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from specops.engine.signatures import Match, primary_cause
 from specops.errors import SpecopsError
@@ -34,6 +34,25 @@ if TYPE_CHECKING:
 TEXT_HEAD_CHARS = 80
 DOMINANT_TOKEN_SHARE = 0.5  # one token making up more than half of the output is a loop, not language
 MIN_TOKENS_FOR_SHARE = 4
+
+
+class SmokeFigures(TypedDict, total=False):
+    """What one smoke measured; recorded in the release manifest (`gates.smoke.figures`) as this JSON object,
+    and read back as the next smoke's regression baseline."""
+
+    server_version: str | None
+    speculative_algorithm: str | None
+    draft_model_path: str | None
+    num_draft_tokens: int | None
+    avg_spec_accept_length: float | None
+    served_models: list[str]
+    completion_tokens: int
+    e2e_latency: float
+    tokens_per_s: float
+    accept_length: float | None
+    spec_verify_ct: int | None
+    finish_reason: str | None
+    text_head: str
 
 
 @dataclass(frozen=True)
@@ -62,7 +81,7 @@ class SmokeResult:
 
     passed: bool
     gates: list[Gate]
-    figures: dict[str, Any]
+    figures: SmokeFigures
     cause: Match | None = None
     problems: list[Match] = field(default_factory=list)
 
@@ -100,7 +119,7 @@ def run_smoke(
 ) -> SmokeResult:
     """Run the gates against the running server. `previous`: the figures of the previous verified release.
     `journal_problems`: signatures from the unit's journal (readiness.unit_problems) to name a failure's cause."""
-    figures: dict[str, Any] = {}
+    figures: SmokeFigures = {}
     gates: list[Gate] = []
     try:
         gates += _server_gates(client, profile, spec, figures)
@@ -119,15 +138,17 @@ def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeR
     return replace(result, cause=cause, problems=list(journal_problems))
 
 
-def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figures: dict[str, Any]) -> list[Gate]:
+def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figures: SmokeFigures) -> list[Gate]:
     info = client.server_info()
     states = info.get("internal_states") or [{}]
     figures.update(
-        server_version=info.get("version"),
-        speculative_algorithm=info.get("speculative_algorithm"),
-        draft_model_path=info.get("speculative_draft_model_path"),
-        num_draft_tokens=info.get("speculative_num_draft_tokens"),
-        avg_spec_accept_length=states[0].get("avg_spec_accept_length") if isinstance(states[0], dict) else None,
+        SmokeFigures(
+            server_version=info.get("version"),
+            speculative_algorithm=info.get("speculative_algorithm"),
+            draft_model_path=info.get("speculative_draft_model_path"),
+            num_draft_tokens=info.get("speculative_num_draft_tokens"),
+            avg_spec_accept_length=states[0].get("avg_spec_accept_length") if isinstance(states[0], dict) else None,
+        )
     )
     algorithm = str(info.get("speculative_algorithm"))
     expected = profile.reported_algorithm
@@ -148,7 +169,7 @@ def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figure
     return gates
 
 
-def _generation_gates(client: EngineClient, profile: Profile, figures: dict[str, Any]) -> list[Gate]:
+def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigures) -> list[Gate]:
     smoke = profile.smoke
     started = time.monotonic()
     body = client.generate(smoke.prompt, smoke.max_new_tokens, temperature=0.0, ignore_eos=True)
@@ -160,15 +181,17 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: dict[str,
     tokens_per_s = tokens / latency if latency > 0 else 0.0
     accept = meta.get("spec_accept_length")
     figures.update(
-        completion_tokens=tokens,
-        e2e_latency=round(latency, 4),
-        tokens_per_s=round(tokens_per_s, 2),
-        accept_length=None if accept is None else round(float(accept), 3),
-        spec_verify_ct=meta.get("spec_verify_ct"),
-        finish_reason=(meta.get("finish_reason") or {}).get("type")
-        if isinstance(meta.get("finish_reason"), dict)
-        else meta.get("finish_reason"),
-        text_head=text[:TEXT_HEAD_CHARS],
+        SmokeFigures(
+            completion_tokens=tokens,
+            e2e_latency=round(latency, 4),
+            tokens_per_s=round(tokens_per_s, 2),
+            accept_length=None if accept is None else round(float(accept), 3),
+            spec_verify_ct=meta.get("spec_verify_ct"),
+            finish_reason=(meta.get("finish_reason") or {}).get("type")
+            if isinstance(meta.get("finish_reason"), dict)
+            else meta.get("finish_reason"),
+            text_head=text[:TEXT_HEAD_CHARS],
+        )
     )
     degenerate = degenerate_reason(text, body.get("output_ids"))
     return [
@@ -196,7 +219,7 @@ def _accept_gate(accept: float | None, minimum: float) -> Gate:
     return Gate("accept-length", accept >= minimum, f"{accept:.2f}", f">= {minimum:g}")
 
 
-def _regression_gate(figures: dict[str, Any], profile: Profile, previous: dict[str, Any] | None) -> Gate:
+def _regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] | None) -> Gate:
     """Tokens/s and accept length may drop at most max_regression_pct below the previous verified release."""
     allowed = profile.smoke.max_regression_pct
     expected = f"within {allowed:g}% of the previous release"
