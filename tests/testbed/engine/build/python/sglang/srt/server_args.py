@@ -45,6 +45,19 @@ class ServerArgs:
     disable_overlap_schedule: bool = False
     device: str = "cuda"
 
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser) -> None:
+        """Upstream's entry point for the flags (`launch_server` and specops' preflight both call it)."""
+        _add_arguments(parser)
+
+    @classmethod
+    def from_cli_args(cls, namespace: argparse.Namespace) -> ServerArgs:
+        """Build and validate (ValueError/AssertionError), as upstream's `ServerArgs.from_cli_args`."""
+        values = vars(namespace)
+        defaults = {"port": 30000, "tp_size": 1, "dp_size": 1, "pp_size": 1, "page_size": 1, "device": "cuda"}
+        return cls(**{key: defaults.get(key) if value is None and key in defaults else value
+                      for key, value in values.items()})  # fmt: skip
+
     def __post_init__(self) -> None:
         if self.served_model_name is None:
             self.served_model_name = self.model_path
@@ -72,7 +85,13 @@ def _int_flags() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     """The launch_server parser; `prog` stays argparse's default (launch_server.py) like upstream."""
     parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-path", "--model", required=True)
+    parser.add_argument("--device", default=None)
     parser.add_argument("--served-model-name")
     parser.add_argument("--host", default="127.0.0.1")
     for flag in _int_flags():
@@ -89,17 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--speculative-use-rejection-sampling",
     ):
         parser.add_argument(flag, action="store_true")
-    return parser
 
 
 def parse_server_args(argv: list[str]) -> ServerArgs:
     """Parse argv (exit 2 on unknown flags) and validate like SGLang (ValueError/AssertionError)."""
-    namespace = vars(build_parser().parse_args(argv))
-    defaults = {"port": 30000, "tp_size": 1, "dp_size": 1, "pp_size": 1, "page_size": 1}
-    for key, value in defaults.items():
-        if namespace[key] is None:
-            namespace[key] = value
-    return ServerArgs(**namespace)
+    return ServerArgs.from_cli_args(build_parser().parse_args(argv))
 
 
 def handle_speculative_decoding(args: ServerArgs) -> None:
