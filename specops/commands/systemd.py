@@ -49,6 +49,7 @@ def _server_flags(target: Target) -> list[str]:
         ("--mem-fraction-static", server.mem_fraction_static),
         ("--context-length", server.context_length),
         ("--max-running-requests", server.max_running_requests),
+        ("--attention-backend", server.attention_backend),
     ):
         if value is not None:
             flags += [flag, str(value)]
@@ -65,8 +66,9 @@ def _server_flags(target: Target) -> list[str]:
 def _speculative_flags(target: Target) -> list[str]:
     spec, profile = target.profile.speculative, target.profile
     flags = ["--speculative-algorithm", profile.algorithm]
-    if target.host.draft_model_path:
-        flags += ["--speculative-draft-model-path", target.host.draft_model_path]
+    draft = profile.draft_for(target.host.draft_model_path)
+    if draft:
+        flags += ["--speculative-draft-model-path", draft]
     for flag, value in (
         ("--speculative-num-steps", spec.num_steps),
         ("--speculative-eagle-topk", spec.eagle_topk),

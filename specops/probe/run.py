@@ -66,7 +66,8 @@ def build_request(
     host: HostSpec, profile: Profile | None, extra_roots: dict[str, str] | None = None, deep: bool = False
 ) -> dict[str, Any]:
     """The JSON request the host-side `main()` reads (see the module docstring of specops/probe/remote/main.py)."""
-    models = {role: path for role, path in (("target", host.model_path), ("draft", host.draft_model_path)) if path}
+    draft = profile.draft_for(host.draft_model_path) if profile else host.draft_model_path
+    models = {role: path for role, path in (("target", host.model_path), ("draft", draft)) if path}
     local_models = {role: p for role, path in models.items() if (p := _local_path(path))}
     return {
         "python": host.python,

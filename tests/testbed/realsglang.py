@@ -10,6 +10,9 @@ Layout under the cache dir (the same root as pyenv.py's, visible inside the test
 
     env-sglang-<key>/build/          the unpacked wheel (sglang/ + sglang-<v>.dist-info): copy it into a
                                      release as the candidate build, or put it first on sys.path
+    env-sglang-<key>/parser-build/   the same release trimmed to the files importing server_args and
+                                     spec_info (and running the parser) loads: ~1.6 MB instead of
+                                     ~130 MB, small enough to push to a test host as a deploy candidate
     env-sglang-<key>/site/           `pip --target`: transformers (the release's pin, with its deps) and
                                      the import-time dependencies of server_args/spec_info (--no-deps)
     env-sglang-<key>/stubs/          import-only stand-ins for packages whose PyPI wheels are CUDA-only
@@ -31,6 +34,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -78,13 +82,34 @@ PTH_NAME = "specops-real-sglang.pth"
 def requirements_key() -> str:
     """Hash of every pin, the stubs and the torch venv this one layers on (its path is in the .pth)."""
     material = "\n".join(
-        [SGLANG, TRANSFORMERS, *IMPORT_DEPS, *CONSTRAINTS, json.dumps(STUBS), pyenv.requirements_key(), "layout=1"]
+        [SGLANG, TRANSFORMERS, *IMPORT_DEPS, *CONSTRAINTS, json.dumps(STUBS), pyenv.requirements_key(), "layout=2"]
     )
     return hashlib.sha256(material.encode()).hexdigest()[:12]
 
 
 def env_dir() -> Path:
     return pyenv.cache_dir() / f"env-sglang-{requirements_key()}"
+
+
+# run by the built venv's python: import and exercise the parser, print every file it loaded from the build
+TRACE = r"""
+import argparse, json, sys
+sys.path.insert(0, sys.argv[1])
+from sglang.srt import server_args
+from sglang.srt.speculative import spec_info
+import sglang.version
+parser = argparse.ArgumentParser()
+server_args.ServerArgs.add_cli_args(parser)
+parser.parse_args(["--model-path", "/m", "--speculative-algorithm", "NEXTN"])
+spec_info.SpeculativeAlgorithm.from_string("NEXTN")
+files = sorted({m.__file__ for m in list(sys.modules.values()) if (getattr(m, "__file__", None) or "").startswith(sys.argv[1])})
+print(json.dumps(files))
+"""
+
+
+def parser_build_dir(entry: Path | None = None) -> Path:
+    """The release trimmed to what importing and running the parser loads (a small deploy candidate)."""
+    return (entry or env_dir()) / "parser-build"
 
 
 def build_dir(entry: Path | None = None) -> Path:
@@ -137,6 +162,7 @@ def _build(entry: Path, torch_venv: Path, say: pyenv.Log) -> None:
         pyenv._run([pyenv.base_python(), "-m", "venv", "--without-pip", str(work / "venv")], "create venv")
         layers = [entry / "site", entry / "stubs", pyenv.site_packages(torch_venv)]
         (pyenv.site_packages(work / "venv") / PTH_NAME).write_text("".join(f"{p}\n" for p in layers))
+        _trim(work, [str(work / "site"), str(work / "stubs"), str(pyenv.site_packages(torch_venv))])
         pyenv._relocate_scripts(work / "venv", work, entry)
         seconds, size = round(time.monotonic() - started, 1), pyenv._tree_bytes(work)
         record = {"sglang": SGLANG, "transformers": TRANSFORMERS, "import_deps": list(IMPORT_DEPS)}
@@ -146,6 +172,27 @@ def _build(entry: Path, torch_venv: Path, say: pyenv.Log) -> None:
         say(f"real SGLang ready in {seconds} s, {size / 2**20:.0f} MiB: {entry}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _trim(work: Path, path: list[str]) -> None:
+    """Copy the files the parser loads (plus every package's version files and the dist-info) to parser-build/."""
+    build = work / "build"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [str(pyenv.venv_python(work / "venv")), "-c", TRACE, str(build)],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise pyenv.VenvBuildError(f"real SGLang: tracing the parser's imports failed:\n{done.stderr[-3000:]}")
+    wanted = [Path(f) for f in json.loads(done.stdout.strip().splitlines()[-1])]
+    wanted += [build / "sglang" / name for name in ("version.py", "_version.py")]
+    for source in wanted:
+        if source.is_file():
+            target = work / "parser-build" / source.relative_to(build)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    for info in build.glob("sglang-*.dist-info"):
+        shutil.copytree(info, work / "parser-build" / info.name)
 
 
 def main(argv: list[str] | None = None) -> int:

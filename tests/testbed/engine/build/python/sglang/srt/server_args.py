@@ -40,6 +40,7 @@ class ServerArgs:
     speculative_dflash_block_size: int | None = None
     speculative_draft_window_size: int | None = None
     speculative_draft_attention_backend: str | None = None
+    attention_backend: str | None = None
     speculative_ddtree_budget: int | None = None
     speculative_use_rejection_sampling: bool = False
     disable_overlap_schedule: bool = False
@@ -100,6 +101,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speculative-algorithm", type=str)
     parser.add_argument("--speculative-draft-model-path", "--speculative-draft-model")
     parser.add_argument("--speculative-draft-attention-backend")
+    parser.add_argument("--attention-backend")
     for flag in (
         "--enable-metrics",
         "--trust-remote-code",
@@ -189,6 +191,8 @@ def _handle_ddtree(args: ServerArgs) -> None:
     block = args.speculative_dflash_block_size or 16
     if args.speculative_ddtree_budget is None:
         args.speculative_ddtree_budget = block - 1
+    if args.speculative_ddtree_budget > block - 1 and args.attention_backend != "triton":
+        raise ValueError("DDTREE full-tree mode currently supports only the triton attention backend")
     args.disable_overlap_schedule = True
 
 
