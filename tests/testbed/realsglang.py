@@ -13,6 +13,7 @@ Layout under the cache dir (the same root as pyenv.py's, visible inside the test
     env-sglang-<key>/parser-build/   the same release trimmed to the files importing server_args and
                                      spec_info (and running the parser) loads: ~1.6 MB instead of
                                      ~130 MB, small enough to push to a test host as a deploy candidate
+    env-sglang-<key>/parser-table.json  the real parser's option table (see PARSER_TABLE)
     env-sglang-<key>/site/           `pip --target`: transformers (the release's pin, with its deps) and
                                      the import-time dependencies of server_args/spec_info (--no-deps)
     env-sglang-<key>/stubs/          import-only stand-ins for packages whose PyPI wheels are CUDA-only
@@ -77,12 +78,15 @@ STUBS = {
     '__version__ = "0.0.0+specops.stub"\n',
 }
 PTH_NAME = "specops-real-sglang.pth"
+# the real parser's option table (flags, their choices, flags without a value, the enum's members), dumped at
+# build time: the stand-in engine checks every argv against it at start-up without paying a real import
+PARSER_TABLE = "parser-table.json"
 
 
 def requirements_key() -> str:
     """Hash of every pin, the stubs and the torch venv this one layers on (its path is in the .pth)."""
     material = "\n".join(
-        [SGLANG, TRANSFORMERS, *IMPORT_DEPS, *CONSTRAINTS, json.dumps(STUBS), pyenv.requirements_key(), "layout=2"]
+        [SGLANG, TRANSFORMERS, *IMPORT_DEPS, *CONSTRAINTS, json.dumps(STUBS), pyenv.requirements_key(), "layout=3"]
     )
     return hashlib.sha256(material.encode()).hexdigest()[:12]
 
@@ -103,7 +107,10 @@ server_args.ServerArgs.add_cli_args(parser)
 parser.parse_args(["--model-path", "/m", "--speculative-algorithm", "NEXTN"])
 spec_info.SpeculativeAlgorithm.from_string("NEXTN")
 files = sorted({m.__file__ for m in list(sys.modules.values()) if (getattr(m, "__file__", None) or "").startswith(sys.argv[1])})
-print(json.dumps(files))
+table = {"version": sglang.version.__version__, "algorithms": sorted(spec_info.SpeculativeAlgorithm.__members__)}
+table["flags"] = {o: a.choices and sorted(map(str, a.choices)) for a in parser._actions for o in a.option_strings}
+table["store_true"] = sorted(o for a in parser._actions if a.nargs == 0 for o in a.option_strings)
+print(json.dumps({"files": files, "table": table}))
 """
 
 
@@ -184,7 +191,9 @@ def _trim(work: Path, path: list[str]) -> None:
     )  # fmt: skip
     if done.returncode != 0:
         raise pyenv.VenvBuildError(f"real SGLang: tracing the parser's imports failed:\n{done.stderr[-3000:]}")
-    wanted = [Path(f) for f in json.loads(done.stdout.strip().splitlines()[-1])]
+    traced = json.loads(done.stdout.strip().splitlines()[-1])
+    (work / PARSER_TABLE).write_text(json.dumps(traced["table"], indent=1, sort_keys=True) + "\n")
+    wanted = [Path(f) for f in traced["files"]]
     wanted += [build / "sglang" / name for name in ("version.py", "_version.py")]
     for source in wanted:
         if source.is_file():
