@@ -23,7 +23,7 @@ MANAGED_FLAGS = frozenset(
         "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
         "--speculative-dflash-block-size", "--speculative-draft-window-size",
         "--speculative-draft-attention-backend", "--speculative-ddtree-budget",
-        "--speculative-use-rejection-sampling", "--attention-backend",
+        "--speculative-use-rejection-sampling", "--attention-backend", "--speculative-dflash-draft-window-size",
     }
 )  # fmt: skip
 

@@ -62,3 +62,14 @@ def test_the_attention_backend_is_rendered_and_managed() -> None:
     assert argv[argv.index("--attention-backend") + 1] == "triton"
     manual = HOST.model_copy(update={"extra_args": ["--attention-backend", "fa3"]})
     assert any(v.path == "extra_args.0" for v in check_profile_for_host(load_profile("dflash"), manual))
+
+
+def test_a_renamed_flag_follows_the_build() -> None:
+    from specops.commands.systemd import flag_spellings
+
+    old_build = ["--speculative-algorithm", "--speculative-dflash-draft-window-size"]
+    assert flag_spellings(old_build) == {"--speculative-draft-window-size": "--speculative-dflash-draft-window-size"}
+    assert flag_spellings([*old_build, "--speculative-draft-window-size"]) == {}
+    argv = launch_argv(Target(HOST, load_profile("dflash")), spellings=flag_spellings(old_build))
+    assert argv[argv.index("--speculative-dflash-draft-window-size") + 1] == "2048"
+    assert "--speculative-draft-window-size" not in argv
