@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.testbed import drift
+from tests.testbed.engine import BUILD_PYTHON
 from tests.testbed.realsglang import SGLANG_VERSION, parser_build_dir
 from tests.testbed.staging import install_build, install_models, inventory_toml
 from tests.testbed.testhost import TestHost
@@ -80,3 +81,15 @@ def test_deploying_ddtree_onto_real_upstream_sglang_stops_at_preflight_before_th
     assert f"sglang.server_args: sglang {SGLANG_VERSION} does not know --speculative-ddtree-budget" in outcome["cause"]
     assert host.exec(["test", "-e", UNIT], check=False).returncode == 1  # the unit was never installed
     assert host.exec(["test", "-e", "/opt/specops/sglang/current"], check=False).returncode == 1
+
+
+def test_the_stand_in_engine_on_a_host_refuses_what_real_sglang_refuses(host: TestHost, host_venv: Path) -> None:
+    """The stand-in accepts any attention backend; upstream's parser has choices: the host sees its table."""
+    release = install_build(host, BUILD_PYTHON, "stand-in")
+    argv = ["env", f"PYTHONPATH={release}", str(host_venv / "bin" / "python"), "-m", "sglang.launch_server"]
+    done = host.exec([*argv, "--model-path", "/srv/models/target", "--attention-backend", "fa9"], check=False)
+    assert done.returncode == 2
+    assert (
+        "launch_server.py: error: argument --attention-backend: invalid choice: 'fa9' "
+        f"(real sglang {SGLANG_VERSION}'s parser refuses it)"
+    ) in done.stderr.decode()
