@@ -227,7 +227,8 @@ def prune(log: Log | None = None) -> list[Path]:
     removed: list[Path] = []
     with _exclusive_lock(root / ".lock", say):
         for stale in [*root.glob(".build-*"), *root.glob("env-*")]:
-            if stale != keep and not stale.name.startswith((".build-sglang-", "env-sglang-")):  # realsglang.py's
+            # realsglang.py owns its entries (and its own lock)
+            if stale != keep and not stale.name.startswith((".build-sglang-", "env-sglang-")):
                 shutil.rmtree(stale, ignore_errors=True)
                 removed.append(stale)
     return removed

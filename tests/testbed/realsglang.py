@@ -205,7 +205,8 @@ def _trim(work: Path, path: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`ensure` builds if needed and prints the venv python; `path` prints the entry (or fails if unbuilt)."""
+    """`ensure` builds if needed and prints the venv python; `path` prints the entry (or fails if unbuilt);
+    `prune` removes the entries of other pins."""
     args = sys.argv[1:] if argv is None else argv
     command = args[0] if args else "ensure"
     if command == "ensure":
@@ -222,7 +223,14 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(env_dir())
         return 0
-    print("usage: python -m tests.testbed.realsglang [ensure|path]", file=sys.stderr)
+    if command == "prune":  # entries of other pins (~1.4 GB each); not automatic: another checkout may use one
+        with pyenv._exclusive_lock(pyenv.cache_dir() / ".lock-sglang", lambda _msg: None):
+            for stale in [*pyenv.cache_dir().glob(".build-sglang-*"), *pyenv.cache_dir().glob("env-sglang-*")]:
+                if stale != env_dir():
+                    shutil.rmtree(stale, ignore_errors=True)
+                    print(f"removed {stale}")
+        return 0
+    print("usage: python -m tests.testbed.realsglang [ensure|path|prune]", file=sys.stderr)
     return 2
 
 
