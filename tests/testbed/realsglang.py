@@ -17,8 +17,7 @@ Layout under the cache dir (the same root as pyenv.py's, visible inside the test
     env-sglang-<key>/site/           `pip --target`: transformers (the release's pin, with its deps) and
                                      the import-time dependencies of server_args/spec_info (--no-deps)
     env-sglang-<key>/stubs/          import-only stand-ins for packages whose PyPI wheels are CUDA-only
-                                     (torchvision: older releases import it at module level; it is never
-                                     called when only parsing arguments)
+                                     (see STUBS: torchvision for older releases; none for the pinned one)
     env-sglang-<key>/venv/           a venv whose `specops-real-sglang.pth` puts site/, stubs/ and the
                                      torch CPU venv (pyenv.py) on sys.path: the "host's Python" of a test
                                      host whose build is real SGLang. The venv itself has no sglang.
@@ -72,11 +71,12 @@ IMPORT_DEPS: tuple[str, ...] = (
     "frozenlist==1.8.0",
 )
 CONSTRAINTS = ("torch==2.13.0", "numpy==2.2.6")  # = pyenv.REQUIREMENTS' torch and numpy
-STUBS = {
-    "torchvision": '"""Import-only stand-in written by tests/testbed/realsglang.py: the PyPI torchvision\n'
-    'wheels are CUDA builds that do not load beside a CPU torch. Parsing arguments never calls it."""\n'
-    '__version__ = "0.0.0+specops.stub"\n',
-}
+# Import-only stand-ins for packages whose PyPI wheels are CUDA builds that do not load beside a CPU torch.
+# Older releases (0.5.9 ... 0.5.1x) import torchvision at module level and need
+#   "torchvision": '__version__ = "0.0.0+specops.stub"\n'
+# here. 0.5.23's parser does not import it, and a stub must then be ABSENT: transformers treats an
+# importable torchvision as usable and its processor imports (torchvision.io) break the validation.
+STUBS: dict[str, str] = {}
 PTH_NAME = "specops-real-sglang.pth"
 # the real parser's option table (flags, their choices, flags without a value, the enum's members), dumped at
 # build time: the stand-in engine checks every argv against it at start-up without paying a real import
@@ -163,6 +163,7 @@ def _build(entry: Path, torch_venv: Path, say: pyenv.Log) -> None:
         target = [*pip, "install", "-q", "--target", str(work / "site"), "-c", str(work / "constraints.txt")]
         pyenv._run([*target, TRANSFORMERS], f"pip install {TRANSFORMERS}")
         pyenv._run([*target, "--no-deps", *IMPORT_DEPS], "pip install the import-time dependencies")
+        (work / "stubs").mkdir()
         for name, text in STUBS.items():
             (work / "stubs" / name).mkdir(parents=True)
             (work / "stubs" / name / "__init__.py").write_text(text)
