@@ -101,6 +101,10 @@ def server_args(ctx: CheckContext) -> CheckResult:
 
 
 def _unknown(ctx: CheckContext, version: str, found: ServerArgsFacts, evidence: list[str]) -> CheckResult:
+    from specops.commands.systemd import flag_spellings
+
+    renamed = flag_spellings(found.speculative_flags)
+    evidence = evidence + [f"this build spells {new} as {old}" for new, old in renamed.items()]
     flag = found.unknown_flags[0]
     note = f" ({FLAG_NOTES[flag]})" if flag in FLAG_NOTES else ""
     others = found.unknown_flags[1:]

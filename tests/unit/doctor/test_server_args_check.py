@@ -57,3 +57,19 @@ def test_nothing_checkable_warns_and_no_profile_skips() -> None:
     assert _run(ServerArgsFacts(method="none", error="no add_argument calls")).status is Status.WARN
     assert _run(ServerArgsFacts(method="parser"), profile=None).status is Status.SKIP
     assert _run(None).status is Status.SKIP
+
+
+def test_a_renamed_flag_names_the_builds_spelling() -> None:
+    report = ServerArgsFacts(
+        method="parser",
+        unknown_flags=["--speculative-draft-window-size"],
+        speculative_flags=["--speculative-algorithm", "--speculative-dflash-draft-window-size"],
+    )
+    result = _run(report, version="0.5.11")
+    assert result.summary.startswith(
+        "sglang 0.5.11 does not know --speculative-draft-window-size (spelled --speculative-dflash-draft-window-size "
+        "before sglang 0.5.12)"
+    )
+    assert "this build spells --speculative-draft-window-size as --speculative-dflash-draft-window-size" in (
+        result.evidence
+    )
