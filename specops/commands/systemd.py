@@ -7,7 +7,7 @@ reviews is what runs. Golden tests pin the output.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -20,17 +20,38 @@ if TYPE_CHECKING:
 UNIT_TEMPLATE = "sglang.service.j2"
 SECRET_MASK = "***"
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# flags SGLang renamed between releases: the name specops renders -> older names a build may know instead
+RENAMED_FLAGS: dict[str, tuple[str, ...]] = {
+    "--speculative-draft-window-size": ("--speculative-dflash-draft-window-size",),  # new name since 0.5.12
+}
 
 
-def launch_argv(target: Target) -> list[str]:
-    """`python -m sglang.launch_server ...` with the host's model/port/tp and the profile's flags."""
+def flag_spellings(known: Collection[str]) -> dict[str, str]:
+    """For a build whose parser knows `known` flags: each renamed flag it knows only by an older name.
+
+    `known` is what the probe's parser check reports (SpecInfoFacts.server_args.speculative_flags); the
+    result goes to `launch_argv(..., spellings=)` so the unit uses the name that build knows.
+    """
+    found: dict[str, str] = {}
+    for current, older in RENAMED_FLAGS.items():
+        known_older = [name for name in older if name in known]
+        if current not in known and known_older:
+            found[current] = known_older[0]
+    return found
+
+
+def launch_argv(target: Target, spellings: Mapping[str, str] | None = None) -> list[str]:
+    """`python -m sglang.launch_server ...` with the host's model/port/tp and the profile's flags.
+
+    `spellings` (from `flag_spellings`) renames flags for a build that knows an older name only.
+    """
     host = target.host
     argv = [host.python, "-m", "sglang.launch_server", "--model-path", host.model_path]
     if host.served_model_name:
         argv += ["--served-model-name", host.served_model_name]
     argv += ["--host", host.listen, "--port", str(host.port), "--tp-size", str(host.tp_size)]
     argv += _server_flags(target)
-    argv += _speculative_flags(target)
+    argv += [(spellings or {}).get(word, word) for word in _speculative_flags(target)]
     return argv + list(host.extra_args)
 
 
@@ -49,6 +70,7 @@ def _server_flags(target: Target) -> list[str]:
         ("--mem-fraction-static", server.mem_fraction_static),
         ("--context-length", server.context_length),
         ("--max-running-requests", server.max_running_requests),
+        ("--attention-backend", server.attention_backend),
     ):
         if value is not None:
             flags += [flag, str(value)]
@@ -65,8 +87,9 @@ def _server_flags(target: Target) -> list[str]:
 def _speculative_flags(target: Target) -> list[str]:
     spec, profile = target.profile.speculative, target.profile
     flags = ["--speculative-algorithm", profile.algorithm]
-    if target.host.draft_model_path:
-        flags += ["--speculative-draft-model-path", target.host.draft_model_path]
+    draft = profile.draft_for(target.host.draft_model_path)
+    if draft:
+        flags += ["--speculative-draft-model-path", draft]
     for flag, value in (
         ("--speculative-num-steps", spec.num_steps),
         ("--speculative-eagle-topk", spec.eagle_topk),

@@ -26,7 +26,7 @@ _HOST_SETTINGS_DOC = {
     "port": "engine HTTP port (--port)",
     "gpus": "CUDA_VISIBLE_DEVICES for the unit, e.g. '0,1'",
     "model_path": "target model: an absolute path on the host or a Hugging Face repo id",
-    "draft_model_path": "draft model for DFLASH/DDTREE (and optional for EAGLE)",
+    "draft_model_path": "the DFlash draft, used by DFLASH/DDTREE profiles (others set their own draft_model_path)",
     "served_model_name": "name served by /v1/models",
     "tp_size": "tensor parallel size (--tp-size)",
     "profile": "default profile for this host",

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specops.config.fields import EnvName, Name, PlainText
+from specops.config.fields import EnvName, ModelRef, Name, PlainText
 
 Algorithm = Literal["NEXTN", "EAGLE", "EAGLE3", "DFLASH", "DDTREE", "STANDALONE", "NGRAM"]
 EAGLE_FAMILY = frozenset({"NEXTN", "EAGLE", "EAGLE3"})
@@ -55,6 +55,9 @@ class Server(_Strict):
     dp_size: int = Field(default=1, ge=1, description="--dp-size")
     pp_size: int = Field(default=1, ge=1, description="--pp-size (DFLASH/DDTREE need 1)")
     enable_dp_attention: bool = Field(default=False, description="--enable-dp-attention (not with DFLASH/DDTREE)")
+    attention_backend: AttentionBackend | None = Field(
+        default=None, description="--attention-backend (DDTREE with ddtree_budget > block size - 1 needs triton)"
+    )
     mem_fraction_static: float | None = Field(default=None, gt=0, lt=1, description="--mem-fraction-static")
     context_length: int | None = Field(default=None, ge=1, description="--context-length")
     max_running_requests: int | None = Field(default=None, ge=1, description="--max-running-requests")
@@ -92,7 +95,12 @@ class Profile(_Strict):
     name: Name
     description: PlainText = Field(default="", description="one line shown in listings")
     algorithm: Algorithm = Field(description="passed to --speculative-algorithm")
-    needs_draft_model: bool = Field(default=False, description="hosts must set draft_model_path")
+    needs_draft_model: bool = Field(default=False, description="a draft model must be set (see draft_model_path)")
+    draft_model_path: ModelRef | None = Field(
+        default=None,
+        description="this profile's draft, usually per host in [hosts.NAME.overrides.PROFILE]; "
+        "DFLASH/DDTREE default to the host's draft_model_path (the DFlash draft), other algorithms never use it",
+    )
     speculative: Speculative = Field(default=Speculative(), description="[speculative] table")
     server: Server = Field(default=Server(), description="[server] table")
     env: dict[EnvName, PlainText] = Field(default={}, description="environment for the engine (host env wins)")
@@ -106,6 +114,16 @@ class Profile(_Strict):
     @property
     def is_eagle_family(self) -> bool:
         return self.algorithm in EAGLE_FAMILY
+
+    def draft_for(self, host_draft: str | None) -> str | None:
+        """The draft this profile launches with: its own, else (DFLASH/DDTREE only) the host's DFlash draft.
+
+        Why not the host's draft for every algorithm: a DFlash draft is no EAGLE/NEXTN draft, yet SGLang's
+        validation accepts it there and the server starts with a useless draft (or fails to load it).
+        """
+        if self.draft_model_path is not None:
+            return self.draft_model_path
+        return host_draft if self.is_dflash_family else None
 
     @property
     def reported_algorithm(self) -> str:

@@ -23,7 +23,7 @@ MANAGED_FLAGS = frozenset(
         "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
         "--speculative-dflash-block-size", "--speculative-draft-window-size",
         "--speculative-draft-attention-backend", "--speculative-ddtree-budget",
-        "--speculative-use-rejection-sampling",
+        "--speculative-use-rejection-sampling", "--attention-backend", "--speculative-dflash-draft-window-size",
     }
 )  # fmt: skip
 
@@ -53,8 +53,13 @@ def check_profile_for_host(profile: Profile, host: HostSpec) -> list[Violation]:
     if profile.algorithm == "DDTREE":
         violations += _ddtree_rules(profile)
     violations += _family_only_fields(profile)
-    if profile.needs_draft_model and host.draft_model_path is None and not profile.is_dflash_family:
-        violations.append(Violation("host", "draft_model_path", f"profile {profile.name!r} needs a draft model"))
+    if profile.needs_draft_model and profile.draft_for(host.draft_model_path) is None and not profile.is_dflash_family:
+        message = (
+            f"profile {profile.name!r} needs its own draft model: set draft_model_path in "
+            f"[hosts.{host.name}.overrides.{profile.name}] (the host's draft_model_path is the DFlash draft, "
+            f"used only by DFLASH/DDTREE)"
+        )
+        violations.append(Violation("profile", "draft_model_path", message))
     return violations
 
 
@@ -125,7 +130,7 @@ def _eagle_rules(profile: Profile) -> list[Violation]:
 def _dflash_rules(profile: Profile, host: HostSpec) -> list[Violation]:
     spec, server, algo = profile.speculative, profile.server, profile.algorithm
     found: list[Violation] = []
-    if host.draft_model_path is None:
+    if profile.draft_for(host.draft_model_path) is None:
         found.append(Violation("host", "draft_model_path", f"{algo} needs a draft model (profile {profile.name!r})"))
     block = spec.dflash_block_size
     if block is not None and spec.num_draft_tokens is not None and block != spec.num_draft_tokens:
@@ -170,7 +175,34 @@ def _ddtree_rules(profile: Profile) -> list[Violation]:
         found.append(
             Violation("profile", "speculative.use_rejection_sampling", "DDTREE does not support rejection sampling")
         )
+    found += _ddtree_budget(profile)
     return found
+
+
+def _ddtree_budget(profile: Profile) -> list[Violation]:
+    """The DDTree code (PR #29907): budget <= block - 1 verifies one chain ("spine mode"); a larger budget
+    builds a real tree ("full-tree mode"), which only the triton attention backend supports (ValueError)."""
+    spec, server = profile.speculative, profile.server
+    block = spec.dflash_block_size or spec.num_draft_tokens
+    if spec.num_draft_tokens not in (None, block):
+        return []  # the block-size mismatch is reported by itself
+    if spec.ddtree_budget is None or block is None or spec.ddtree_budget <= block - 1:
+        return []
+    if server.attention_backend == "triton":
+        return []
+    got = server.attention_backend or "not set (SGLang picks flashinfer/fa3)"
+    message = (
+        f"ddtree_budget {spec.ddtree_budget} > block size - 1 = {block - 1} is DDTREE's full-tree mode, which needs "
+        f'server.attention_backend = "triton"; attention_backend is {got}'
+    )
+    return [
+        Violation(
+            "profile",
+            "speculative.ddtree_budget",
+            message,
+            related=("server.attention_backend", "speculative.dflash_block_size", "speculative.num_draft_tokens"),
+        )
+    ]
 
 
 def _family_only_fields(profile: Profile) -> list[Violation]:

@@ -116,6 +116,23 @@ class CudaUserspaceFacts(_Facts):
     compat_libcuda: list[str] = []
 
 
+class ServerArgsFacts(_Facts):
+    """What the build's own argument parser said about the unit's argv (remote/probe/server_args.py).
+
+    method: "parser" (ServerArgs.add_cli_args, imported), "source" (add_argument calls read from the
+    source because the import failed; parser_error says why) or "none" (neither worked; error says why).
+    """
+
+    method: str
+    unknown_flags: list[str] = []  # "--speculative-ddtree-budget"
+    errors: list[str] = []  # argparse's own messages, e.g. "argument --speculative-algorithm: invalid choice: ..."
+    validation: str | None = None  # "passed" | "failed" | "not run" | None (parse failed, or source read)
+    validation_error: str | None = None
+    speculative_flags: list[str] = []  # every --speculative-* option the build knows
+    parser_error: str | None = None
+    error: str | None = None
+
+
 class SpecInfoFacts(_Facts):
     """What one sglang build's `SpeculativeAlgorithm` enum says (import in a subprocess, else AST fallback)."""
 
@@ -125,9 +142,17 @@ class SpecInfoFacts(_Facts):
     version: str | None = None  # sglang.__version__ / version.py
     members: dict[str, int | str] = {}  # name -> value, definition order
     is_dflash: dict[str, bool] = {}  # member -> is_dflash()
+    is_dflash_family: dict[str, bool] = {}  # member -> is_dflash_family() (SGLang 0.5.16+)
+    capture_rule: str = "is_dflash"  # the predicate that decides the hidden-state capture in this build
     aliases: dict[str, str] = {}  # "NEXTN" -> "EAGLE" (from_string)
     method: str = "import"  # "import" or "ast"
     error: str | None = None
+    server_args: ServerArgsFacts | None = None  # the unit's argv through this build's parser
+
+    def captures_hidden_states(self, member: str) -> bool:
+        """Whether the build's capture predicate (is_dflash_family or is_dflash) is true for `member`."""
+        table = self.is_dflash_family if self.capture_rule == "is_dflash_family" else self.is_dflash
+        return bool(table.get(member))
 
 
 class ModelFacts(_Facts):

@@ -52,11 +52,22 @@ def _local_path(path: str | None) -> str | None:
     return path if path and path.startswith("/") else None
 
 
+def _server_argv(host: HostSpec, profile: Profile | None) -> list[str] | None:
+    """The unit's `launch_server` arguments, for the build's own parser on the host (sglang.server_args)."""
+    if profile is None:
+        return None
+    from specops.commands.systemd import launch_argv
+    from specops.config.loader import Target
+
+    return launch_argv(Target(host, profile))[3:]
+
+
 def build_request(
     host: HostSpec, profile: Profile | None, extra_roots: dict[str, str] | None = None, deep: bool = False
 ) -> dict[str, Any]:
     """The JSON request the host-side `main()` reads (see the module docstring of specops/probe/remote/main.py)."""
-    models = {role: path for role, path in (("target", host.model_path), ("draft", host.draft_model_path)) if path}
+    draft = profile.draft_for(host.draft_model_path) if profile else host.draft_model_path
+    models = {role: path for role, path in (("target", host.model_path), ("draft", draft)) if path}
     local_models = {role: p for role, path in models.items() if (p := _local_path(path))}
     return {
         "python": host.python,
@@ -70,6 +81,7 @@ def build_request(
         "disk_paths": [host.base_dir, *local_models.values()],
         "sglang_roots": dict(extra_roots or {}),
         "profile": profile.name if profile else None,
+        "server_argv": _server_argv(host, profile),
         "proc_driver_version_path": PROC_DRIVER_VERSION,
         "deep": deep,
         "deep_timeout_s": DEEP_IMPORT_TIMEOUT_S,

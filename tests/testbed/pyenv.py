@@ -131,7 +131,8 @@ def _exclusive_lock(path: Path, say: Log) -> Iterator[None]:
 def _remove_stale_builds(root: Path, entry: Path) -> None:
     """Clear what an interrupted build left (we hold the lock, so nobody else is building)."""
     for stale in root.glob(".build-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if not stale.name.startswith(".build-sglang-"):  # realsglang.py's builds have their own lock
+            shutil.rmtree(stale, ignore_errors=True)
     if entry.exists():  # an entry without BUILD.json was not made by us; never trust it
         shutil.rmtree(entry)
 
@@ -226,7 +227,8 @@ def prune(log: Log | None = None) -> list[Path]:
     removed: list[Path] = []
     with _exclusive_lock(root / ".lock", say):
         for stale in [*root.glob(".build-*"), *root.glob("env-*")]:
-            if stale != keep:
+            # realsglang.py owns its entries (and its own lock)
+            if stale != keep and not stale.name.startswith((".build-sglang-", "env-sglang-")):
                 shutil.rmtree(stale, ignore_errors=True)
                 removed.append(stale)
     return removed

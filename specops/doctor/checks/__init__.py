@@ -7,6 +7,7 @@ from specops.doctor.checks import (  # noqa: F401, I001 (import order = output o
     torchcodec,
     native,
     sglang,
+    server_args,
     model_files,
     host_resources,
 )

@@ -1,7 +1,8 @@
 """Checks of the sglang build that would run: its version, the profile's algorithm, the enum's stability.
 
-A DDTREE host runs a fork or PR build of SGLang: the algorithm must be registered AND treated as a
-DFlash variant by `SpeculativeAlgorithm.is_dflash()`, or the draft silently gets the wrong hidden states.
+A DDTREE host runs a fork or PR build: the algorithm must be registered AND be in the predicate that decides
+the hidden-state capture in that build (`is_dflash()` before SGLang 0.5.16, `is_dflash_family()` since), or
+the draft silently gets the wrong hidden states.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from specops.doctor.registry import check
 from specops.probe.facts import HostFacts, ModelFacts, SpecInfoFacts
 
 _MISSING_HINTS = {
-    "DDTREE": "deploy a build with the DDTREE patch (sglang PR #29907 or your fork); upstream sglang has no DDTREE",
-    "DFLASH": "DFLASH is upstream since sglang PR #22077 (April 2026): deploy a newer sglang build",
+    "DDTREE": "no upstream sglang release has DDTREE: deploy a build with the DDTree patch (sglang PR #29907 or "
+    "your fork)",
+    "DFLASH": "DFLASH is in upstream sglang since 0.5.11 (the flags specops renders need 0.5.12 or newer): "
+    "deploy a newer sglang build",
+    "EAGLE": "EAGLE (and NEXTN, its alias) is in every upstream sglang 0.4+ release: deploy an upstream build",
 }
 
 
@@ -87,25 +91,33 @@ def _nextn(build: SpecInfoFacts, evidence: list[str]) -> CheckResult:
 
 
 def _ddtree(facts: HostFacts, build: SpecInfoFacts, evidence: list[str]) -> CheckResult:
-    is_dflash = build.is_dflash.get("DDTREE")
-    if is_dflash is True:
-        return passed("sglang.algorithm", "DDTREE is registered and is_dflash() is True for it", evidence)
-    if is_dflash is None:
+    rule = f"{build.capture_rule}()"
+    table = build.is_dflash_family if build.capture_rule == "is_dflash_family" else build.is_dflash
+    evidence = [*evidence, f"hidden-state capture decided by {rule} in this build"]
+    if table.get("DDTREE") is True:
+        return passed("sglang.algorithm", f"DDTREE is registered and {rule} is True for it", evidence)
+    if "DDTREE" not in table:
         return warned(
             "sglang.algorithm",
-            "DDTREE is registered, but whether is_dflash() includes it could not be read",
-            "check that SpeculativeAlgorithm.is_dflash() returns True for DDTREE in "
+            f"DDTREE is registered, but whether {rule} includes it could not be read",
+            f"check that SpeculativeAlgorithm.{rule} returns True for DDTREE in "
             f"{build.root}/sglang/srt/speculative/spec_info.py",
             evidence,
         )
     got, wanted = _hidden_shapes(facts.models)
+    if build.capture_rule == "is_dflash_family":
+        fix = "patch is_dflash_family() to include DDTREE (`return self.is_dflash() or ... or self.is_ddtree()`)"
+    else:
+        fix = "patch is_dflash() to include DDTREE (`return self in (SpeculativeAlgorithm.DFLASH, DDTREE)`)"
+    stale = (
+        " (is_dflash() includes it: a patch written for SGLang before 0.5.16)" if build.is_dflash.get("DDTREE") else ""
+    )
     return failed(
         "sglang.algorithm",
-        f"DDTREE is registered but SpeculativeAlgorithm.is_dflash() returns False for it: "
+        f"DDTREE is registered but SpeculativeAlgorithm.{rule} returns False for it{stale}: "
         f"the draft model would get {got} hidden states instead of {wanted}",
-        "patch is_dflash() to include DDTREE (`return self in (SpeculativeAlgorithm.DFLASH, "
-        "SpeculativeAlgorithm.DDTREE)`) and deploy that build",
-        [*evidence, "is_dflash(): DFLASH → True, DDTREE → False"],
+        f"{fix} and deploy that build",
+        [*evidence, f"{rule}: DFLASH → True, DDTREE → False"],
     )
 
 

@@ -107,7 +107,8 @@ def version_from_file(path: str) -> str | None:
     text = read_text(path, 200000)
     if text is None:
         return None
-    match = re.search(r"""(?m)^__version__\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", text)
+    # also `__version__ = version = '0.5.23'`, as setuptools-scm writes sglang/_version.py in released wheels
+    match = re.search(r"""(?m)^__version__\s*(?::[^=]*)?=\s*(?:\w+\s*=\s*)?['"]([^'"]+)['"]""", text)
     return match.group(1) if match else None
 
 

@@ -3,6 +3,9 @@
 Why: the enum decides which algorithms a build accepts, whether DDTREE counts as DFLASH (the patch specops
 deploys) and whether a patch renumbered the `auto()` values. It is read by importing ONLY spec_info in a
 subprocess with a timeout (a build's package init may be heavy or broken), with a static AST read as fallback.
+The same subprocess runs the build's own argument parser on the unit's argv (server_args.py), so each build
+is imported once per probe. Which predicate decides the hidden-state capture changed in SGLang 0.5.16
+(`is_dflash()` before, `is_dflash_family()` since): the probe reports both and which one the build has.
 """
 
 from __future__ import annotations
@@ -14,31 +17,40 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from specops.remote.probe.common import read_text, run_command, version_from_file
+from specops.remote.probe.common import package_version, read_text, run_command
+from specops.remote.probe.server_args import SERVER_ARGS_SNIPPET, read_server_args_source
 
-SPEC_INFO_TIMEOUT_S = 10.0
+# a real SGLang spec_info + server_args import: ~6 s alone, 10-11 s with three at once on a busy 2-core host
+SPEC_INFO_TIMEOUT_S = 40.0
 SPEC_INFO_REL = os.path.join("sglang", "srt", "speculative", "spec_info.py")
 RELEASE_SGLANG_SUBDIRS = ("python", ".", "src", "site-packages")
-SPEC_INFO_SNIPPET = r"""
+SPEC_INFO_SNIPPET = (
+    r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from sglang.srt.speculative import spec_info
 cls = spec_info.SpeculativeAlgorithm
-members, is_dflash, aliases = {}, {}, {}
+members, is_dflash, family, aliases = {}, {}, {}, {}
 for name, member in cls.__members__.items():
     value = member.value
     members[name] = value if isinstance(value, (int, str)) else repr(value)
-    try:
-        is_dflash[name] = bool(member.is_dflash())
-    except Exception:
-        pass
+    for method, into in (("is_dflash", is_dflash), ("is_dflash_family", family)):
+        try:
+            into[name] = bool(getattr(member, method)())
+        except Exception:
+            pass
 for alias in ("NEXTN",):
     try:
         aliases[alias] = cls.from_string(alias).name
     except Exception:
         pass
-print("SPECOPS_SPEC_INFO " + json.dumps({"members": members, "is_dflash": is_dflash, "aliases": aliases}))
+rule = "is_dflash_family" if hasattr(cls, "is_dflash_family") else "is_dflash"
+facts = {"members": members, "is_dflash": is_dflash, "is_dflash_family": family, "aliases": aliases}
+facts["capture_rule"] = rule
+print("SPECOPS_SPEC_INFO " + json.dumps(facts), flush=True)
 """
+    + SERVER_ARGS_SNIPPET
+)
 
 
 def sglang_root_in(folder: str) -> str | None:
@@ -99,25 +111,41 @@ def spec_info_roots(request: dict[str, Any], releases: dict[str, Any], venv_root
     return roots
 
 
-def inspect_spec_info(label: str, root: str, timeout: float = SPEC_INFO_TIMEOUT_S) -> dict[str, Any]:
-    """SpecInfoFacts-shaped dict for one root: import in a subprocess, else the AST fallback."""
+def inspect_spec_info(
+    label: str, root: str, argv: list[str] | None = None, timeout: float = SPEC_INFO_TIMEOUT_S
+) -> dict[str, Any]:
+    """SpecInfoFacts-shaped dict for one root: import in a subprocess, else the AST fallback.
+
+    With `argv` (the unit's arguments after `-m sglang.launch_server`) the same subprocess runs the build's
+    parser on it; `server_args` then says what it found, or what the source's add_argument calls say.
+    """
     facts: dict[str, Any] = {"root": root, "label": label, "found": False, "method": "import", "error": None}
     if not os.path.isfile(os.path.join(root, SPEC_INFO_REL)):
         facts["error"] = f"no {SPEC_INFO_REL} under {root}"
         return facts
     facts["found"] = True
-    facts["version"] = version_from_file(os.path.join(root, "sglang", "version.py")) or version_from_file(
-        os.path.join(root, "sglang", "__init__.py")
-    )
-    done = run_command([sys.executable, "-I", "-c", SPEC_INFO_SNIPPET, root], timeout)
+    facts["version"] = package_version(os.path.join(root, "sglang"))
+    command = [sys.executable, "-I", "-c", SPEC_INFO_SNIPPET, root, json.dumps(argv)]
+    done = run_command(command, timeout)
+    found: dict[str, dict[str, Any]] = {}
     for line in done["out"].splitlines():
-        if line.startswith("SPECOPS_SPEC_INFO ") and done["rc"] == 0:
-            facts.update(json.loads(line.split(" ", 1)[1]))
-            return facts
-    lines = [x for x in (done["err"] or "").strip().splitlines() if x.strip()]
-    facts["error"] = lines[-1].strip() if lines else "import failed (exit {})".format(done["rc"])
-    facts["method"] = "ast"
-    facts.update(read_spec_info_ast(os.path.join(root, SPEC_INFO_REL)))
+        tag, _space, payload = line.partition(" ")
+        if tag in ("SPECOPS_SPEC_INFO", "SPECOPS_SERVER_ARGS"):
+            found[tag] = json.loads(payload)
+    if "SPECOPS_SPEC_INFO" in found:
+        facts.update(found["SPECOPS_SPEC_INFO"])
+    else:
+        lines = [x for x in (done["err"] or "").strip().splitlines() if x.strip()]
+        facts["error"] = lines[-1].strip() if lines else "import failed (exit {})".format(done["rc"])
+        facts["method"] = "ast"
+        facts.update(read_spec_info_ast(os.path.join(root, SPEC_INFO_REL)))
+    if argv is not None:
+        report = found.get("SPECOPS_SERVER_ARGS")
+        if report is None or report.get("method") == "none":
+            why = (report or {}).get("error") or facts.get("error") or "the parser did not answer"
+            report = read_server_args_source(root, argv)
+            report["parser_error"] = why
+        facts["server_args"] = report
     return facts
 
 
@@ -128,9 +156,14 @@ def read_spec_info_ast(path: str) -> dict[str, Any]:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "SpeculativeAlgorithm":
             members = _enum_members(node)
-            mentioned = _is_dflash_names(node)
-            is_dflash = {name: name in mentioned for name in members}
-            return {"members": members, "is_dflash": is_dflash, "aliases": aliases}
+            mentioned = _method_names(node, "is_dflash", set())
+            family = _method_names(node, "is_dflash_family", set())
+            result: dict[str, Any] = {"members": members, "aliases": aliases}
+            result["is_dflash"] = {name: name in mentioned for name in members}
+            result["capture_rule"] = "is_dflash_family" if _has_method(node, "is_dflash_family") else "is_dflash"
+            if result["capture_rule"] == "is_dflash_family":
+                result["is_dflash_family"] = {name: name in family for name in members}
+            return result
     return {"members": {}, "is_dflash": {}, "aliases": aliases}
 
 
@@ -156,12 +189,24 @@ def _call_name(call: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
-def _is_dflash_names(node: ast.ClassDef) -> list[str]:
+def _has_method(node: ast.ClassDef, method: str) -> bool:
+    return any(isinstance(item, ast.FunctionDef) and item.name == method for item in node.body)
+
+
+def _method_names(node: ast.ClassDef, method: str, seen: set[str]) -> set[str]:
+    """Names a predicate's body mentions, following `self.is_x()` calls into sibling predicates."""
+    names: set[str] = set()
+    seen.add(method)
     for item in node.body:
-        if isinstance(item, ast.FunctionDef) and item.name == "is_dflash":
-            names = [n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)]
-            return names + [n.value for n in ast.walk(item) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    return []
+        if isinstance(item, ast.FunctionDef) and item.name == method:
+            for sub in ast.walk(item):
+                if isinstance(sub, ast.Attribute):
+                    names.add(sub.attr)
+                    if sub.attr.startswith("is_") and sub.attr not in seen:
+                        names |= _method_names(node, sub.attr, seen)
+                elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                    names.add(sub.value)
+    return names
 
 
 def _reserved_aliases(tree: ast.Module) -> dict[str, str]:
@@ -181,9 +226,18 @@ def _reserved_aliases(tree: ast.Module) -> dict[str, str]:
 
 
 def gather_sglang(request: dict[str, Any], releases: dict[str, Any], venv_root: str | None) -> list[dict[str, Any]]:
-    """One SpecInfoFacts dict per root; the import subprocesses run side by side (each has its own timeout)."""
+    """One SpecInfoFacts dict per root; the import subprocesses run side by side (each has its own timeout).
+
+    The unit's argv (request["server_argv"]) is checked against every build but `previous` (a rollback
+    target is judged by the unit it was installed with, not the one about to be).
+    """
     roots = spec_info_roots(request, releases, venv_root)
     if not roots:
         return []
+    argv = request.get("server_argv")
+
+    def inspect(pair: list[str]) -> dict[str, Any]:
+        return inspect_spec_info(pair[0], pair[1], argv if pair[0] != "previous" else None)
+
     with ThreadPoolExecutor(max_workers=min(4, len(roots))) as pool:
-        return list(pool.map(lambda pair: inspect_spec_info(pair[0], pair[1]), roots))
+        return list(pool.map(inspect, roots))

@@ -33,6 +33,7 @@ from specops.probe.facts import (
     NvidiaFacts,
     PortFacts,
     PythonFacts,
+    ServerArgsFacts,
     SpecInfoFacts,
     SystemFacts,
     TorchcodecFacts,
@@ -148,6 +149,7 @@ def spec_info(
         "members": members,
         "is_dflash": is_dflash,
         "aliases": {"NEXTN": "EAGLE"},
+        "server_args": ServerArgsFacts(method="parser", validation="passed"),
     }
     return SpecInfoFacts(**{**fields, **kw})
 

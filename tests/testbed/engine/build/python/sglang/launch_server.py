@@ -26,6 +26,7 @@ from types import FrameType
 
 from sglang.srt.server_args import ServerArgs, parse_server_args, server_args_dict
 from sglang.srt.testengine_log import log, uvicorn_log
+from sglang.srt.testengine_upstream import check_against_upstream
 
 MIMO_PROCESSOR = "sglang.srt.multimodal.processors.mimo_v2"
 
@@ -115,7 +116,9 @@ def launch_server(args: ServerArgs) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_server_args(sys.argv[1:] if argv is None else argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = parse_server_args(words)
+    check_against_upstream(words)
     fields = ", ".join(f"{key}={value!r}" for key, value in server_args_dict(args).items())
     log(f"server_args=ServerArgs({fields})")
     launch_server(args)

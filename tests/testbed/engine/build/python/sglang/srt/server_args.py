@@ -40,10 +40,24 @@ class ServerArgs:
     speculative_dflash_block_size: int | None = None
     speculative_draft_window_size: int | None = None
     speculative_draft_attention_backend: str | None = None
+    attention_backend: str | None = None
     speculative_ddtree_budget: int | None = None
     speculative_use_rejection_sampling: bool = False
     disable_overlap_schedule: bool = False
     device: str = "cuda"
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser) -> None:
+        """Upstream's entry point for the flags (`launch_server` and specops' preflight both call it)."""
+        _add_arguments(parser)
+
+    @classmethod
+    def from_cli_args(cls, namespace: argparse.Namespace) -> ServerArgs:
+        """Build and validate (ValueError/AssertionError), as upstream's `ServerArgs.from_cli_args`."""
+        values = vars(namespace)
+        defaults = {"port": 30000, "tp_size": 1, "dp_size": 1, "pp_size": 1, "page_size": 1, "device": "cuda"}
+        return cls(**{key: defaults.get(key) if value is None and key in defaults else value
+                      for key, value in values.items()})  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.served_model_name is None:
@@ -72,7 +86,13 @@ def _int_flags() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     """The launch_server parser; `prog` stays argparse's default (launch_server.py) like upstream."""
     parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-path", "--model", required=True)
+    parser.add_argument("--device", default=None)
     parser.add_argument("--served-model-name")
     parser.add_argument("--host", default="127.0.0.1")
     for flag in _int_flags():
@@ -81,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--speculative-algorithm", type=str)
     parser.add_argument("--speculative-draft-model-path", "--speculative-draft-model")
     parser.add_argument("--speculative-draft-attention-backend")
+    parser.add_argument("--attention-backend")
     for flag in (
         "--enable-metrics",
         "--trust-remote-code",
@@ -89,17 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--speculative-use-rejection-sampling",
     ):
         parser.add_argument(flag, action="store_true")
-    return parser
 
 
 def parse_server_args(argv: list[str]) -> ServerArgs:
     """Parse argv (exit 2 on unknown flags) and validate like SGLang (ValueError/AssertionError)."""
-    namespace = vars(build_parser().parse_args(argv))
-    defaults = {"port": 30000, "tp_size": 1, "dp_size": 1, "pp_size": 1, "page_size": 1}
-    for key, value in defaults.items():
-        if namespace[key] is None:
-            namespace[key] = value
-    return ServerArgs(**namespace)
+    return ServerArgs.from_cli_args(build_parser().parse_args(argv))
 
 
 def handle_speculative_decoding(args: ServerArgs) -> None:
@@ -176,6 +191,8 @@ def _handle_ddtree(args: ServerArgs) -> None:
     block = args.speculative_dflash_block_size or 16
     if args.speculative_ddtree_budget is None:
         args.speculative_ddtree_budget = block - 1
+    if args.speculative_ddtree_budget > block - 1 and args.attention_backend != "triton":
+        raise ValueError("DDTREE full-tree mode currently supports only the triton attention backend")
     args.disable_overlap_schedule = True
 
 
