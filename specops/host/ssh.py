@@ -15,6 +15,7 @@ or socket failure leaves this module as a ConnectError (exit 4) or RemoteTimeout
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import logging
 import os
@@ -215,7 +216,11 @@ class _ChannelPipe:
         return self._channel.exit_status if self._channel.status_event.wait(timeout) else None
 
     def close(self) -> None:
-        self._channel.close()
+        """Closing twice, or after the connection went (Ctrl-C while the reader threads and the deploy's
+        cleanup close at once), is not an error: paramiko then finds its transport already unlinked from the
+        channel and raises AttributeError from inside `Channel.close`."""
+        with contextlib.suppress(paramiko.SSHException, OSError, EOFError, AttributeError):
+            self._channel.close()
 
     def _call(self, method: Callable[..., Any], *args: Any) -> Any:
         try:
