@@ -142,8 +142,8 @@ def operator_environment(target: Target) -> dict[str, str]:
     return {**target.profile.env, **target.host.env}
 
 
-def render_unit(target: Target) -> str:
-    """The unit file a deploy installs for this host and profile."""
+def render_unit(target: Target, spellings: Mapping[str, str] | None = None) -> str:
+    """The unit file a deploy installs for this host and profile (`spellings`: see launch_argv)."""
     host, profile = target.host, target.profile
     readiness = profile.readiness
     context = {
@@ -153,7 +153,7 @@ def render_unit(target: Target) -> str:
         "working_directory": host.current_dir,
         "environment": [environment_directive(k, v) for k, v in unit_environment(target).items()],
         "env_file": host.env_file,
-        "exec_start": exec_start(launch_argv(target)),
+        "exec_start": exec_start(launch_argv(target, spellings)),
         "readiness": readiness,
         "limit_nofile": host.limit_nofile,
         "syslog_identifier": host.service,

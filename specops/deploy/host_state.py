@@ -29,6 +29,7 @@ def manifest_fields(host_plan: HostPlan) -> dict[str, Any]:
         "unit_sha256": host_plan.unit_sha256,
         "deployed_by": local_who(),
         "unit": host_plan.unit_text,
+        "flag_spellings": dict(host_plan.flag_spellings),  # renamed flags rendered in this build's older names
     }
 
 

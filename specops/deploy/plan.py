@@ -13,13 +13,15 @@ from __future__ import annotations
 import difflib
 import os
 import threading
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specops.build.server_flags import speculative_flags
 from specops.build.stage import StagedBuild, stage_build
 from specops.commands.release import Listing, ReleaseInfo, files_to_send, newest_complete, newest_verified
-from specops.commands.systemd import render_env_file, render_unit
+from specops.commands.systemd import flag_spellings, render_env_file, render_unit
 from specops.commands.units import sha256_text
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
@@ -36,6 +38,7 @@ class HostPlan:
     target: Target
     unit_text: str
     env_text: str  # secrets revealed: written to the host, never printed
+    flag_spellings: Mapping[str, str] = field(default_factory=dict)  # renamed flags, in the build's older names
 
     @property
     def name(self) -> str:
@@ -52,21 +55,30 @@ class DeployPlan:
     hosts: list[HostPlan]
 
 
-def plan_host(config: Config, name: str, profile: str | None) -> HostPlan:
-    """Resolve the host/profile pair and render its unit and env file (secrets read now, not printed)."""
+def plan_host(config: Config, name: str, profile: str | None, build_flags: Collection[str] | None = None) -> HostPlan:
+    """Resolve the host/profile pair and render its unit and env file (secrets read now, not printed).
+
+    `build_flags`: the `--speculative-*` flags the staged build declares; a flag SGLang renamed is rendered
+    under the name that build knows (None: the build's parser source was not found, render today's names)."""
     target = config.resolve(name, profile)
     where = f"{config.display}: hosts.{name}.secrets"
     secrets = resolve_secrets(target.host.secrets, os.environ, config.secrets_path, where)
     revealed = {key: value.reveal() for key, value in secrets.items()}
-    return HostPlan(target=target, unit_text=render_unit(target), env_text=render_env_file(target, revealed))
+    spellings = flag_spellings(build_flags) if build_flags is not None else {}
+    return HostPlan(target=target, unit_text=render_unit(target, spellings),
+                    env_text=render_env_file(target, revealed), flag_spellings=spellings)  # fmt: skip
 
 
 def make_plan(
     config: Config, names: list[str], profile: str | None, build: Path, patches: list[Path], workdir: Path
 ) -> DeployPlan:
     """Every host resolved and the build staged once (patches applied) before the first connection."""
-    hosts = [plan_host(config, spec.name, profile) for spec in config.inventory.select(names)]
+    specs = config.inventory.select(names)
+    for spec in specs:
+        config.resolve(spec.name, profile)  # configuration mistakes first, before the build is staged
     staged = stage_build(build, patches, workdir)
+    build_flags = speculative_flags(staged.root)
+    hosts = [plan_host(config, spec.name, profile, build_flags) for spec in specs]
     return DeployPlan(staged=staged, hosts=hosts)
 
 
