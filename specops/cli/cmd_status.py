@@ -38,19 +38,19 @@ def status(
     if single is not None:
         spec = config.host(single)
         with app_state.connect(spec) as connection:
-            found = host_status(connection, spec)
+            found = host_status(connection, spec, check_drift=True)
         _print_status(found, spec.unit_name, as_json)
         raise typer.Exit(int(found.exit_code))
 
     def ask(host: Host, spec: HostSpec) -> tuple[HostStatus, ExitCode]:
-        found = host_status(host, spec)
+        found = host_status(host, spec, check_drift=True)
         return found, found.exit_code
 
     readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
     finish(readings, as_json, HostStatus.to_json, STATUS_COLUMNS, _status_row, _status_notes)
 
 
-STATUS_COLUMNS = ("RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH", "TOK/S", "ACCEPT")
+STATUS_COLUMNS = ("RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH", "TOK/S", "ACCEPT", "DRIFT")
 
 
 def _status_row(found: HostStatus) -> list[str]:
@@ -58,7 +58,12 @@ def _status_row(found: HostStatus) -> list[str]:
     health = "-" if found.health is None else str(found.health)
     return [found.current or "-", found.profile or "-", "yes" if found.verified else "NO",
             f"{unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}", unit.get("NRestarts", "-"), health,
-            _figure(found.figures.get("tokens_per_s")), _figure(found.figures.get("accept_length"))]  # fmt: skip
+            _figure(found.figures.get("tokens_per_s")), _figure(found.figures.get("accept_length")),
+            _drift_cell(found.drift)]  # fmt: skip
+
+
+def _drift_cell(drift: list[str] | None) -> str:
+    return "-" if drift is None else (f"{len(drift)} change(s)" if drift else "none")
 
 
 def _figure(value: object) -> str:
@@ -66,9 +71,8 @@ def _figure(value: object) -> str:
 
 
 def _status_notes(found: HostStatus) -> list[str]:
-    if found.uses_current is False:
-        return [f"runs {found.running_release}, NOT current ({found.current})"]
-    return []
+    notes = [f"runs {found.running_release}, NOT current ({found.current})"] if found.uses_current is False else []
+    return notes + [f"drifted since {found.current}: {change}" for change in found.drift or []]
 
 
 def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
@@ -89,6 +93,9 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
             f"last smoke: {found.figures.get('tokens_per_s', '-')} tok/s, accept length "
             f"{found.figures.get('accept_length', '-')}"
         )
+    if found.drift is not None:
+        changes = escape(", ".join(found.drift)) or "unchanged"
+        lines.append(f"environment since {found.current} was deployed: {changes}")
     for line in lines:
         stdout_console().print(line)
 

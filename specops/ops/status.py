@@ -33,6 +33,9 @@ class HostStatus:
     health: int | None
     figures: dict[str, Any] = field(default_factory=dict)
     releases: list[dict[str, Any]] = field(default_factory=list)
+    # what changed on the host since `current` was deployed (its recorded fingerprint against a fresh probe):
+    # None when not checked or nothing was recorded, [] when nothing drifted
+    drift: list[str] | None = None
 
     @property
     def healthy(self) -> bool:
@@ -57,7 +60,7 @@ def running_release(host: Host, spec: HostSpec, pid: str) -> str | None:
     return path[len(prefix) :].split("/", 1)[0] if result.ok and path.startswith(prefix) else None
 
 
-def host_status(host: Host, spec: HostSpec, check_health: bool = True) -> HostStatus:
+def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_drift: bool = False) -> HostStatus:
     listing = read_listing(host, spec)
     unit = parse_show(host.run(show_argv(spec.unit_name, STATUS_PROPERTIES), timeout=30).text)
     running = running_release(host, spec, unit.get("MainPID", ""))
@@ -73,8 +76,10 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True) -> HostSt
             health = client.health_generate()
         finally:
             client.close()
+    drift = environment_drift(host, spec, listing.current) if check_drift and listing.current else None
     return HostStatus(
         host=spec.name,
+        drift=drift,
         current=listing.current,
         running_release=running,
         uses_current=(running == listing.current) if running else None,
@@ -95,6 +100,23 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True) -> HostSt
             for r in listing.releases
         ],
     )
+
+
+def environment_drift(host: Host, spec: HostSpec, release_id: str) -> list[str] | None:
+    """The host's changes (driver/CUDA, Python packages, native libraries, system) since `release_id` recorded
+    its fingerprint at preflight, each as `torchcodec 0.13.0 → 0.10.0`; None when the release recorded none.
+    Costs the manifest read and one probe round trip."""
+    from specops.diagnose.diff import diff_fingerprints
+    from specops.diagnose.fingerprint import fingerprint_from_facts, read_fingerprint
+    from specops.ops.forensics import read_manifest
+    from specops.probe.run import probe
+
+    manifest = read_manifest(host, spec, release_id)
+    recorded = read_fingerprint(manifest.get("facts")) if manifest else None
+    if recorded is None:
+        return None
+    now = fingerprint_from_facts(probe(host, spec), host=spec.name)
+    return [change.text for change in diff_fingerprints(recorded, now).environment]
 
 
 def recorded_smoke_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:

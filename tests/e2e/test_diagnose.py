@@ -73,6 +73,10 @@ def test_ffmpeg_removed_after_a_good_deploy_is_environment_drift_and_clears_the_
     assert [c["key"] for c in found["changes"]] == ["torchcodec", "FFmpeg libraries"]
     assert "libavutil.so.57" in found["changes"][1]["removed"]
 
+    status = json.loads(scene.cli("status", scene.host.name, "--json").out)
+    assert [change.split(" ")[0] for change in status["drift"]] == ["torchcodec", "FFmpeg"]
+    assert "libavutil.so.57" in status["drift"][1]
+
     doctor = scene.cli("doctor", scene.host.name, "--since-verified", "--json")
     since = json.loads(doctor.out)["hosts"][scene.host.name]["since_verified"]
     assert [c["key"] for c in since["changes"]] == ["torchcodec", "FFmpeg libraries"]
