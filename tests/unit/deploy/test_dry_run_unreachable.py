@@ -72,6 +72,7 @@ def test_dry_run_shows_every_reachable_plan_and_a_line_per_silent_host(world: Wo
     for name, port in zip(SILENT, silent_ports, strict=True):
         assert (f"{name}: unreachable (exit 4): deploy@127.0.0.1:{port}: SSH handshake failed: no SSH handshake "
                 f"within {CONNECT_TIMEOUT_S}s\n") in result.out  # fmt: skip
+        assert f"try `ssh -v -p {port} deploy@127.0.0.1`" in result.out  # a valid ssh line, not `ssh host:port`
     assert f"refused: unreachable (exit 4): deploy@127.0.0.1:{refused}: connection refused" in result.out
     assert result.out.rstrip().endswith("dry run: nothing was changed (4 of 5 hosts could not be read)")
     assert "Traceback" not in result.out + result.err
