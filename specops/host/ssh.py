@@ -126,9 +126,9 @@ def open_ssh(
             timeout=remaining + 1, banner_timeout=remaining, auth_timeout=max(timeout, 30.0), sock=sock,
             transport_factory=functools.partial(_tuned_transport, known_types=policy.known_types()),
         )  # fmt: skip
-    except _HostKeyRefused as refused:
+    except ConnectError:  # the known_hosts policy refused the host key
         client.close()
-        raise refused.error from None
+        raise
     except paramiko.AuthenticationException as error:
         client.close()
         raise _connect_error(error, target, keys, timeout) from None
@@ -238,14 +238,6 @@ class _ChannelPipe:
             raise self._lost(error) from None
 
 
-class _HostKeyRefused(Exception):
-    """Carries the ConnectError out of paramiko's connect, which calls the policy mid-handshake."""
-
-    def __init__(self, error: ConnectError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
 class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
     """Decides every host key from known_hosts as OpenSSH would (specops/host/known_hosts.py): accepts only a
     listed key, refuses an unknown, changed or revoked one, and never adds anything."""
@@ -266,7 +258,7 @@ class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
         verdict = known_hosts.check(self.entries, name, key.get_name(), blob)
         if verdict.status != "trusted":
             presented = (key.get_name(), known_hosts.fingerprint(blob))
-            raise _HostKeyRefused(ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded))
+            raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)  # out of connect()
 
 
 def _connect_error(error: BaseException, target: SshTarget, keys: list[str], timeout: float) -> ConnectError:
