@@ -96,10 +96,13 @@ def parse_line(line: str, where: str) -> KnownKey | None:
         marker, fields = fields[0], fields[1:]
     if len(fields) < 3:
         return None
-    key_type = _blob_type(fields[2])
-    if key_type is None or key_type != fields[1]:
+    try:
+        blob = base64.b64decode(fields[2], validate=True)
+    except (binascii.Error, ValueError):
         return None
-    return KnownKey(marker, fields[0], key_type, base64.b64decode(fields[2]), where)
+    if blob_type(blob) != fields[1]:
+        return None
+    return KnownKey(marker, fields[0], fields[1], blob, where)
 
 
 def check(entries: Sequence[KnownKey], name: str, key_type: str, blob: bytes) -> Verdict:
@@ -157,12 +160,8 @@ def _hashed_matches(entry: str, name: str) -> bool:
     return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), wanted)
 
 
-def _blob_type(text: str) -> str | None:
-    """The key type a base64 key blob starts with; None when it is not a well-formed blob."""
-    try:
-        blob = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
+def blob_type(blob: bytes) -> str | None:
+    """The key type an SSH public key blob starts with (RFC 4253 string); None when it is not well-formed."""
     if len(blob) < 4:
         return None
     (length,) = struct.unpack(">I", blob[:4])

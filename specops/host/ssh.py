@@ -255,9 +255,10 @@ class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         name = known_hosts.lookup_name(self.target.hostname, self.target.port)
         blob = key.asbytes()  # the plain key, also when the host sent a certificate (never trusted as one)
-        verdict = known_hosts.check(self.entries, name, key.get_name(), blob)
+        key_type = known_hosts.blob_type(blob) or key.get_name()
+        verdict = known_hosts.check(self.entries, name, key_type, blob)
         if verdict.status != "trusted":
-            presented = (key.get_name(), known_hosts.fingerprint(blob))
+            presented = (key_type, known_hosts.fingerprint(blob))
             raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)  # out of connect()
 
 

@@ -64,6 +64,15 @@ def _both(host: TestHost, tmp_path: Path, text: str) -> ConnectError | None:
     return refused
 
 
+def _reload_sshd(host: TestHost) -> None:
+    """SIGHUP: sshd re-executes with its new configuration and listens again shortly after."""
+    host.exec(["systemctl", "reload", "ssh"])
+    deadline = time.monotonic() + 20
+    while host.ssh("true", check=False).returncode != 0:  # the real client, with the test bed's ed25519 line
+        assert time.monotonic() < deadline, "sshd did not come back after the reload"
+        time.sleep(0.1)
+
+
 def test_odd_lines_and_a_stale_entry_before_the_good_one_are_accepted_like_openssh(
     module_testhost: TestHost, tmp_path: Path
 ) -> None:
@@ -120,9 +129,28 @@ def test_a_host_with_two_keys_presents_the_one_known_hosts_lists(testhost: TestH
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     testhost.write_file("/etc/ssh/ssh_host_ecdsa_key", private, mode=0o600)
     testhost.write_file("/etc/ssh/sshd_config.d/01-second-key.conf", b"HostKey /etc/ssh/ssh_host_ecdsa_key\n")
-    testhost.exec(["systemctl", "reload", "ssh"])  # SIGHUP: sshd re-executes, and listens again shortly after
-    deadline = time.monotonic() + 20
-    while testhost.ssh("true", check=False).returncode != 0:  # the real client, with the ed25519 line
-        assert time.monotonic() < deadline, "sshd did not come back after the reload"
-        time.sleep(0.1)
+    _reload_sshd(testhost)
     assert _both(testhost, tmp_path, f"{testhost.ip} {public.decode()}\n") is None
+
+
+def test_a_real_host_certificate_is_the_documented_limit(testhost: TestHost, tmp_path: Path) -> None:
+    """The host presents a certificate signed by a CA that known_hosts trusts: OpenSSH accepts it; specops
+    cannot verify host certificates and refuses, naming the @cert-authority line (docs/configuration.md)."""
+    write_keypair(tmp_path / "ca", "ca")
+    host_pub = tmp_path / "host_key.pub"
+    host_pub.write_bytes(testhost.read_file("/etc/ssh/ssh_host_ed25519_key.pub"))
+    sign = ["ssh-keygen", "-q", "-s", str(tmp_path / "ca"), "-I", "th", "-h", "-n", testhost.ip, str(host_pub)]
+    subprocess.run(sign, check=True, capture_output=True, timeout=30)
+    cert = (tmp_path / "host_key-cert.pub").read_bytes()
+    testhost.write_file("/etc/ssh/ssh_host_ed25519_key-cert.pub", cert)
+    conf = b"HostCertificate /etc/ssh/ssh_host_ed25519_key-cert.pub\n"
+    testhost.write_file("/etc/ssh/sshd_config.d/01-cert.conf", conf)
+    _reload_sshd(testhost)
+    ca_key = " ".join((tmp_path / "ca.pub").read_text().split()[:2])
+    ca_line = f"@cert-authority {testhost.ip} {ca_key}\n"
+    known = tmp_path / "known_hosts"
+    known.write_text(ca_line)
+    assert _openssh_accepts(testhost, known)
+    refused = _specops(testhost, known, tmp_path)
+    assert refused is not None and refused.exit_code == 4
+    assert f"{known}:1" in refused.message and "specops cannot verify SSH host certificates" in refused.message
