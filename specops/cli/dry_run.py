@@ -3,6 +3,10 @@
 It connects to read the host's releases and installed unit (no lock, no writes), then prints the plan that
 `specops deploy` itself makes and executes (specops/deploy/plan.py): each step with the host commands it runs,
 both branches after the gates, and the unit diff. `--json` prints the same plan as a document.
+
+All hosts are read in parallel (deploy/survey.py), so a silent host costs one connect timeout, not one per
+host, and never hides the others: each host that cannot be read gets its own line, and the command then exits
+with the most severe code of those hosts (4 when they were unreachable).
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from specops.cli.output import print_json, print_raw
+from specops.errors import ExitCode
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.deploy.plan import DeployOptions, DeployPlan
     from specops.deploy.steps import HostCommand, HostSteps, Step
+    from specops.deploy.survey import Reading
     from specops.host.base import Host
 
 Opener = Callable[["HostSpec"], Callable[[], AbstractContextManager["Host"]]]
@@ -24,18 +30,47 @@ BRANCH = {"gates-pass": " (if the gates pass)", "gates-fail": " (if the gates fa
 
 
 def show_plan(plan: DeployPlan, opener: Opener, options: DeployOptions, as_json: bool) -> None:
+    """Print every host's plan (or why it has none); raise typer.Exit with the worst host's code if any failed."""
+    from specops.deploy.survey import survey, survey_exit_code
+
+    readings = survey([host_plan.target.host for host_plan in plan.hosts], opener, _previewer(plan, options))
+    if as_json:
+        print_json({"dry_run": True, "hosts": [_json_reading(reading, plan) for reading in readings.values()]})
+    else:
+        for reading in readings.values():
+            print_raw("".join(_text(reading.value) if reading.value else _failed_lines(reading)))
+        failed = sum(reading.value is None for reading in readings.values())
+        tail = f" ({failed} of {len(readings)} hosts could not be read)" if failed else ""
+        print_raw(f"dry run: nothing was changed{tail}\n")
+    code = survey_exit_code(readings)
+    if code != ExitCode.OK:
+        import typer
+
+        raise typer.Exit(int(code))
+
+
+def _previewer(plan: DeployPlan, options: DeployOptions) -> Callable[[Host, HostSpec], tuple[HostSteps, ExitCode]]:
     from specops.deploy.host_state import preview
 
-    previews: list[HostSteps] = []
-    for host_plan in plan.hosts:
-        with opener(host_plan.target.host)() as host:
-            previews.append(preview(host, plan.staged, host_plan, options))
-    if as_json:
-        print_json({"dry_run": True, "hosts": [_json(steps, plan) for steps in previews]})
-        return
-    for steps in previews:
-        print_raw("".join(_text(steps)))
-    print_raw("dry run: nothing was changed\n")
+    by_name = {host_plan.target.host.name: host_plan for host_plan in plan.hosts}
+
+    def read_host(host: Host, spec: HostSpec) -> tuple[HostSteps, ExitCode]:
+        return preview(host, plan.staged, by_name[spec.name], options), ExitCode.OK
+
+    return read_host
+
+
+def _failed_lines(reading: Reading[HostSteps]) -> list[str]:
+    what = "unreachable" if reading.unreachable else "cannot plan"
+    lines = [f"{reading.host}: {what} (exit {int(reading.exit_code)}): {reading.error}\n"]
+    return [*lines, f"  hint: {reading.hint}\n"] if reading.hint else lines
+
+
+def _json_reading(reading: Reading[HostSteps], plan: DeployPlan) -> dict[str, Any]:
+    if reading.value is not None:
+        return _json(reading.value, plan)
+    failure = {"message": reading.error, "hint": reading.hint, "exit_code": int(reading.exit_code)}
+    return {"host": reading.host, "action": "unreachable" if reading.unreachable else "error", "error": failure}
 
 
 def _json(steps: HostSteps, plan: DeployPlan) -> dict[str, Any]:

@@ -7,15 +7,17 @@
         tunnel = host.open_tunnel("127.0.0.1", 30000)   # socket-like; carries HTTP to the engine
 
 Security: host keys are checked strictly against ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts and the
-UserKnownHostsFile(s) of ~/.ssh/config; an unknown key is refused and a changed one refused loudly, never
-added (Fabric's AutoAddPolicy is the anti-pattern). Speed (docs/performance.md): our own socket with
-TCP_NODELAY (3 ms per command instead of 43 ms), AES-GCM first, a large receive window. Every paramiko
-or socket failure leaves this module as a ConnectError (exit 4) or RemoteTimeout, never as a traceback.
+UserKnownHostsFile(s) of ~/.ssh/config, read as OpenSSH reads them (host/known_hosts.py); an unknown, revoked
+or changed key is refused, never added (Fabric's AutoAddPolicy is the anti-pattern), and the key types known for
+the host are asked for first, as OpenSSH does. Speed (docs/performance.md): our own socket with TCP_NODELAY
+(3 ms per command instead of 43 ms), AES-GCM first, a large receive window. Every paramiko or socket failure
+leaves this module as a ConnectError (exit 4) or RemoteTimeout, never as a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import getpass
 import logging
 import os
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import paramiko
 
 from specops.errors import ConfigError, ConnectError
-from specops.host import ssh_errors
+from specops.host import known_hosts, ssh_errors
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
@@ -56,6 +58,7 @@ KEEPALIVE_S = 15
 WINDOW_BYTES = 2**27  # what the host may send before we acknowledge: big outputs and get() stream freely
 MAX_PACKET_BYTES = 2**18
 NETWORK_SLACK_S = 2.0
+RSA_SIGNATURES = {"ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256")}  # an ssh-rsa key signs with these
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
 
@@ -109,26 +112,30 @@ def open_ssh(
     timeout = connect_timeout or target.connect_timeout or CONNECT_TIMEOUT_S
     files = [*(known_hosts if known_hosts is not None else DEFAULT_KNOWN_HOSTS), *map(Path, target.known_hosts_files)]
     client = paramiko.SSHClient()
-    loaded = _load_known_hosts(client, files)
-    client.set_missing_host_key_policy(_RefuseUnknownKey())
+    policy = _KnownHostsPolicy(target, files)
+    client.set_missing_host_key_policy(policy)  # no keys are loaded into paramiko: every key goes to the policy
     started = time.monotonic()
     sock = _open_socket(target, timeout)
+    remaining = max(timeout - (time.monotonic() - started), 1.0)  # ONE timeout for TCP connect + banner
     keys = [path for path in target.identity_files if os.path.isfile(path)]
     key_files: Any = keys or None  # paramiko takes a list; its type stubs say str
     try:
         client.connect(
             target.hostname, port=target.port, username=target.user, key_filename=key_files,
             allow_agent=not target.identities_only, look_for_keys=not target.identities_only,
-            timeout=timeout + 1, banner_timeout=timeout, auth_timeout=max(timeout, 30.0), sock=sock,
-            transport_factory=_tuned_transport,
+            timeout=remaining + 1, banner_timeout=remaining, auth_timeout=max(timeout, 30.0), sock=sock,
+            transport_factory=functools.partial(_tuned_transport, known_types=policy.known_types()),
         )  # fmt: skip
-    except (_UnknownHostKey, paramiko.BadHostKeyException, paramiko.AuthenticationException) as error:
+    except ConnectError:  # the known_hosts policy refused the host key
         client.close()
-        raise _connect_error(error, target, keys, loaded, timeout) from None
+        raise
+    except paramiko.AuthenticationException as error:
+        client.close()
+        raise _connect_error(error, target, keys, timeout) from None
     except (paramiko.SSHException, OSError, EOFError) as error:
         cause = _transport_error(client) or error  # paramiko's "No existing session" hides the real cause
         client.close()
-        raise _connect_error(cause, target, keys, loaded, timeout) from None
+        raise _connect_error(cause, target, keys, timeout) from None
     transport = client.get_transport()
     assert transport is not None  # connect() succeeded
     transport.set_keepalive(KEEPALIVE_S)
@@ -231,42 +238,32 @@ class _ChannelPipe:
             raise self._lost(error) from None
 
 
-class _UnknownHostKey(Exception):
-    def __init__(self, key: paramiko.PKey) -> None:
-        super().__init__("unknown host key")
-        self.key_type, self.fingerprint = key.get_name(), key.fingerprint
+class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
+    """Decides every host key from known_hosts as OpenSSH would (specops/host/known_hosts.py): accepts only a
+    listed key, refuses an unknown, changed or revoked one, and never adds anything."""
 
+    def __init__(self, target: SshTarget, files: Sequence[Path]) -> None:
+        self.target = target
+        try:
+            self.entries, self.loaded = known_hosts.read_files(files)
+        except OSError as error:
+            raise ConnectError(str(error)) from None
 
-class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):
-    """RejectPolicy that keeps the presented key, so the error can show its fingerprint."""
+    def known_types(self) -> list[str]:
+        return known_hosts.known_types(self.entries, known_hosts.lookup_name(self.target.hostname, self.target.port))
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        raise _UnknownHostKey(key)
+        name = known_hosts.lookup_name(self.target.hostname, self.target.port)
+        blob = key.asbytes()  # the plain key, also when the host sent a certificate (never trusted as one)
+        key_type = known_hosts.blob_type(blob) or key.get_name()
+        verdict = known_hosts.check(self.entries, name, key_type, blob)
+        if verdict.status != "trusted":
+            presented = (key_type, known_hosts.fingerprint(blob))
+            raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)  # out of connect()
 
 
-def _load_known_hosts(client: paramiko.SSHClient, files: Sequence[Path]) -> list[str]:
-    """Merge every readable known_hosts file; a missing file is skipped like OpenSSH does."""
-    loaded = []
-    for path in files:
-        expanded = path.expanduser()
-        if not expanded.is_file():
-            continue
-        try:
-            client.get_host_keys().load(str(expanded))
-        except (OSError, ValueError, paramiko.SSHException, paramiko.hostkeys.InvalidHostKey) as error:
-            raise ConnectError(f"cannot read known_hosts file {expanded}: {error}") from None
-        loaded.append(str(expanded))
-    return loaded
-
-
-def _connect_error(
-    error: BaseException, target: SshTarget, keys: list[str], loaded: list[str], timeout: float
-) -> ConnectError:
-    """Every way connect can fail, as the one ConnectError that tells the operator what happened."""
-    if isinstance(error, _UnknownHostKey):
-        return ssh_errors.unknown_host_key(target, error.key_type, error.fingerprint, loaded)
-    if isinstance(error, paramiko.BadHostKeyException):
-        return ssh_errors.changed_host_key(target, error.expected_key.fingerprint, error.key.fingerprint)
+def _connect_error(error: BaseException, target: SshTarget, keys: list[str], timeout: float) -> ConnectError:
+    """Every other way connect can fail, as the one ConnectError that tells the operator what happened."""
     if isinstance(error, paramiko.PasswordRequiredException):
         return ssh_errors.auth_failed(target, keys, encrypted=True)
     if isinstance(error, paramiko.AuthenticationException) or "No authentication methods" in str(error):
@@ -288,7 +285,9 @@ def _open_socket(target: SshTarget, timeout: float) -> socket.socket:
     return sock
 
 
-def _tuned_transport(sock: Any, /, *, disabled_algorithms: Any = None, **_: Any) -> paramiko.Transport:
+def _tuned_transport(
+    sock: Any, /, *, known_types: Sequence[str] = (), disabled_algorithms: Any = None, **_: Any
+) -> paramiko.Transport:
     transport = paramiko.Transport(
         sock,
         default_window_size=WINDOW_BYTES,
@@ -300,4 +299,7 @@ def _tuned_transport(sock: Any, /, *, disabled_algorithms: Any = None, **_: Any)
         *(c for c in FAST_CIPHERS if c in options.ciphers),
         *(c for c in options.ciphers if c not in FAST_CIPHERS),
     )
+    wanted = [name for known in known_types for name in RSA_SIGNATURES.get(known, (known,))]
+    first = [name for name in wanted if name in options.key_types]  # the host's known key, not another type
+    options.key_types = (*dict.fromkeys(first), *(name for name in options.key_types if name not in first))
     return transport

@@ -7,15 +7,31 @@ Every message names `user@host:port`: "connection refused" is useless without kn
 from __future__ import annotations
 
 import errno
+import shlex
 import socket
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from specops.errors import ConnectError
-from specops.host.target import SshTarget
+from specops.host.known_hosts import lookup_name
+from specops.host.target import SshTarget, split_ssh_spec
+
+if TYPE_CHECKING:
+    from specops.host.known_hosts import Verdict
+
+
+def ssh_command(target: SshTarget, verbose: bool = False) -> str:
+    """A valid `ssh` line for the same place: OpenSSH takes no `host:port`, so an inventory value with a port
+    becomes `ssh -p PORT [user@]host`; an alias (resolved through ~/.ssh/config) stays as it is."""
+    words = ["ssh", "-v"] if verbose else ["ssh"]
+    user, host, port = split_ssh_spec(target.alias)
+    if port is None:
+        return shlex.join([*words, target.alias])
+    return shlex.join([*words, "-p", str(port), f"{user}@{host}" if user else host])
 
 
 def _ssh_command(target: SshTarget) -> str:
-    return f"ssh -v {target.alias}"
+    return ssh_command(target, verbose=True)
 
 
 def proxy_unsupported(target: SshTarget) -> ConnectError:
@@ -48,29 +64,56 @@ def socket_failed(target: SshTarget, error: OSError, timeout: float) -> ConnectE
     return ConnectError(f"{where}: cannot connect: {error.strerror or error}", hint=f"try `{_ssh_command(target)}`")
 
 
+def host_key_refused(
+    target: SshTarget, verdict: Verdict, presented: tuple[str, str], files: Sequence[str]
+) -> ConnectError:
+    """The host key is not one known_hosts trusts for this host: say which of OpenSSH's cases it is."""
+    key_type, offered = presented
+    lines = ", ".join(f"{line.where} ({line.key_type} {line.fingerprint})" for line in verdict.lines)
+    if verdict.status == "revoked":
+        return ConnectError(
+            f"{target.address}: the host presented {key_type} {offered}, which known_hosts marks @revoked "
+            f"({lines}). specops refuses to connect.",
+            hint="this key must never be accepted again; have the host's admin install a new host key",
+        )
+    if verdict.status == "changed":
+        return changed_host_key(target, lines, f"{key_type} {offered}")
+    if verdict.status == "ca-only":
+        return ConnectError(
+            f"{target.address}: known_hosts trusts host certificates from a @cert-authority for "
+            f"{target.hostname} ({lines}), but specops cannot verify SSH host certificates; the host offered "
+            f"{key_type} {offered}",
+            hint=f"add the host's own key to known_hosts as a plain line: {_keyscan_hint(target)}",
+        )
+    return unknown_host_key(target, key_type, offered, files)
+
+
+def _keyscan_hint(target: SshTarget) -> str:
+    port = f"-p {target.port} " if target.port != 22 else ""
+    return f"`ssh-keyscan {port}{target.hostname} >> ~/.ssh/known_hosts` (after checking the fingerprint)"
+
+
 def unknown_host_key(target: SshTarget, key_type: str, fingerprint: str, files: Sequence[str]) -> ConnectError:
     looked = ", ".join(files) or "no known_hosts file exists"
-    keyscan = (
-        f"ssh-keyscan -p {target.port} {target.hostname}" if target.port != 22 else f"ssh-keyscan {target.hostname}"
-    )
     return ConnectError(
-        f"{target.address}: the host key for {target.hostname} is not in known_hosts "
+        f"{target.address}: the host key for {lookup_name(target.hostname, target.port)} is not in known_hosts "
         f"(looked in: {looked}); the host offered {key_type} {fingerprint}",
         hint=(
             "specops never accepts unknown host keys. Check the fingerprint with the host's admin, then connect "
-            f"once with `ssh {target.alias}` and accept it, or append `{keyscan}` to ~/.ssh/known_hosts"
+            f"once with `{ssh_command(target)}` and accept it, or run {_keyscan_hint(target)}"
         ),
     )
 
 
 def changed_host_key(target: SshTarget, expected: str, presented: str) -> ConnectError:
+    name = lookup_name(target.hostname, target.port)
     return ConnectError(
-        f"{target.address}: WARNING: THE HOST KEY FOR {target.hostname} HAS CHANGED! known_hosts has {expected} "
+        f"{target.address}: WARNING: THE HOST KEY FOR {name} HAS CHANGED! known_hosts has {expected} "
         f"but the host presented {presented}. Someone could be intercepting the connection (man-in-the-middle), "
         "or the host was reinstalled. specops refuses to connect.",
         hint=(
             "verify the new fingerprint out of band; only if the change is expected, remove the old entry with "
-            f"`ssh-keygen -R {target.hostname}` and connect once with `ssh {target.alias}`"
+            f"`ssh-keygen -R {shlex.quote(name)}` and connect once with `{ssh_command(target)}`"
         ),
     )
 

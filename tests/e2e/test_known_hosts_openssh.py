@@ -1,0 +1,156 @@
+"""known_hosts against a REAL sshd, each crafted file checked with specops AND the real OpenSSH client: both
+must accept, or both refuse. specops's connect and `ssh` read the same file; nothing under ~/.ssh is touched."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from specops.config.inventory import HostSpec
+from specops.errors import ConnectError
+from specops.host.ssh import connect
+from tests.testbed.testhost import TestHost
+from tests.testbed.testhost.keys import write_keypair
+
+pytestmark = pytest.mark.e2e
+
+ALIAS = "llm-kh"
+
+
+def _good(host: TestHost) -> str:
+    """`ssh-ed25519 AAAA...`, the key the host really holds (from the known_hosts line the test bed wrote)."""
+    return " ".join(host.known_hosts_path.read_text().split()[1:3])
+
+
+def _hashed(name: str) -> str:
+    salt = hashlib.sha1(name.encode()).digest()
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+
+
+def _specops(host: TestHost, known: Path, tmp_path: Path) -> ConnectError | None:
+    config = tmp_path / "config"
+    lines = [line for line in host.ssh_config_block(ALIAS).splitlines() if "UserKnownHostsFile" not in line]
+    config.write_text("\n".join([*lines, f"    UserKnownHostsFile {known}"]) + "\n")
+    spec = HostSpec(name=ALIAS, ssh=ALIAS, python="/usr/bin/python3", model_path="/models/target")
+    try:
+        with connect(spec, ssh_config=config, known_hosts=[]) as connected:
+            assert connected.run(["true"]).exit_code == 0
+    except ConnectError as error:
+        return error
+    return None
+
+
+def _openssh_accepts(host: TestHost, known: Path) -> bool:
+    options = [option.replace(str(host.known_hosts_path), str(known)) for option in host.ssh_options()]
+    argv = ["ssh", *options, f"root@{host.ip}", "true"]
+    return subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL).returncode == 0
+
+
+def _both(host: TestHost, tmp_path: Path, text: str) -> ConnectError | None:
+    known = tmp_path / "known_hosts"
+    known.write_text(text)
+    refused = _specops(host, known, tmp_path)
+    assert _openssh_accepts(host, known) == (refused is None), f"OpenSSH disagrees with specops: {refused}"
+    assert known.read_text() == text  # never written to
+    return refused
+
+
+def _reload_sshd(host: TestHost) -> None:
+    """SIGHUP: sshd re-executes with its new configuration and listens again shortly after."""
+    host.exec(["systemctl", "reload", "ssh"])
+    deadline = time.monotonic() + 20
+    while host.ssh("true", check=False).returncode != 0:  # the real client, with the test bed's ed25519 line
+        assert time.monotonic() < deadline, "sshd did not come back after the reload"
+        time.sleep(0.1)
+
+
+def test_odd_lines_and_a_stale_entry_before_the_good_one_are_accepted_like_openssh(
+    module_testhost: TestHost, tmp_path: Path
+) -> None:
+    other = write_keypair(tmp_path / "other", "other")
+    ip = module_testhost.ip
+    text = (
+        f"{ip} {other}\n"  # a stale entry of the same type, listed first
+        f"@revoked 10.255.0.1 {other}\n"  # revoked for another host
+        f"@cert-authority *.example.com {other}\n"
+        "garbage that is no known_hosts line\n"
+        f"{ip} ssh-ed25519 bm90IGEga2V5\n"
+        f"{ip} {_good(module_testhost)}\n"
+    )
+    assert _both(module_testhost, tmp_path, text) is None
+
+
+def test_a_hashed_entry_is_accepted(module_testhost: TestHost, tmp_path: Path) -> None:
+    assert _both(module_testhost, tmp_path, f"{_hashed(module_testhost.ip)} {_good(module_testhost)}\n") is None
+
+
+def test_a_revoked_host_key_is_refused_even_when_listed(module_testhost: TestHost, tmp_path: Path) -> None:
+    good = _good(module_testhost)
+    refused = _both(module_testhost, tmp_path, f"{module_testhost.ip} {good}\n@revoked * {good}\n")
+    assert refused is not None and refused.exit_code == 4
+    assert "which known_hosts marks @revoked" in refused.message
+    assert f"{tmp_path / 'known_hosts'}:2" in refused.message
+
+
+def test_only_a_stale_entry_is_a_changed_key_naming_the_line(module_testhost: TestHost, tmp_path: Path) -> None:
+    other = write_keypair(tmp_path / "other", "other")
+    refused = _both(module_testhost, tmp_path, f"# rotated\n{module_testhost.ip} {other}\n")
+    assert refused is not None
+    assert f"THE HOST KEY FOR {module_testhost.ip} HAS CHANGED! known_hosts has {tmp_path / 'known_hosts'}:2" in (
+        refused.message
+    )
+    assert f"`ssh-keygen -R {module_testhost.ip}`" in refused.hint
+
+
+def test_a_host_known_only_through_a_cert_authority_is_refused_clearly(
+    module_testhost: TestHost, tmp_path: Path
+) -> None:
+    ca = write_keypair(tmp_path / "ca", "ca")
+    refused = _both(module_testhost, tmp_path, f"@cert-authority {module_testhost.ip} {ca}\n")
+    assert refused is not None
+    assert "specops cannot verify SSH host certificates" in refused.message
+
+
+def test_a_host_with_two_keys_presents_the_one_known_hosts_lists(testhost: TestHost, tmp_path: Path) -> None:
+    """The host also holds an ECDSA key and known_hosts lists only that one: the key exchange must ask for
+    the known type first (as OpenSSH orders HostKeyAlgorithms), not refuse the ed25519 key it would prefer."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())  # fmt: skip
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    testhost.write_file("/etc/ssh/ssh_host_ecdsa_key", private, mode=0o600)
+    testhost.write_file("/etc/ssh/sshd_config.d/01-second-key.conf", b"HostKey /etc/ssh/ssh_host_ecdsa_key\n")
+    _reload_sshd(testhost)
+    assert _both(testhost, tmp_path, f"{testhost.ip} {public.decode()}\n") is None
+
+
+def test_a_real_host_certificate_is_the_documented_limit(testhost: TestHost, tmp_path: Path) -> None:
+    """The host presents a certificate signed by a CA that known_hosts trusts: OpenSSH accepts it; specops
+    cannot verify host certificates and refuses, naming the @cert-authority line (docs/configuration.md)."""
+    write_keypair(tmp_path / "ca", "ca")
+    host_pub = tmp_path / "host_key.pub"
+    host_pub.write_bytes(testhost.read_file("/etc/ssh/ssh_host_ed25519_key.pub"))
+    sign = ["ssh-keygen", "-q", "-s", str(tmp_path / "ca"), "-I", "th", "-h", "-n", testhost.ip, str(host_pub)]
+    subprocess.run(sign, check=True, capture_output=True, timeout=30)
+    cert = (tmp_path / "host_key-cert.pub").read_bytes()
+    testhost.write_file("/etc/ssh/ssh_host_ed25519_key-cert.pub", cert)
+    conf = b"HostCertificate /etc/ssh/ssh_host_ed25519_key-cert.pub\n"
+    testhost.write_file("/etc/ssh/sshd_config.d/01-cert.conf", conf)
+    _reload_sshd(testhost)
+    ca_key = " ".join((tmp_path / "ca.pub").read_text().split()[:2])
+    ca_line = f"@cert-authority {testhost.ip} {ca_key}\n"
+    known = tmp_path / "known_hosts"
+    known.write_text(ca_line)
+    assert _openssh_accepts(testhost, known)
+    refused = _specops(testhost, known, tmp_path)
+    assert refused is not None and refused.exit_code == 4
+    assert f"{known}:1" in refused.message and "specops cannot verify SSH host certificates" in refused.message
