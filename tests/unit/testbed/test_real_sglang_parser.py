@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from specops.commands.systemd import launch_argv
 from specops.config.loader import Target
 from specops.doctor.checks.server_args import server_args
@@ -21,6 +23,7 @@ from tests.testbed.realsglang import SGLANG_VERSION, parser_build_dir
 from tests.testbed.realsglang_fixtures import real_sglang  # noqa: F401
 from tests.unit.doctor.factory import HOST, context, healthy_facts, load_profile
 
+pytestmark = pytest.mark.testbed  # imports real SGLang (~25 s): outside the fast suite (pytest -m "not testbed")
 REPO = Path(__file__).resolve().parents[3]
 DRIVER = """
 import json, sys
