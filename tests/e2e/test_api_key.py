@@ -73,3 +73,17 @@ def test_a_protected_engine_deploys_verified_and_the_key_stays_in_the_env_file(s
     assert _status(scene, "/generate", generate, "") == "401"  # the engine really is protected
     assert _status(scene, "/generate", generate, KEY) == "200"
     assert _status(scene, "/health", "", "") == "200"  # SGLang exempts /health*
+
+
+def test_the_engine_runs_verified_under_the_units_hardening(scene: Scene) -> None:
+    result, host = scene.deploy()
+    assert result.code == 0, result.out + result.err
+    assert host["outcome"] == "deployed" and host["gates"]["passed"] is True
+    shown = scene.host.exec(["systemctl", "show", "-p", "NoNewPrivileges,ProtectSystem,PrivateTmp", "sglang"])
+    assert sorted(shown.stdout.decode().split()) == ["NoNewPrivileges=yes", "PrivateTmp=yes", "ProtectSystem=full"]
+    pid = scene.host.exec(["systemctl", "show", "-p", "MainPID", "--value", "sglang"]).stdout.decode().strip()
+    status = scene.host.read_file(f"/proc/{pid}/status").decode()
+    assert "NoNewPrivs:\t1" in status.splitlines()
+    mounts = scene.host.read_file(f"/proc/{pid}/mountinfo").decode()
+    assert any(line.split()[4] == "/usr" and " ro" in line for line in mounts.splitlines())  # ProtectSystem
+    assert any(line.split()[4] == "/tmp" for line in mounts.splitlines())  # its own /tmp
