@@ -27,7 +27,7 @@ from typing import Any
 
 from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, checked_schema
 from specops.remote.release.script import (
-    NOT_HASHED,
+    MANIFEST,
     UNFINISHED,
     check_symlink,
     differences,
@@ -186,32 +186,24 @@ def real_folder(root: str, folder: str, known: set[str]) -> None:
     known.add(folder)
 
 
-def normalise_modes(root: str, received: set[str]) -> int:
-    """Give every folder 0755 and every file its host_mode (0644 or 0755: no setuid/setgid/sticky, no group or
-    world write), whatever the build had. A file linked from the base shares its inode with that older release:
-    it is never chmod-ed (that would change the older release too); if its mode is not the host mode (a release
-    pushed before modes were normalised), it is replaced here by a private copy with the right mode. Returns the
-    number of such copies."""
-    copies = 0
-    os.chmod(root, 0o755)
-    for folder, dirs, files in os.walk(root):
-        prefix = folder[len(root) + 1 :]
-        for name in dirs:
-            if not os.path.islink(os.path.join(folder, name)):
-                os.chmod(os.path.join(folder, name), 0o755)
-        for name in files:
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            wanted = host_mode(info.st_mode)
-            if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) == wanted:
-                continue
-            relpath = prefix + "/" + name if prefix else name
-            if relpath in received or relpath in NOT_HASHED or info.st_nlink == 1:
-                os.chmod(path, wanted)
-            else:
-                private_copy(path, wanted)
-                copies += 1
-    return copies
+def mode_fixer(received: set[str], counts: dict[str, int]) -> Callable[[str, str, os.stat_result], os.stat_result]:
+    """For the final scan: give a folder 0755 and a file its host_mode (0644 or 0755: no setuid/setgid/sticky,
+    no group or world write), whatever the build had. A file linked from the base shares its inode with that
+    older release: it is never chmod-ed (that would change the older release too); if its mode is not the host
+    mode (a release pushed before modes were normalised), it is replaced by a private copy with the right mode
+    (counted in counts["mode_copies"])."""
+
+    def fix(relpath: str, path: str, info: os.stat_result) -> os.stat_result:
+        if stat.S_ISDIR(info.st_mode):
+            os.chmod(path, 0o755)
+        elif relpath in received or info.st_nlink == 1:
+            os.chmod(path, host_mode(info.st_mode))
+        else:
+            private_copy(path, host_mode(info.st_mode))
+            counts["mode_copies"] += 1
+        return os.lstat(path)
+
+    return fix
 
 
 def private_copy(path: str, mode: int) -> None:
@@ -285,12 +277,14 @@ def op_receive(
     manifest = read_manifest(root)
     write_summary(root, manifest)
     counts = link_unchanged(root, base_dir, manifest, received)
-    counts["mode_copies"] = normalise_modes(root, received)
+    counts["mode_copies"] = 0
     files = manifest.get("files") or {}
     schema = int(manifest.get(SCHEMA_KEY) or 0)
     stats: dict[str, os.stat_result] = {}
     lookup = known_sha(streamed, written, load_verified(service_dir), files, received)
-    entries = scan_release_dir(root, lookup, stats, schema)
+    os.chmod(root, 0o755)
+    os.chmod(os.path.join(root, MANIFEST), 0o644)
+    entries = scan_release_dir(root, lookup, stats, schema, mode_fixer(received, counts))
     actual = entries_hash(entries)
     if actual != expected or manifest.get("tree_hash") != expected:
         differing = differences(entries, files, schema=schema)

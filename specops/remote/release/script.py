@@ -85,11 +85,14 @@ def scan_release_dir(
     known: Callable[[str, os.stat_result], str | None] | None = None,
     stats: dict[str, os.stat_result] | None = None,
     schema: int = MANIFEST_SCHEMA,
+    fix: Callable[[str, str, os.stat_result], os.stat_result] | None = None,
 ) -> dict[str, tuple[str, str]]:
     """relpath -> (kind, sha256 or link target) of a release folder as it is on disk now. `known(relpath,
     lstat)` returns a sha256 already established for exactly that file (hashed while it streamed in, or vouched
     for by the verified-hashes record): it is not read again. `stats` collects each regular file's lstat, so the
-    caller needs no second pass. `schema` picks the tree-hash rule (file_kind). A symlink must stay inside the
+    caller needs no second pass. `schema` picks the tree-hash rule (file_kind). `fix(relpath, path, lstat)` is
+    called for a file or folder whose mode is not its host mode and returns its lstat after the fix (the receive
+    normalises modes here, in the one pass that stats every file anyway). A symlink must stay inside the
     release; anything but files, folders and symlinks is refused."""
     entries = {}
     pending = [""]
@@ -106,8 +109,12 @@ def scan_release_dir(
                     entries[relpath] = ("l", target)
                 elif item.is_dir(follow_symlinks=False):
                     pending.append(relpath)
+                    if fix is not None and stat.S_IMODE(item.stat(follow_symlinks=False).st_mode) != 0o755:
+                        fix(relpath, item.path, item.stat(follow_symlinks=False))
                 elif item.is_file(follow_symlinks=False):
                     info = item.stat(follow_symlinks=False)
+                    if fix is not None and stat.S_IMODE(info.st_mode) != host_mode(info.st_mode):
+                        info = fix(relpath, item.path, info)
                     sha = (known(relpath, info) if known is not None else None) or file_sha256(item.path)
                     entries[relpath] = (file_kind(info.st_mode, schema), sha)
                     if stats is not None:
