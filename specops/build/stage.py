@@ -22,7 +22,16 @@ from typing import Any
 from specops.build.hashes import HashCache, default_cache_file
 from specops.build.patches import apply_patch, patch_sha256
 from specops.errors import BuildError
-from specops.remote.release.script import MANIFEST_SCHEMA, NOT_HASHED, Refused, check_symlink, tree_hash, tree_line
+from specops.remote.release.script import (
+    MANIFEST_SCHEMA,
+    NOT_HASHED,
+    Refused,
+    check_symlink,
+    file_kind,
+    host_mode,
+    tree_hash,
+    tree_line,
+)
 
 SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")  # build junk; a wheel's .dist-info is kept (metadata, entry points)
@@ -190,7 +199,9 @@ def _copy_symlink(root: Path, link: Path, target: Path) -> None:
 
 
 def _scan(stage: Path, cache: HashCache) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """The files map and the tree-hash lines of the staged tree (same rules as the host's verification)."""
+    """The files map and the tree-hash lines of the staged tree (same rules as the host's verification). Modes
+    are recorded as the host will hold them (host_mode), never as the build has them: the stage is hard-linked
+    to the operator's source, so nothing here is chmod-ed."""
     files: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
     for folder, dirs, names in os.walk(stage):
@@ -206,8 +217,9 @@ def _scan(stage: Path, cache: HashCache) -> tuple[dict[str, dict[str, Any]], lis
                 lines.append(tree_line(relpath, "l", files[relpath]["link"]))
             elif stat.S_ISREG(info.st_mode):
                 sha = cache.sha256(path, info)
-                files[relpath] = {"size": info.st_size, "mode": stat.S_IMODE(info.st_mode), "sha256": sha}
-                lines.append(tree_line(relpath, "x" if info.st_mode & 0o111 else "-", sha))
+                mode = host_mode(info.st_mode)  # as the host will hold it: the host normalises on receive
+                files[relpath] = {"size": info.st_size, "mode": mode, "sha256": sha}
+                lines.append(tree_line(relpath, file_kind(mode, MANIFEST_SCHEMA), sha))
             elif not stat.S_ISDIR(info.st_mode):
                 raise BuildError(
                     f"staged build: {relpath} is not a file, folder or symlink; a release holds only those"

@@ -26,6 +26,14 @@ RENAMED_FLAGS: dict[str, tuple[str, ...]] = {
 }
 
 
+class EnvReference(str):
+    """An ExecStart word that systemd fills in from the unit's environment (the 0600 EnvironmentFile=) when it
+    starts the engine: the unit, `render` and the dry run's diff hold `${NAME}`, never the value."""
+
+    def word(self) -> str:
+        return "${" + self + "}"
+
+
 def flag_spellings(known: Collection[str]) -> dict[str, str]:
     """For a build whose parser knows `known` flags: each renamed flag it knows only by an older name.
 
@@ -52,6 +60,8 @@ def launch_argv(target: Target, spellings: Mapping[str, str] | None = None) -> l
     argv += ["--host", host.listen, "--port", str(host.port), "--tp-size", str(host.tp_size)]
     argv += _server_flags(target)
     argv += [(spellings or {}).get(word, word) for word in _speculative_flags(target)]
+    if host.api_key_secret is not None:
+        argv += ["--api-key", EnvReference(host.api_key_secret)]
     return argv + list(host.extra_args)
 
 
@@ -108,7 +118,7 @@ def _speculative_flags(target: Target) -> list[str]:
 
 def exec_start(argv: list[str]) -> str:
     """ExecStart= value, one flag (with its value) per continued line so that diffs stay readable."""
-    words = [exec_arg(arg) for arg in argv]
+    words = [arg.word() if isinstance(arg, EnvReference) else exec_arg(arg) for arg in argv]
     lines: list[str] = [" ".join(words[:3])]
     current: list[str] = []
     for word, arg in zip(words[3:], argv[3:], strict=True):

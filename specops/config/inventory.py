@@ -32,6 +32,8 @@ _HOST_SETTINGS_DOC = {
     "profile": "default profile for this host",
     "env": "plain environment variables for the engine (written to the host's env file)",
     "secrets": "names of variables read from the operator's environment or secrets_file; never printed",
+    "api_key_secret": "name of a secret (listed in secrets) that SGLang requires as its API key (--api-key); "
+    "specops sends it in readiness and smoke",
     "extra_args": "further sglang.launch_server arguments, each one list item",
     "cuda_home": "CUDA toolkit root; CUDA_HOME, PATH and LD_LIBRARY_PATH in the unit are built from it",
     "limit_nofile": "LimitNOFILE= of the unit",
@@ -58,6 +60,7 @@ class HostSettings(BaseModel):
     profile: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["profile"])
     env: dict[EnvName, PlainText] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["env"])
     secrets: list[EnvName] = Field(default_factory=list, description=_HOST_SETTINGS_DOC["secrets"])
+    api_key_secret: EnvName | None = Field(default=None, description=_HOST_SETTINGS_DOC["api_key_secret"])
     extra_args: list[PlainText] = Field(default_factory=list, description=_HOST_SETTINGS_DOC["extra_args"])
     cuda_home: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["cuda_home"])
     limit_nofile: int | None = Field(default=None, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
@@ -85,6 +88,7 @@ class HostSpec(BaseModel):
     profile: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["profile"])
     env: dict[EnvName, PlainText] = Field(default={}, description=_HOST_SETTINGS_DOC["env"])
     secrets: list[EnvName] = Field(default=[], description=_HOST_SETTINGS_DOC["secrets"])
+    api_key_secret: EnvName | None = Field(default=None, description=_HOST_SETTINGS_DOC["api_key_secret"])
     extra_args: list[PlainText] = Field(default=[], description=_HOST_SETTINGS_DOC["extra_args"])
     cuda_home: AbsPath = Field(default="/usr/local/cuda", description=_HOST_SETTINGS_DOC["cuda_home"])
     limit_nofile: int = Field(default=65536, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])

@@ -18,6 +18,7 @@ from specops.config.errorfmt import display_path, read_toml_file, validation_lin
 from specops.config.inventory import HostSettings, HostSpec, Inventory
 from specops.config.profile import Profile
 from specops.config.profile_store import LoadedProfile, apply_overrides, load_profiles
+from specops.config.secrets import use_secrets_file
 from specops.errors import ConfigError, UsageError
 
 CONFIG_NAME = "specops.toml"
@@ -127,13 +128,26 @@ def load_config(path: Path, cwd: Path) -> Config:
     groups = raw.get("groups", {})
     lines += _check_groups(groups, hosts, display)
     lines += _check_profile_names(hosts, {*profiles, *failed_profiles}, profiles, display)
+    lines += _check_api_key_secrets(hosts, display)
     if lines:
         raise ConfigError(lines)
     try:
         inventory = Inventory(hosts=hosts, groups=groups, secrets_file=raw.get("secrets_file"))
     except ValidationError as exc:
         raise ConfigError(validation_lines(display, [], exc, Inventory)) from None
-    return Config(path=path, display=display, inventory=inventory, profiles=profiles)
+    config = Config(path=path, display=display, inventory=inventory, profiles=profiles)
+    use_secrets_file(config.secrets_path)  # where the engine client finds an api_key_secret's value
+    return config
+
+
+def _check_api_key_secrets(hosts: Mapping[str, HostSpec], display: str) -> list[str]:
+    """The API key reaches the engine only through the 0600 env file, which holds exactly the host's secrets."""
+    return [
+        f"{display}: hosts.{name}.api_key_secret: {host.api_key_secret} is not listed in hosts.{name}.secrets "
+        "(add it there: its value reaches the engine only through the env file)"
+        for name, host in hosts.items()
+        if host.api_key_secret is not None and host.api_key_secret not in host.secrets
+    ]
 
 
 def _unknown_top_keys(raw: Mapping[str, Any], display: str) -> list[str]:

@@ -6,12 +6,18 @@ Values never travel through models, logs, or output: they are read only when an 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specops.errors import ConfigError
 
+if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+
 MASK = "***"
+_secrets_file: list[Path | None] = [None]  # the loaded config's secrets_file (one config per process)
 
 
 class Secret(str):
@@ -75,3 +81,19 @@ def resolve_secrets(
             hint="export the variable, or add NAME=value to the file named by secrets_file",
         )
     return found
+
+
+def use_secrets_file(path: Path | None) -> None:
+    """Remember the loaded config's secrets file, where `engine_api_key` looks after the environment."""
+    _secrets_file[0] = path
+
+
+def engine_api_key(spec: HostSpec) -> Secret | None:
+    """The value of the host's `api_key_secret` (None when it has none), read like every secret: from the
+    environment, else the secrets file. Why here and not in the caller: every request specops sends to the
+    engine (readiness, smoke, status) must carry it, and it must never travel through models or output."""
+    name = spec.api_key_secret
+    if name is None:
+        return None
+    where = f"hosts.{spec.name}.api_key_secret"
+    return resolve_secrets([name], os.environ, _secrets_file[0], where)[name]

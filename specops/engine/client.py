@@ -50,13 +50,19 @@ class EngineClient:
     def __init__(
         self, host: Host, spec: HostSpec, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None
     ) -> None:
+        """`api_key`: SGLang's --api-key, sent as `Authorization: Bearer`; by default the value of the host's
+        api_key_secret, so a protected engine passes readiness and smoke like an open one."""
         import httpx
+
+        from specops.config.secrets import Secret, engine_api_key
 
         self.host_name = host.name
         address = engine_address(spec)
         shown = f"[{address}]" if ":" in address else address
         self.base_url = f"http://{shown}:{spec.port}"
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        key = api_key if api_key is not None else engine_api_key(spec)
+        revealed = key.reveal() if isinstance(key, Secret) else key
+        headers = {"Authorization": "Bearer " + revealed} if revealed else {}
         transport = cast("httpx.BaseTransport", _TunnelTransport(host, address, spec.port))
         self._client = httpx.Client(base_url=self.base_url, transport=transport, timeout=timeout, headers=headers)
 
@@ -152,7 +158,12 @@ class EngineClient:
         return body
 
     def _bad_status(self, response: httpx.Response, what: str) -> EngineError:
-        return EngineError(f"{self.host_name}: {what} answered {response.status_code}: {response.text[:300]}")
+        message = f"{self.host_name}: {what} answered {response.status_code}: {response.text[:300]}"
+        if response.status_code == 401:  # SGLang started with --api-key, and this request had none or another
+            return EngineError(
+                message, hint="the engine requires an API key: set api_key_secret for this host (docs/configuration.md)"
+            )
+        return EngineError(message)
 
 
 class _TunnelTransport:

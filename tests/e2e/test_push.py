@@ -109,3 +109,31 @@ def test_a_large_push_reports_its_bytes_as_they_go_and_the_total_is_exact(
         second = session.push(patched, base=base)
     assert (second.base_id, second.sent_files) == (first.release_id, 1)
     assert second.sent_bytes < 64 * 1024  # one file and the manifest, not the 24 MiB
+
+
+def test_a_build_with_setuid_and_world_writable_files_lands_0755_and_0644_on_the_host(
+    testhost: TestHost, ssh: SshHost, tmp_path: Path
+) -> None:
+    build = tmp_path / "python"
+    shutil.copytree(BUILD_PYTHON, build, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    hostile = {"sglang/setuid_tool.py": 0o4755, "sglang/open_exec.py": 0o777, "sglang/open_data.py": 0o666}
+    for name, mode in hostile.items():
+        (build / name).write_text("# " + name + "\n")
+        os.chmod(build / name, mode)
+    os.chmod(build / "sglang", 0o777)
+    staged = stage_build(build, [], tmp_path / "w")
+    pushed = push.push_release(ssh, SPEC, staged, base=None, now=datetime(2026, 2, 1, tzinfo=UTC))
+    assert pushed.tree_hash == staged.tree_hash
+    root = f"{RELEASES}/{pushed.release_id}"
+    listing = testhost.exec(["sh", "-c", 'cd "$1" && find . -printf "%P %m %y\\n"', "sh", root]).stdout.decode()
+    modes = {name: mode for name, mode, _kind in (line.split(" ") for line in listing.splitlines())}
+    assert (modes["sglang/setuid_tool.py"], modes["sglang/open_exec.py"], modes["sglang/open_data.py"]) == (
+        "755",
+        "755",
+        "644",
+    )
+    kinds = {line.split(" ")[2] for line in listing.splitlines()}
+    unexpected = [
+        line for line in listing.splitlines() if line.split(" ")[1:] not in (["644", "f"], ["755", "f"], ["755", "d"])
+    ]
+    assert kinds == {"f", "d"} and unexpected == []

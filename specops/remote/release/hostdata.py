@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 SCHEMA_KEY = "schema"
-MANIFEST_SCHEMA = 1
+MANIFEST_SCHEMA = 2  # 2: the tree hash holds each file's mode as on the host (script.file_kind)
 SUMMARY_SCHEMA = 1
 HASHES_SCHEMA = 1
 HOLDER_SCHEMA = 1

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tarfile
 from collections.abc import Callable
@@ -26,10 +27,12 @@ from typing import Any
 
 from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, checked_schema
 from specops.remote.release.script import (
+    MANIFEST,
     UNFINISHED,
     check_symlink,
     differences,
     entries_hash,
+    host_mode,
     read_manifest,
     scan_release_dir,
     write_json_atomic,
@@ -70,7 +73,7 @@ def write_member(archive: tarfile.TarFile, member: tarfile.TarInfo, path: str) -
         for block in iter(lambda: source.read(CHUNK), b""):
             digest.update(block)
             handle.write(block)
-    os.chmod(path, member.mode & 0o7777)
+    os.chmod(path, host_mode(member.mode))
     os.utime(path, ns=(int(member.mtime * 1e9), int(member.mtime * 1e9)))
     return digest.hexdigest()
 
@@ -183,6 +186,34 @@ def real_folder(root: str, folder: str, known: set[str]) -> None:
     known.add(folder)
 
 
+def mode_fixer(received: set[str], counts: dict[str, int]) -> Callable[[str, str, os.stat_result], os.stat_result]:
+    """For the final scan: give a folder 0755 and a file its host_mode (0644 or 0755: no setuid/setgid/sticky,
+    no group or world write), whatever the build had. A file linked from the base shares its inode with that
+    older release: it is never chmod-ed (that would change the older release too); if its mode is not the host
+    mode (a release pushed before modes were normalised), it is replaced by a private copy with the right mode
+    (counted in counts["mode_copies"])."""
+
+    def fix(relpath: str, path: str, info: os.stat_result) -> os.stat_result:
+        if stat.S_ISDIR(info.st_mode):
+            os.chmod(path, 0o755)
+        elif relpath in received or info.st_nlink == 1:
+            os.chmod(path, host_mode(info.st_mode))
+        else:
+            private_copy(path, host_mode(info.st_mode))
+            counts["mode_copies"] += 1
+        return os.lstat(path)
+
+    return fix
+
+
+def private_copy(path: str, mode: int) -> None:
+    """Replace a hard link by a copy of its content (same mtime) with `mode`; the other links keep theirs."""
+    temporary = path + ".mode-" + str(os.getpid())
+    shutil.copy2(path, temporary)
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+
+
 def known_sha(
     streamed: dict[str, tuple[int, int, str]],
     written: dict[tuple[int, int, int], str],
@@ -246,13 +277,17 @@ def op_receive(
     manifest = read_manifest(root)
     write_summary(root, manifest)
     counts = link_unchanged(root, base_dir, manifest, received)
+    counts["mode_copies"] = 0
     files = manifest.get("files") or {}
+    schema = int(manifest.get(SCHEMA_KEY) or 0)
     stats: dict[str, os.stat_result] = {}
     lookup = known_sha(streamed, written, load_verified(service_dir), files, received)
-    entries = scan_release_dir(root, lookup, stats)
+    os.chmod(root, 0o755)
+    os.chmod(os.path.join(root, MANIFEST), 0o644)
+    entries = scan_release_dir(root, lookup, stats, schema, mode_fixer(received, counts))
     actual = entries_hash(entries)
     if actual != expected or manifest.get("tree_hash") != expected:
-        differing = differences(entries, files)
+        differing = differences(entries, files, schema=schema)
         raise Refused("mismatch", "tree hash mismatch in " + root, expected=expected, actual=actual, files=differing)
     save_verified(service_dir, entries, stats)
     os.unlink(os.path.join(root, UNFINISHED))

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -38,12 +39,29 @@ NOT_HASHED = (MANIFEST, UNFINISHED)
 SUMMARY_KEYS = ("created_at", "profile", "tree_hash", "verified_at", "gates", "deployed_by", "verified")
 PROTECTED_MANIFEST_KEYS = ("schema", "id", "tree_hash", "files", "created_at")
 CHUNK = 1 << 20
+MODES_IN_HASH = 2  # the manifest schema from which a file's line carries its full mode, not only the exec bit
 
 
 def tree_line(relpath: str, kind: str, value: str) -> str:
-    """One line of the tree hash: kind 'x' (executable), '-' (regular) with the content sha256, 'l' with the
-    symlink target."""
+    """One line of the tree hash: a file's kind (file_kind) with the content sha256, or 'l' with the symlink
+    target."""
     return relpath + "\0" + kind + "\0" + value + "\n"
+
+
+def host_mode(mode: int) -> int:
+    """The mode every release file has on the host, whatever it had in the build: 0755 if any exec bit was set,
+    else 0644. Why: the engine (often root) imports these files; a group/world-writable file lets any local user
+    add code to it, a setuid one runs as its owner. Folders are 0755."""
+    return 0o755 if mode & 0o111 else 0o644
+
+
+def file_kind(mode: int, schema: int) -> str:
+    """A regular file's kind in the tree hash under the rule of manifest `schema`: from MODES_IN_HASH its whole
+    mode in octal ("0644"), so a file left with any other mode on the host fails the check; before that 'x' or
+    '-' (the exec bit only), the rule older releases' recorded hashes were taken with."""
+    if schema >= MODES_IN_HASH:
+        return format(stat.S_IMODE(mode), "04o")
+    return "x" if mode & 0o111 else "-"
 
 
 def tree_hash(lines: list[str]) -> str:
@@ -66,12 +84,16 @@ def scan_release_dir(
     root: str,
     known: Callable[[str, os.stat_result], str | None] | None = None,
     stats: dict[str, os.stat_result] | None = None,
+    schema: int = MANIFEST_SCHEMA,
+    fix: Callable[[str, str, os.stat_result], os.stat_result] | None = None,
 ) -> dict[str, tuple[str, str]]:
     """relpath -> (kind, sha256 or link target) of a release folder as it is on disk now. `known(relpath,
     lstat)` returns a sha256 already established for exactly that file (hashed while it streamed in, or vouched
     for by the verified-hashes record): it is not read again. `stats` collects each regular file's lstat, so the
-    caller needs no second pass. A symlink must stay inside the release; anything but files, folders and
-    symlinks is refused."""
+    caller needs no second pass. `schema` picks the tree-hash rule (file_kind). `fix(relpath, path, lstat)` is
+    called for a file or folder whose mode is not its host mode and returns its lstat after the fix (the receive
+    normalises modes here, in the one pass that stats every file anyway). A symlink must stay inside the
+    release; anything but files, folders and symlinks is refused."""
     entries = {}
     pending = [""]
     while pending:
@@ -87,10 +109,14 @@ def scan_release_dir(
                     entries[relpath] = ("l", target)
                 elif item.is_dir(follow_symlinks=False):
                     pending.append(relpath)
+                    if fix is not None and stat.S_IMODE(item.stat(follow_symlinks=False).st_mode) != 0o755:
+                        fix(relpath, item.path, item.stat(follow_symlinks=False))
                 elif item.is_file(follow_symlinks=False):
                     info = item.stat(follow_symlinks=False)
+                    if fix is not None and stat.S_IMODE(info.st_mode) != host_mode(info.st_mode):
+                        info = fix(relpath, item.path, info)
                     sha = (known(relpath, info) if known is not None else None) or file_sha256(item.path)
-                    entries[relpath] = ("x" if info.st_mode & 0o111 else "-", sha)
+                    entries[relpath] = (file_kind(info.st_mode, schema), sha)
                     if stats is not None:
                         stats[relpath] = info
                 else:
@@ -108,14 +134,16 @@ def entries_hash(entries: dict[str, tuple[str, str]]) -> str:
     return tree_hash([tree_line(relpath, kind, value) for relpath, (kind, value) in entries.items()])
 
 
-def manifest_entry(entry: dict[str, Any]) -> tuple[str, str]:
+def manifest_entry(entry: dict[str, Any], schema: int = MANIFEST_SCHEMA) -> tuple[str, str]:
     """A manifest `files` entry as (kind, value), comparable with scan_release_dir's."""
     if "link" in entry:
         return ("l", str(entry["link"]))
-    return ("x" if int(entry.get("mode", 0)) & 0o111 else "-", str(entry.get("sha256")))
+    return (file_kind(int(entry.get("mode", 0)), schema), str(entry.get("sha256")))
 
 
-def differences(entries: dict[str, tuple[str, str]], files: dict[str, Any], limit: int = 5) -> list[str]:
+def differences(
+    entries: dict[str, tuple[str, str]], files: dict[str, Any], limit: int = 5, schema: int = MANIFEST_SCHEMA
+) -> list[str]:
     """Up to `limit` paths that differ between the disk and the manifest, each with what is wrong."""
     found = []
     for name in sorted(set(entries) | set(files)):
@@ -123,7 +151,7 @@ def differences(entries: dict[str, tuple[str, str]], files: dict[str, Any], limi
             found.append(name + " (not in the manifest)")
         elif name not in entries:
             found.append(name + " (missing)")
-        elif entries[name] != manifest_entry(files[name]):
+        elif entries[name] != manifest_entry(files[name], schema):
             found.append(name + " (content or mode differs)")
     return found[:limit]
 

@@ -108,7 +108,21 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, code: int, payload: Any) -> None:
         self._reply(code, json.dumps(payload).encode())
 
+    def _authorized(self) -> bool:
+        """SGLang's add_api_key_middleware: with --api-key every path but /health* and /metrics needs
+        `Authorization: Bearer <key>`; anything else is answered 401 {"error": "Unauthorized"}."""
+        key = self.state.args.api_key
+        path = self.path.split("?", 1)[0]
+        if not key or path.startswith("/health") or path.startswith("/metrics"):
+            return True
+        if self.headers.get("Authorization") == "Bearer " + key:
+            return True
+        self._json(401, {"error": "Unauthorized"})
+        return False
+
     def do_GET(self) -> None:
+        if not self._authorized():
+            return
         path = self.path.split("?", 1)[0]
         routes = {
             "/get_server_info": self.state.server_info,
@@ -129,12 +143,15 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"detail": "Not Found"})
 
     def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)  # read first: a refused request's body must not stay in the stream
+        if not self._authorized():
+            return
         if self.path.split("?", 1)[0] != "/generate":
             self._json(404, {"detail": "Not Found"})
             return
-        length = int(self.headers.get("Content-Length") or 0)
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(raw or b"{}")
         except ValueError as exc:
             self._json(400, {"error": {"message": f"Invalid JSON: {exc}"}})
             return

@@ -45,6 +45,7 @@ class ServerArgs:
     speculative_use_rejection_sampling: bool = False
     disable_overlap_schedule: bool = False
     device: str = "cuda"
+    api_key: str | None = None
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +103,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speculative-draft-model-path", "--speculative-draft-model")
     parser.add_argument("--speculative-draft-attention-backend")
     parser.add_argument("--attention-backend")
+    parser.add_argument("--api-key", type=str, default=None)
     for flag in (
         "--enable-metrics",
         "--trust-remote-code",
