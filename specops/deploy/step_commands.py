@@ -130,7 +130,12 @@ def readiness_commands(spec: HostSpec) -> list[HostCommand]:
 
 
 def gates_commands(spec: HostSpec) -> list[HostCommand]:
-    return [*journal_position_commands(), run(units.restart_argv(spec.unit_name)), *readiness_commands(spec)]
+    return [*journal_position_commands(), *restart_commands(spec), *readiness_commands(spec)]
+
+
+def restart_commands(spec: HostSpec) -> list[HostCommand]:
+    reset, restart = units.deliberate_restart_argvs(spec.unit_name)
+    return [run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]
 
 
 def verified_commands(spec: HostSpec, release_id: str, protect: set[str]) -> list[HostCommand]:
