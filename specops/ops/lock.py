@@ -9,7 +9,8 @@ Lessons from Kamal: its lock is released on StandardError only, so a Ctrl-C or a
 killed CI job left hosts locked for weeks. Here `__exit__` always releases, and a lock whose holder stopped
 heartbeating (kill -9, lost laptop) turns stale after `stale_after_s` and is taken over, saying so; a holder
 that is provably dead (a specops process on THIS machine that no longer runs: `dead_here`) is taken over at
-once, without waiting for its heartbeat to age. The host-side steps and their atomicity are in specops/commands/lock.py.
+once, without waiting for its heartbeat to age. The host-side steps and their atomicity are in
+specops/commands/lock.py.
 """
 
 from __future__ import annotations
