@@ -211,6 +211,8 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
         )
     console.print(table)
     for name, outcome in results.items():
+        if outcome.lock_taken_over:
+            console.print(f"[bold]{escape(name)}[/]: {escape(outcome.lock_taken_over)}")
         if outcome.cause and outcome.outcome not in ("deployed",):
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.cause)}")
         if outcome.rollback is not None:

@@ -15,7 +15,11 @@ import re
 import shlex
 from dataclasses import dataclass
 
-SHOW_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "ExecMainStatus", "ExecMainPID", "MainPID")
+SHOW_PROPERTIES = (
+    "ActiveState", "SubState", "NRestarts", "ExecMainStatus", "ExecMainPID", "MainPID",
+    "Result", "StartLimitBurst", "StartLimitIntervalUSec",
+)  # fmt: skip
+START_LIMIT_HIT = "start-limit-hit"
 CURSOR_PREFIX = "-- cursor: "
 POLL_MARKER = "--specops-journal-follows--"
 CURSOR_PLACEHOLDER = "<cursor>"  # the cursor read right before a restart, in a command shown before it runs
@@ -70,6 +74,14 @@ class UnitState:
     exec_main_status: int = 0
     exec_main_pid: int = 0
     main_pid: int = 0
+    result: str = ""  # systemd's Result=: "success", "exit-code", "signal", "start-limit-hit", ...
+    start_limit_burst: str = ""  # as systemctl shows them (the interval as systemd.time(7), e.g. "30min")
+    start_limit_interval: str = ""
+
+    @property
+    def start_limit_hit(self) -> bool:
+        """systemd refused to start the unit at all: no process ran, so no exit status explains anything."""
+        return self.result == START_LIMIT_HIT
 
     @property
     def running(self) -> bool:
@@ -96,6 +108,9 @@ def parse_show(text: str) -> UnitState:
         exec_main_status=_int(values.get("ExecMainStatus")),
         exec_main_pid=_int(values.get("ExecMainPID")),
         main_pid=_int(values.get("MainPID")),
+        result=values.get("Result", ""),
+        start_limit_burst=values.get("StartLimitBurst", ""),
+        start_limit_interval=values.get("StartLimitIntervalUSec", ""),
     )
 
 

@@ -19,11 +19,13 @@ HOLDER_FILE = "holder.json"
 GUARD_WAIT_S = 20  # the guard is held for milliseconds; waiting longer means a wedged host
 GUARD_BUSY_EXIT = 75
 
-# $1=op $2=root $3=token $4=stale_after_s ; stdin = the new holder.json (acquire/heartbeat), checked complete.
+# $1=op $2=root $3=token $4=stale_after_s [$5=dead token: acquire takes over the lock of that holder, proven
+# dead by the caller, whatever its heartbeat says; compared under the guard, so a lock that changed hands
+# meanwhile is never taken] ; stdin = the new holder.json (acquire/heartbeat), checked complete.
 # Prints `key=value` lines, then `holder:` and the holder.json that was there (if any) as the last lines.
 LOCK_SCRIPT = r"""
 set -u
-op=$1 root=$2 token=$3 stale=$4
+op=$1 root=$2 token=$3 stale=$4 dead=${5:-}
 holder="$root/holder.json"
 mkdir -p -- "$(dirname -- "$root")" || exit 1
 input="$root.input.$$"
@@ -48,6 +50,7 @@ show() {  # what holds the lock now (or held what we just removed: $1)
 }
 ours() { grep -qF "\"token\": \"$token\"" "$holder" 2>/dev/null; }
 stale() { [ "$stale" -gt 0 ] && [ $((now - $(beat))) -gt "$stale" ]; }
+dead_holder() { [ -n "$dead" ] && grep -qF "\"token\": \"$dead\"" "$holder" 2>/dev/null; }
 write_holder() { cp -- "$input" "$1/.holder.tmp" && mv -f -- "$1/.holder.tmp" "$1/holder.json"; }
 put_away() {  # rename first (others may mkdir at once), then delete at leisure
   away="$root.removed-$token-$$"; mv -T -- "$root" "$away" || exit 1
@@ -57,7 +60,7 @@ status)
   if [ -d "$root" ]; then echo "state=held"; else echo "state=free"; fi; show ;;
 acquire)
   if mkdir -- "$root" 2>/dev/null; then write_holder "$root" || { rm -rf -- "$root"; exit 1; }; echo "state=acquired"
-  elif stale; then
+  elif stale || dead_holder; then
     put_away; mkdir -- "$root" && write_holder "$root" || exit 1
     echo "state=taken-over"; show "$away"; rm -rf -- "$away"
   else echo "state=held"; show; fi ;;
@@ -73,14 +76,18 @@ esac
 """.replace("GUARD_WAIT_S", str(GUARD_WAIT_S)).replace("GUARD_BUSY_EXIT", str(GUARD_BUSY_EXIT))
 
 
-def lock_argv(op: str, root: str, token: str = "", stale_after_s: float = 0) -> list[str]:
+def lock_argv(op: str, root: str, token: str = "", stale_after_s: float = 0, dead_token: str = "") -> list[str]:
     """The command for one lock operation. `stale_after_s` > 0 makes acquire take over and release demand
-    a lock whose heartbeat is older than that; `token` "" makes release match any holder (--force)."""
+    a lock whose heartbeat is older than that; `token` "" makes release match any holder (--force);
+    `dead_token` makes acquire take over the lock held by that token (a holder proven dead) at once."""
     if op not in {"status", "acquire", "heartbeat", "release"}:
         raise ValueError(f"unknown lock operation {op!r}")
-    if token and not token.isalnum():
+    if any(word and not word.isalnum() for word in (token, dead_token)):
         raise ValueError("a lock token is alphanumeric")
-    return ["sh", "-c", LOCK_SCRIPT, "specops-lock", op, root, token, str(int(stale_after_s))]
+    if dead_token and op != "acquire":
+        raise ValueError("only acquire takes over a dead holder's lock")
+    argv = ["sh", "-c", LOCK_SCRIPT, "specops-lock", op, root, token, str(int(stale_after_s))]
+    return [*argv, dead_token] if dead_token else argv
 
 
 @dataclass(frozen=True)

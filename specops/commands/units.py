@@ -62,5 +62,20 @@ def daemon_reload_argv() -> list[str]:
     return ["systemctl", "daemon-reload"]
 
 
+def reset_failed_argv(unit_name: str) -> list[str]:
+    """Forget the unit's failed state and its start-rate counter before a DELIBERATE restart.
+
+    Why: StartLimitBurst= counts every start, including the ones a deploy or rollback asks for; without this,
+    the (burst+1)-th deploy within StartLimitIntervalSec= ends in `start-limit-hit`. Crash loops (systemd's
+    own Restart=) still count: nothing resets between those.
+    """
+    return ["systemctl", "reset-failed", unit_name]
+
+
 def restart_argv(unit_name: str) -> list[str]:
     return ["systemctl", "restart", unit_name]
+
+
+def deliberate_restart_argvs(unit_name: str) -> list[list[str]]:
+    """What every intentional restart runs, in order: the plan shows these and the executor runs them."""
+    return [reset_failed_argv(unit_name), restart_argv(unit_name)]

@@ -70,6 +70,7 @@ def deploy_host(
     holder = lock.LockHolder.current(options.command)
     try:
         with open_host() as host, lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say) as held:
+            outcome.lock_taken_over = held.takeover_note
             _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for).run()
         _record(open_host, host_plan, options, outcome)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
@@ -263,5 +264,7 @@ def _record(
     )  # fmt: skip
     if outcome.rollback is not None:
         entry["rollback"] = outcome.rollback.to_json()
+    if outcome.lock_taken_over:
+        entry["lock_taken_over"] = outcome.lock_taken_over
     with open_host() as host:
         audit.record(host, host_plan.target.host, entry)

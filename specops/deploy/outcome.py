@@ -60,6 +60,7 @@ class HostOutcome:
     rollback: RollbackResult | None = None
     preflight: list[CheckResult] = field(default_factory=list)
     push: PushFigures | None = None
+    lock_taken_over: str = ""  # whose lock this deploy took over, and why ("" when the lock was free)
 
     @property
     def ok(self) -> bool:
@@ -70,7 +71,7 @@ class HostOutcome:
             "host": self.host, "outcome": str(self.outcome), "exit_code": int(self.exit_code),
             "release": self.release, "attempted": self.attempted, "previous": self.previous, "cause": self.cause,
             "hint": self.hint, "phases": {k: round(v, 3) for k, v in self.phases.items()},
-            "push": self.push.to_json() if self.push else {},
+            "push": self.push.to_json() if self.push else {}, "lock_taken_over": self.lock_taken_over or None,
             "gates": self.gates.to_json() if self.gates else None,
             "rollback": self.rollback.to_json() if self.rollback else None,
             "preflight": [r.to_json() for r in self.preflight if r.status in (Status.FAIL, Status.ERROR)],

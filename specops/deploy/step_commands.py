@@ -12,6 +12,7 @@ from specops.commands.guard import arm_argv, disarm_argvs, guard_script_path, sc
 from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
+from specops.config.secrets import Secret
 from specops.deploy.steps import HostCommand, Times
 from specops.host.base import PUT_SCRIPT
 from specops.ops.audit import APPEND_FALLBACK, APPEND_SCRIPT, host_audit_path
@@ -19,6 +20,7 @@ from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_ro
 
 CAUSE_PLACEHOLDER = "<the gates' cause>"
 HOLDER = "holder.json (who, machine, pid, command, heartbeat time)"
+DEAD_HOLDER = Secret("0")  # the dead holder's token, known only once the lock is seen (shown ***)
 
 
 def run(argv: list[str], *, stdin: str = "", times: Times = Times.ONCE, note: str = "") -> HostCommand:
@@ -38,6 +40,9 @@ def lock_commands(token: str, lock_wait_s: float) -> list[HostCommand]:
         run(lock_argv("acquire", root, token, DEFAULT_STALE_AFTER_S), stdin=HOLDER,
             times=Times.REPEATED if waits else Times.ONCE,
             note=f"every 2 s while another deploy holds it, up to {lock_wait_s:g} s" if waits else ""),
+        run(lock_argv("acquire", root, token, DEFAULT_STALE_AFTER_S, DEAD_HOLDER), stdin=HOLDER,
+            times=Times.IF_NEEDED, note="only when the holder is a deploy on this machine that no longer runs: "
+            "its lock is taken over at once"),
         run(lock_argv("heartbeat", root, token), stdin=HOLDER, times=Times.BACKGROUND,
             note=f"every {DEFAULT_HEARTBEAT_S:g} s until the lock is released"),
     ]  # fmt: skip
@@ -130,7 +135,12 @@ def readiness_commands(spec: HostSpec) -> list[HostCommand]:
 
 
 def gates_commands(spec: HostSpec) -> list[HostCommand]:
-    return [*journal_position_commands(), run(units.restart_argv(spec.unit_name)), *readiness_commands(spec)]
+    return [*journal_position_commands(), *restart_commands(spec), *readiness_commands(spec)]
+
+
+def restart_commands(spec: HostSpec) -> list[HostCommand]:
+    reset, restart = units.deliberate_restart_argvs(spec.unit_name)
+    return [run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]
 
 
 def verified_commands(spec: HostSpec, release_id: str, protect: set[str]) -> list[HostCommand]:

@@ -8,7 +8,8 @@ the unit is active.
 Each poll is ONE host.run (`systemctl show` + the journal since a cursor, specops.commands.journal) plus
 one /health_generate through the SSH tunnel. The wait ends AT ONCE when:
 - the journal shows a fatal signature (specops.engine.signatures), e.g. torchcodec's FFmpeg error;
-- the main process exits, systemd schedules a restart (auto-restart), or NRestarts / the main PID change.
+- the main process exits, systemd schedules a restart (auto-restart), or NRestarts / the main PID change;
+- systemd refused to start the unit (Result=start-limit-hit): named as such, never as the old exit status.
 
 Deadline rule: `profile.readiness.timeout_s` from the start; every PROGRESS line (weights loading, CUDA graph
 capture, HTTP up...) moves the deadline to at least `now + grace_s` (default min(300 s, timeout_s)), so a slow
@@ -142,6 +143,8 @@ class _Wait:
     def process_ended(self) -> str:
         """Why the engine process is gone or replaced, or "" while it runs."""
         first, now = self.first or self.state, self.state
+        if now.start_limit_hit:
+            return start_limit_reason(self.spec.unit_name, now)
         if now.n_restarts > first.n_restarts:
             return f"systemd restarted the engine (NRestarts {first.n_restarts} -> {now.n_restarts})"
         if first.main_pid and now.main_pid not in (0, first.main_pid):
@@ -168,6 +171,18 @@ class _Wait:
             problems=list(self.problems),
             tail=list(self.tail),
         )
+
+
+def start_limit_reason(unit: str, state: journal.UnitState) -> str:
+    """Why no engine runs when systemd's start-rate limit refused the start, and how to get going again."""
+    burst = state.start_limit_burst or "?"
+    interval = state.start_limit_interval or "?"
+    return (
+        f"systemd refused to start the unit: {journal.START_LIMIT_HIT} (StartLimitBurst={burst} in "
+        f"StartLimitIntervalSec={interval}): it was started that often within the interval (a crash loop, or "
+        f"restarts outside specops); run `systemctl reset-failed {unit}` on the host once the cause is fixed, "
+        "then deploy again (raise readiness.start_limit_burst in the profile if the restarts are expected)"
+    )
 
 
 def wait_ready(

@@ -7,15 +7,15 @@
 
 Lessons from Kamal: its lock is released on StandardError only, so a Ctrl-C or a
 killed CI job left hosts locked for weeks. Here `__exit__` always releases, and a lock whose holder stopped
-heartbeating (kill -9, lost laptop) turns stale after `stale_after_s` and is taken over, saying so. The
-host-side steps and their atomicity are in specops/commands/lock.py.
+heartbeating (kill -9, lost laptop) turns stale after `stale_after_s` and is taken over, saying so; a holder
+that is provably dead (a specops process on THIS machine that no longer runs: `dead_here`) is taken over at
+once, without waiting for its heartbeat to age. The host-side steps and their atomicity are in
+specops/commands/lock.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +25,7 @@ from types import TracebackType
 from specops.commands.lock import DEFAULT_LOCK_ROOT, HOLDER_FILE, LockReply, lock_argv, parse_lock_reply
 from specops.errors import CommandFailed, LockHeld, SpecopsError
 from specops.host.base import Host
-from specops.ops.lock_holder import LockHolder, LockInfo, local_who, utc_now
+from specops.ops.lock_holder import LockHolder, LockInfo, dead_here, local_who, utc_now
 
 __all__ = ["HostLock", "LockHolder", "LockInfo", "Released", "acquire", "local_who", "release", "status", "utc_now"]
 
@@ -43,8 +43,8 @@ def lock_root(root: str | None = None) -> str:
 
 
 def _run_lock(host: Host, op: str, root: str, token: str = "", stale_after_s: float = 0,
-              holder: LockHolder | None = None) -> LockReply:  # fmt: skip
-    argv = lock_argv(op, root, token, stale_after_s)
+              holder: LockHolder | None = None, dead_token: str = "") -> LockReply:  # fmt: skip
+    argv = lock_argv(op, root, token, stale_after_s, dead_token)
     data = holder.to_json() if holder else None
     result = host.run(argv, input=data, timeout=LOCK_COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
@@ -78,21 +78,27 @@ def acquire(
     say = on_event or (lambda message: None)
     root = lock_root(root)
     deadline = time.monotonic() + wait_s
-    announced = False
+    announced, dead = False, ("", "")
     while True:
         now = utc_now()
         attempt = replace(holder, started_at=now, heartbeat_at=now)  # "since" = when we got it, not asked
         try:
-            reply = _run_lock(host, "acquire", root, holder.token, stale_after_s, attempt)
+            reply = _run_lock(host, "acquire", root, holder.token, stale_after_s, attempt, dead[0])
         except BaseException:  # Ctrl-C or a dropped connection mid-acquire: the lock may exist, remove it
             _release_quietly(host, root, holder.token)
             raise
         if reply.state in {"acquired", "taken-over"}:
             previous = _info(host, reply, stale_after_s, root) if reply.state == "taken-over" else None
+            why = _takeover_reason(previous, dead)
             if previous is not None:
-                say(f"{host.name}: took over a stale lock held by {previous.describe()}")
-            return HostLock(host, attempt, root=root, heartbeat_s=heartbeat_s, took_over=previous, on_event=say)
+                say(f"{host.name}: {why}")
+            return HostLock(host, attempt, root=root, heartbeat_s=heartbeat_s, took_over=previous, on_event=say,
+                            took_over_why=why)  # fmt: skip
         info = _info(host, reply, stale_after_s, root)
+        why = dead_here(info.holder) if info.holder and info.holder.token != dead[0] else ""
+        if info.holder and why:
+            dead = (info.holder.token, why)
+            continue  # at once (once per holder), and only that holder: the script compares its token
         left = deadline - time.monotonic()
         if left <= 0:
             raise lock_held_error(info, wait_s)
@@ -100,6 +106,15 @@ def acquire(
             say(f"{host.name}: waiting up to {wait_s:g}s for the lock held by {info.describe()}")
             announced = True
         time.sleep(min(POLL_S, left))
+
+
+def _takeover_reason(previous: LockInfo | None, dead: tuple[str, str]) -> str:
+    """The line that says a lock was taken over and why: its holder proven dead here, or its heartbeat too old."""
+    if previous is None:
+        return ""
+    if previous.holder is not None and dead[0] == previous.holder.token:
+        return f"took over the lock of a deploy that no longer runs ({dead[1]}): {previous.describe()}"
+    return f"took over a stale lock held by {previous.describe()}"
 
 
 def _release_quietly(host: Host, root: str, token: str) -> None:
@@ -136,7 +151,7 @@ def release(
     if info is None:
         return Released(False, None, "the lock is free")
     token = info.holder.token if info.holder else ""
-    if force or (info.holder is not None and _dead_local_holder(info.holder)):
+    if force or (info.holder is not None and dead_here(info.holder, need_machine_id=False)):
         reply = _run_lock(host, "release", root, token)
     elif info.stale:
         reply = _run_lock(host, "release", root, token, stale_after_s)
@@ -148,27 +163,18 @@ def release(
     return Released(False, now, "the lock changed hands while we looked" if now else "the lock is free")
 
 
-def _dead_local_holder(holder: LockHolder) -> bool:
-    if holder.machine != socket.gethostname() or holder.pid <= 0:
-        return False
-    try:
-        os.kill(holder.pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 class HostLock:
-    """A held lock: a daemon thread heartbeats it; `__exit__` (or `release()`) stops that and removes it."""
+    """A held lock: a daemon thread heartbeats it; `__exit__` (or `release()`) stops that and removes it.
+    `took_over`: the holder whose lock this one replaced (None: the lock was free); `took_over_why`: the line
+    that said so."""
 
     def __init__(self, host: Host, holder: LockHolder, *, root: str, heartbeat_s: float,
-                 took_over: LockInfo | None, on_event: EventSink) -> None:  # fmt: skip
+                 took_over: LockInfo | None, on_event: EventSink, took_over_why: str = "") -> None:  # fmt: skip
         self.host = host
         self.holder = holder
         self.root = root
         self.took_over = took_over
+        self.took_over_why = took_over_why
         self.lost = False
         self.beats = 0
         self.release_error: SpecopsError | None = None
@@ -181,6 +187,11 @@ class HostLock:
 
     def __enter__(self) -> HostLock:
         return self
+
+    @property
+    def takeover_note(self) -> str:
+        """One line for the outcome and the audit log ("" when the lock was free)."""
+        return self.took_over_why if self.took_over is not None else ""
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.release()

@@ -2,7 +2,9 @@
 
 holder.json is host data like a manifest: it carries `"schema": HOLDER_SCHEMA`, and a holder written by a newer
 specops is refused (HostDataTooNew, exit 5) instead of being half-read; one without a version (written before
-versions existed) has the same fields and is read as it is. Its JSON shape is also what the host-side lock
+versions existed) has the same fields and is read as it is. `machine_id` and `process_start` were added
+later without a new version: they are optional (an older specops ignores them, a holder without them is read
+with ""), and only make a dead holder provable (`dead_here`). Its JSON shape is also what the host-side lock
 script greps for the token (specops/commands/lock.py), so `to_json` keeps json.dumps' default separators.
 """
 
@@ -15,8 +17,9 @@ import secrets
 import shlex
 import socket
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import UTC, datetime
+from pathlib import Path
 
 from specops import __version__
 from specops.ops.hostdata import HOLDER_SCHEMA, SCHEMA_KEY, check_schema
@@ -38,6 +41,8 @@ class LockHolder:
     heartbeat_at: str
     version: str
     token: str = field(repr=False)
+    machine_id: str = ""  # /etc/machine-id: a host name alone can be shared by two laptops
+    process_start: str = ""  # boot id and start time of `pid`: a reused pid is another process
 
     @classmethod
     def current(cls, command: str | None = None) -> LockHolder:
@@ -46,7 +51,8 @@ class LockHolder:
         line = command if command is not None else shlex.join(["specops", *sys.argv[1:]])
         return cls(
             user=_user(), machine=socket.gethostname(), pid=os.getpid(), command=line, started_at=now,
-            heartbeat_at=now, version=__version__, token=secrets.token_hex(16),
+            heartbeat_at=now, version=__version__, token=secrets.token_hex(16), machine_id=machine_id(),
+            process_start=process_start(os.getpid()),
         )  # fmt: skip
 
     @property
@@ -63,7 +69,8 @@ class LockHolder:
         try:
             data = json.loads(text)
             check_schema(host, data, path, HOLDER_SCHEMA)
-            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+            required = {item.name for item in fields(cls) if item.default is MISSING}
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in required or name in data})
         except (ValueError, TypeError, KeyError):
             return None
 
@@ -111,6 +118,58 @@ class LockInfo:
 def local_who() -> str:
     """`user@machine` of this process: how locks and audit entries name the operator."""
     return f"{_user()}@{socket.gethostname()}"
+
+
+def machine_id() -> str:
+    """This machine's systemd/D-Bus machine id, or "" where there is none (then no holder is provably ours)."""
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            return Path(path).read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            continue
+    return ""
+
+
+def process_start(pid: int) -> str:
+    """`BOOT_ID:START_TICKS` of a process (Linux /proc), or "" when unknown: equal only for the same process."""
+    stat = _proc_stat(pid)
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return ""
+    return f"{boot}:{stat[19]}" if len(stat) > 19 else ""  # field 22: starttime
+
+
+def _proc_stat(pid: int) -> list[str]:
+    """/proc/PID/stat from field 3 (state) on; [] when unknown. The name (field 2) may hold spaces and ")"."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[-1].split()
+    except (OSError, ValueError):
+        return []
+
+
+def dead_here(holder: LockHolder, *, need_machine_id: bool = True) -> str:
+    """Why `holder` provably no longer runs (its process on THIS machine is gone or is another one), or "".
+
+    Proof needs the same machine (host name, and machine id when the holder recorded one; `need_machine_id`:
+    a holder without one is never proven dead) and a pid that is gone or started at another time. A holder
+    on another machine is never judged here: its heartbeat decides."""
+    if holder.machine != socket.gethostname() or holder.pid <= 0:
+        return ""
+    if (holder.machine_id or need_machine_id) and holder.machine_id != machine_id():
+        return ""
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return f"process {holder.pid} no longer runs on this machine"
+    except PermissionError:
+        pass  # it exists, under another user: its start time still tells whether it is the holder
+    if _proc_stat(holder.pid)[:1] == ["Z"]:
+        return f"process {holder.pid} has exited on this machine (not yet reaped)"
+    now = process_start(holder.pid)
+    if holder.process_start and now and now != holder.process_start:
+        return f"process {holder.pid} on this machine is another program now (started after the lock was taken)"
+    return ""
 
 
 def _user() -> str:

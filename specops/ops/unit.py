@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specops.commands.units import needs_daemon_reload, parse_show, show_argv, unit_path, verify_argv, verify_path
+from specops.commands.units import (
+    deliberate_restart_argvs,
+    needs_daemon_reload,
+    parse_show,
+    show_argv,
+    unit_path,
+    verify_argv,
+    verify_path,
+)
 from specops.config.inventory import HostSpec
 from specops.errors import SpecopsError
 from specops.host.base import Host
@@ -68,6 +76,10 @@ def _verify(host: Host, spec: HostSpec, text: str) -> bool:
 
 
 def restart(host: Host, spec: HostSpec) -> None:
-    """Not checked: a unit that fails at once is still "restarted"; readiness reads the journal and names why
-    (a better error than `systemctl restart` exiting 1)."""
-    host.run(["systemctl", "restart", spec.unit_name], timeout=UNIT_TIMEOUT_S, check=False)
+    """A deliberate restart: `reset-failed` first, so specops's own restarts never use up StartLimitBurst=.
+
+    Not checked: a unit that fails at once is still "restarted"; readiness reads the journal and names why
+    (a better error than `systemctl restart` exiting 1). `reset-failed` exits 1 for a unit systemd has not
+    loaded yet (a first deploy): nothing to forget then."""
+    for argv in deliberate_restart_argvs(spec.unit_name):
+        host.run(argv, timeout=UNIT_TIMEOUT_S, check=False)

@@ -30,18 +30,21 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 ALIAS = "llm-lock"
 CONTENDER = """\
-import json, sys, time
+import dataclasses, json, sys, time
 from pathlib import Path
 from specops.errors import LockHeld
 from specops.host.ssh import connect
 from specops.ops.lock import LockHolder, acquire
 from specops.config.inventory import HostSpec
-config, alias, name, start_at, hold_s, beat_s = sys.argv[1:7]
+config, alias, name, start_at, hold_s, beat_s, machine = sys.argv[1:8]
 spec = HostSpec(name=alias, ssh=alias, python="/usr/bin/python3", model_path="/models/target")
+holder = LockHolder.current(f"specops deploy {alias} ({name})")
+if machine:  # as if it ran on another machine
+    holder = dataclasses.replace(holder, machine=machine, machine_id="0" * 32)
 with connect(spec, ssh_config=Path(config), known_hosts=[]) as host:
     time.sleep(max(0.0, float(start_at) - time.time()))
     try:
-        with acquire(host, LockHolder.current(f"specops deploy {alias} ({name})"), heartbeat_s=float(beat_s)):
+        with acquire(host, holder, heartbeat_s=float(beat_s)):
             print(json.dumps({"name": name, "acquired": True}), flush=True)
             time.sleep(float(hold_s))
     except LockHeld as error:
@@ -71,8 +74,10 @@ def host(ssh_config: Path) -> Iterator[SshHost]:
 def contender(ssh_config: Path, host: SshHost) -> Iterator[Contend]:
     started: list[subprocess.Popen[str]] = []
 
-    def start(name: str, hold_s: float, start_at: float = 0.0, beat_s: float = 15.0) -> subprocess.Popen[str]:
-        argv = [sys.executable, "-c", CONTENDER, str(ssh_config), ALIAS, name, str(start_at), str(hold_s), str(beat_s)]
+    def start(name: str, hold_s: float, start_at: float = 0.0, beat_s: float = 15.0,
+              machine: str = "") -> subprocess.Popen[str]:  # fmt: skip
+        argv = [sys.executable, "-c", CONTENDER, str(ssh_config), ALIAS, name, str(start_at), str(hold_s), str(beat_s),
+                machine]  # fmt: skip
         process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started.append(process)
         return process
@@ -114,8 +119,29 @@ def test_two_processes_race_and_exactly_one_gets_it(contender: Contend, host: Ss
     assert status(host) is None  # the winner released on its way out
 
 
-def test_kill_9_leaves_a_lock_that_turns_stale_and_is_taken_over(contender: Contend, host: SshHost) -> None:
+def test_kill_9_on_this_machine_leaves_a_lock_the_next_acquire_takes_over_at_once(
+    contender: Contend, host: SshHost
+) -> None:
     victim = contender("victim", 600, beat_s=0.5)
+    _wait_for_holder(host, victim.pid)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait(timeout=10)
+    events: list[str] = []
+    with acquire(host, LockHolder.current("rescuer"), stale_after_s=90, on_event=events.append) as lock:
+        assert lock.took_over is not None and lock.took_over.holder is not None
+        assert lock.took_over.holder.pid == victim.pid
+        assert lock.took_over.heartbeat_age_s is not None and lock.took_over.heartbeat_age_s < 90  # not stale
+    assert events == [
+        f"{ALIAS}: took over the lock of a deploy that no longer runs (process {victim.pid} no longer runs on this "
+        f"machine): {lock.took_over.describe()}"
+    ]
+    assert status(host) is None
+
+
+def test_kill_9_on_another_machine_leaves_a_lock_that_turns_stale_and_is_taken_over(
+    contender: Contend, host: SshHost
+) -> None:
+    victim = contender("victim", 600, beat_s=0.5, machine="ci-runner-7")
     _wait_for_holder(host, victim.pid)
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait(timeout=10)

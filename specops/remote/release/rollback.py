@@ -5,7 +5,8 @@ interpreter. Two ops:
 
   rollback SERVICE_DIR UNIT TARGET_ID REASON
       point `current` at TARGET_ID (or, when empty, the newest verified release that is not current), put
-      back the unit text recorded in its manifest, daemon-reload, restart the unit, append to audit.jsonl.
+      back the unit text recorded in its manifest, daemon-reload, reset-failed (so a deliberate restart never
+      counts against StartLimitBurst=), restart the unit, append to audit.jsonl.
   guard SERVICE_DIR UNIT LOCK_DIR STALE_AFTER_S
       run by a systemd timer that the deploy arms before it switches `current`: while the deploy's lock
       heartbeat is fresh it does nothing; if the lock is gone or stale (the CLI was killed) and `current` is
@@ -82,6 +83,8 @@ def op_rollback(service_dir: str, unit: str, target: str, reason: str) -> dict[s
     switched = op_switch(service_dir, release_id)
     unit_changed = restore_unit(service_dir, release_id, unit)
     subprocess.run(["systemctl", "daemon-reload"], check=True, timeout=120)
+    # A deliberate restart: forget the start-rate counter first, so rollbacks never end in start-limit-hit.
+    subprocess.run(["systemctl", "reset-failed", unit], check=False, timeout=120)  # not loaded yet: exits 1
     subprocess.run(["systemctl", "restart", unit], check=True, timeout=600)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (3.8)
     append_audit(

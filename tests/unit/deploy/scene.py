@@ -65,11 +65,16 @@ class DeployScene:
     rollback_reply: dict[str, Any] | None = None  # the host-side rollback's answer (default: back to `current`)
     on_command: dict[str, Callable[[], Answer | None]] = field(default_factory=dict)  # a hook per step command
     server: CannedServer = field(default_factory=CannedServer)
+    lock_holder: str | None = None  # holder.json of a deploy holding the lock when this one starts
 
     def host(self) -> RecordingHost:
         spec, script = self.spec, release_cmd.script_argv(self.spec, "x")[:4]
         host = RecordingHost(HOST, tunnel_factory=self.server.tunnel)
         self.server.add("GET", "/health_generate", (200, b"{}"))
+        if self.lock_holder is not None:  # held; the acquire naming the holder's token takes it over
+            held = f"now=100\nbeat=99\nholder:\n{self.lock_holder}"
+            host.script(lambda argv: argv[4:5] == ("acquire",) and len(argv) == 9, reply(f"state=taken-over\n{held}"))
+            host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", "acquire"], reply(f"state=held\n{held}"))
         for op, answer in (("acquire", "state=acquired\n"), ("heartbeat", "state=beat\n"),
                            ("release", "state=released\nnow=1\n")):  # fmt: skip
             host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", op], reply(answer))

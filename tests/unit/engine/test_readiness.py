@@ -161,3 +161,17 @@ def test_journal_position_is_the_cursor_or_the_host_time() -> None:
 @pytest.fixture(autouse=True)
 def _no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("time.sleep", lambda seconds: pytest.fail("wait_ready slept for real"))
+
+
+def test_a_start_refused_by_the_start_limit_is_named_as_such_not_as_an_exit_status(spec, ddtree) -> None:
+    """The previous process's SIGTERM status (15) is still in ExecMainStatus: it explains nothing."""
+    refused = poll(active="failed", sub="failed", status=15).replace(
+        POLL_MARKER, "Result=start-limit-hit\nStartLimitBurst=3\nStartLimitIntervalUSec=30min\n" + POLL_MARKER
+    )
+    result, _ = run(scripted(refused), spec, ddtree, healths(503), FakeTime())
+    assert not result.ok
+    assert result.reason.startswith(
+        "systemd refused to start the unit: start-limit-hit (StartLimitBurst=3 in StartLimitIntervalSec=30min)"
+    )
+    assert "`systemctl reset-failed sglang.service`" in result.reason
+    assert "status 15" not in result.reason and result.seconds == 0.0
