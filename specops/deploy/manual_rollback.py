@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from specops.config.inventory import HostSpec
 from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host
-from specops.events import Reporter
+from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import audit, lock
 
@@ -28,7 +28,11 @@ def manual_rollback(
 
     `command` is what the lock's holder record shows (default: this process's command line)."""
     holder = lock.LockHolder.current(command)
-    with lock.acquire(host, holder, wait_s=lock_wait_s):
+
+    def say(text: str) -> None:
+        reporter.event(Event(spec.name, "lock", text))
+
+    with lock.acquire(host, holder, wait_s=lock_wait_s, on_event=say) as held:
         result = rollback_host(host, spec, profile_for, target_id, "specops rollback", reporter)
         entry = audit.new_entry(
             "rollback",
@@ -38,6 +42,8 @@ def manual_rollback(
             gates=result.gates.to_json() if result.gates else {},
             message=result.summary,
         )
+        if held.takeover_note:  # a killed deploy's lock, taken over: the log says whose and why
+            entry["lock_taken_over"] = held.takeover_note
         audit.record(host, spec, entry)
     _remember_environment(host, spec, result)
     return result

@@ -98,3 +98,24 @@ def test_deploy_options_out_of_range_are_usage_errors_before_anything_runs(world
         result = world.cli("deploy", HOST, "--build", str(world.folder), option, value)
         assert result.code == 2, (option, result.out, result.err)
         assert option in result.err
+
+
+def test_manual_rollback_takes_over_a_dead_local_holders_lock_says_so_and_records_it(world: World) -> None:
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from specops.ops.lock import LockHolder
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    killed = replace(LockHolder.current("specops deploy gpu1 (killed)"), pid=child.pid)
+    scene = _scene(world, lock_holder=killed.to_json().decode())
+    hosts = [scene.host()]
+    use_scene(world.monkeypatch, scene, hosts, [True])
+    result = world.cli("-v", "rollback", HOST)
+    assert result.code == 0, result.out + result.err
+    assert f"took over the lock of a deploy that no longer runs (process {child.pid}" in result.err
+    entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
+    assert entry["action"] == "rollback" and entry["lock_taken_over"].startswith("took over the lock")
+    assert killed.token not in (world.folder / "state" / "specops" / "audit.jsonl").read_text()
