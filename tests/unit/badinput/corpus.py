@@ -129,7 +129,9 @@ def load_family(path: Path) -> list[Case]:
 
 
 def load_all() -> list[Case]:
-    return [case for path in sorted(CASES_DIR.glob("*.toml")) for case in load_family(path)]
+    """Every CLI case (the hostile engine answers have their own runner: engine_cases.py)."""
+    paths = sorted(path for path in CASES_DIR.glob("*.toml") if path.name != "engine_answers.toml")
+    return [case for path in paths for case in load_family(path)]
 
 
 def _write_files(root: Path, files: dict[str, str]) -> None:
@@ -193,9 +195,9 @@ def run_case(case: Case) -> Outcome:
         return host
 
     out, err = io.StringIO(), io.StringIO()
-    with _scene(case), mock.patch("specops.host.ssh.connect", connect):
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(case.args))
+    patched = mock.patch("specops.host.ssh.connect", connect)
+    with _scene(case), patched, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(case.args))
     calls = [call for host in hosts for call in host.calls]
     outcome = Outcome(code, out.getvalue(), err.getvalue(), [repr(call) for call in calls], [])
     outcome.problems = judge(case, outcome, _writes(calls))
