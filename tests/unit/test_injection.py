@@ -29,7 +29,9 @@ from specops.host.base import checked_argv, wire_command
 from specops.ops import audit, forensics
 
 EXAMPLES: Counter[str] = Counter()
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomize: the same examples on every run (CI stays deterministic); database=None: no .hypothesis/ folder
+PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 
 METACHARS = [*" \t\n\r\x00\x07\x1b$`;|&<>(){}[]*?!#~'\"\\%=:,+@-./_", "$(id)", "`id`", "${IFS}", "\\n", "%n"]
 ATTACKS = ["$(touch /tmp/pwned)", "`reboot`", "a; rm -rf /", "x\nExecStartPre=/bin/sh", "--host=0.0.0.0",
