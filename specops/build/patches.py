@@ -60,6 +60,8 @@ def apply_patch(stage: Path, patch: Path) -> None:
     if shutil.which("patch") is None:
         raise BuildError("GNU patch is not installed on this machine", hint="apt-get install patch")
     text = patch.read_text(encoding="utf-8", errors="replace")
+    if not patch_targets(text):  # GNU patch accepts an empty file as "nothing to do": a wrong file, silently
+        raise BuildError(f"--patch {patch}: names no file to change (empty, or not a diff)")
     level = strip_level(stage, patch_targets(text))
     for relpath in _stripped(patch_targets(text), level):
         _unshare(stage / relpath)

@@ -102,6 +102,8 @@ def stage_build(build: Path, patches: list[Path], workdir: Path, cache_file: Pat
     _link_tree(source_root, stage)
     for patch in patches:
         apply_patch(stage, patch)
+        if not (stage / "sglang" / "__init__.py").is_file():  # the release would not import as a package
+            raise BuildError(f"--patch {patch}: removes sglang/__init__.py; the build would no longer be sglang")
     cache = HashCache(cache_file or default_cache_file())
     files, lines = _scan(stage, cache)
     cache.save()
@@ -132,17 +134,17 @@ def _unpacked_wheel(wheel: Path, workdir: Path) -> Path:
         try:
             with zipfile.ZipFile(wheel) as archive:
                 for info in archive.infolist():
-                    _extract_zip_member(archive, info, partial)
+                    _extract_zip_member(archive, info, partial, wheel)
         except zipfile.BadZipFile as error:
             raise BuildError(f"--build {wheel}: not a valid wheel ({error})") from None
         partial.rename(target)
     return _package_root(target)
 
 
-def _extract_zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, root: Path) -> None:
+def _extract_zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, root: Path, wheel: Path) -> None:
     name = info.filename
     if name.startswith("/") or ".." in name.split("/"):
-        raise BuildError(f"wheel member {name!r} has an absolute or '..' path; refusing to unpack it")
+        raise BuildError(f"--build {wheel}: wheel member {name!r} has an absolute or '..' path; refusing to unpack it")
     path = root / name
     if info.is_dir():
         path.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from specops.cli.options import check_release_option
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 from specops.errors import ExitCode
@@ -36,6 +37,7 @@ def diagnose(
 
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
+    check_release_option("--release", release)
     with ssh_opener(spec)() as connection:
         material = collect(connection, spec, release)
     verdict = decide(build_case(material))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specops.cli.options import JsonOpt
+from specops.cli.options import JsonOpt, check_release_option
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import AppState, state
 from specops.errors import UsageError
@@ -43,6 +43,7 @@ def diff(
     app_state = state(ctx)
     config = app_state.load_config()
     left = config.host(host)
+    check_release_option("--release", release, "last-verified")
     if release is not None:
         material = host_material(app_state, left, release)
         comparison = compare_release(material, material.reference or release)

@@ -45,7 +45,7 @@ def doctor(
         return
     if since_verified and local:
         raise UsageError("--since-verified compares a host with its releases; it does not go with --local")
-    checks = select(only.split(",") if only else None)
+    checks = select(only.split(",") if only is not None else None)
     targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
     if not local:
         targets = _inventory_targets(app_state, names or [], all_hosts, profile)
@@ -93,8 +93,8 @@ def _inventory_targets(
     specs = list(config.inventory.hosts.values()) if all_hosts else config.inventory.select(names)
     targets = []
     for spec in specs:
-        chosen = profile or spec.profile
-        resolved = config.resolve(spec.name, chosen).profile if chosen else None
+        chosen = spec.profile if profile is None else profile
+        resolved = config.resolve(spec.name, chosen).profile if chosen is not None else None
         targets.append(
             DoctorTarget(
                 name=spec.name, spec=spec, profile=resolved, open_host=app_state.opener(spec), python=spec.python

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 app = typer.Typer(help="See or clear a host's deploy lock.", no_args_is_help=True)
 
 StaleAfter = Annotated[
-    float, typer.Option("--stale-after", help="Seconds without a heartbeat after which a lock is stale.")
+    float,
+    typer.Option("--stale-after", min=1, max=86400, help="Seconds without a heartbeat after which a lock is stale."),
 ]
 
 

@@ -19,3 +19,20 @@ AllOpt = Annotated[bool, typer.Option("--all", help="Every host in the inventory
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="Profile (default: the host's).")]
 LockWaitOpt = Annotated[float, typer.Option("--lock-wait", min=0, max=86400, help="Seconds to wait for a held lock.")]
 LinesOpt = Annotated[int, typer.Option("-n", "--lines", min=1, help="How many of the latest lines or entries.")]
+
+
+def check_release_option(flag: str, release_id: str | None, *aliases: str) -> None:
+    """Refuse a malformed release id before connecting: it becomes a path on the host (`../../etc` must never
+    reach the host side, and a usage error is exit 2, not a host's refusal)."""
+    if release_id is None or release_id in aliases:
+        return
+    from specops.commands.release import check_release_id
+    from specops.errors import UsageError
+
+    try:
+        check_release_id(release_id)
+    except ValueError:
+        raise UsageError(
+            f"{flag} {release_id!r} is not a release id",
+            hint="release ids look like 20261130T021407Z-3f9c2a1b7d4e; `specops releases HOST` lists them",
+        ) from None

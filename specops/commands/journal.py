@@ -12,7 +12,6 @@ run's lines (a timestamp can: two runs within the same second). Where no cursor 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 
 SHOW_PROPERTIES = (
@@ -53,10 +52,15 @@ def cursor_argv() -> list[str]:
     return ["journalctl", "-n", "1", "--no-pager", "-o", "cat", "--show-cursor"]
 
 
+POLL_SCRIPT = f'systemctl show "$1" -p {",".join(SHOW_PROPERTIES)}; echo {POLL_MARKER}; shift; journalctl "$@"'
+
+
 def poll_argv(unit: str, position: str | None) -> list[str]:
-    """One command printing `systemctl show` lines, the marker, then the journal since `position`."""
-    script = f"{shlex.join(show_argv(unit))}; echo {POLL_MARKER}; {shlex.join(journal_argv(unit, position))}"
-    return ["sh", "-c", script]
+    """One command printing `systemctl show` lines, the marker, then the journal since `position`.
+
+    The script is a constant: the unit and the position (a cursor the host printed) are its positional
+    arguments, never part of the script text, so no value can reach the shell as code."""
+    return ["sh", "-c", POLL_SCRIPT, "specops-poll", unit, *journal_argv(unit, position)[1:]]
 
 
 def is_cursor(position: str) -> bool:

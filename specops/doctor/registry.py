@@ -36,9 +36,13 @@ def _load_check_modules() -> None:
 def select(only: Iterable[str] | None) -> list[CheckSpec]:
     """The checks named by `--only` (ids or id prefixes like `torchcodec`), or all of them."""
     specs = all_checks()
-    if not only:
+    if only is None:
         return specs
     wanted = [name.strip() for name in only if name.strip()]
+    if not wanted:
+        from specops.errors import UsageError
+
+        raise UsageError("--only names no check", hint="`specops doctor --list` lists the checks")
     chosen = [s for s in specs if any(s.id == w or s.id.startswith(w + ".") for w in wanted)]
     unknown = [w for w in wanted if not any(s.id == w or s.id.startswith(w + ".") for s in specs)]
     if unknown:

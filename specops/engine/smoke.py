@@ -17,6 +17,7 @@ max_new_tokens. Gates (docs/smoke.md):
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -140,7 +141,7 @@ def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeR
 
 def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figures: SmokeFigures) -> list[Gate]:
     info = client.server_info()
-    states = info.get("internal_states") or [{}]
+    states = _as_list(info.get("internal_states")) or [{}]
     figures.update(
         SmokeFigures(
             server_version=info.get("version"),
@@ -161,7 +162,8 @@ def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figure
             "" if algorithm == expected else "the server runs another algorithm than the profile's",
         )
     ]
-    served = [str(card.get("id")) for card in client.models().get("data", []) if isinstance(card, dict)]
+    cards = _as_list(client.models().get("data"))
+    served = [str(card.get("id")) for card in cards if isinstance(card, dict)]
     figures["served_models"] = served
     if spec.served_model_name:
         ok = spec.served_model_name in served
@@ -174,12 +176,14 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
     started = time.monotonic()
     body = client.generate(smoke.prompt, smoke.max_new_tokens, temperature=0.0, ignore_eos=True)
     wall = time.monotonic() - started
-    meta = body.get("meta_info") or {}
-    text = str(body.get("text") or "")
-    tokens = int(meta.get("completion_tokens") or 0)
-    latency = float(meta.get("e2e_latency") or wall)
+    meta = body.get("meta_info")
+    meta = meta if isinstance(meta, dict) else {}
+    raw_text = body.get("text")
+    text = raw_text if isinstance(raw_text, str) else ""
+    tokens = int(_finite(meta.get("completion_tokens")) or 0)
+    latency = _finite(meta.get("e2e_latency")) or wall
     tokens_per_s = tokens / latency if latency > 0 else 0.0
-    accept = meta.get("spec_accept_length")
+    accept = _finite(meta.get("spec_accept_length"))
     figures.update(
         SmokeFigures(
             completion_tokens=tokens,
@@ -205,6 +209,19 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
         _accept_gate(None if accept is None else float(accept), smoke.min_accept_length),
         Gate("output", not degenerate, repr(text[:24]) + ("…" if len(text) > 24 else ""), "real text", degenerate),
     ]
+
+
+def _as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _finite(value: object) -> float | None:
+    """A number the engine reported, or None for anything else (a string, a list, NaN, infinity): an engine
+    that answers the wrong type must fail a gate, not crash the gate."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def _accept_gate(accept: float | None, minimum: float) -> Gate:

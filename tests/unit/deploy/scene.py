@@ -82,6 +82,8 @@ class DeployScene:
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", [PYTHON, "-I", "-"]), reply("{}\n"))
+        # a release's manifest read by `cat --` (status's drift check): these scenes record no fingerprint
+        host.script(["cat", "--"], reply(stderr="cat: manifest.json: No such file or directory\n", exit_code=1))
         self._script_release_ops(host, script)
         self._script_gates(host)
         for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"],

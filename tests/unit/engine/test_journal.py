@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
-
 from specops.commands import journal
 
 
-def test_poll_is_one_shell_command_with_the_cursor_quoted_once() -> None:
+def test_poll_is_one_shell_command_with_the_unit_and_cursor_as_arguments() -> None:
     argv = journal.poll_argv("sglang.service", "s=ab;i=1f;b=9")
-    assert argv[:2] == ["sh", "-c"] and len(argv) == 3
-    show, journal_cmd = argv[2].split(f"; echo {journal.POLL_MARKER}; ")
-    assert shlex.split(show) == journal.show_argv("sglang.service")
-    assert shlex.split(journal_cmd)[-2:] == ["--after-cursor", "s=ab;i=1f;b=9"]
+    assert argv[:4] == ["sh", "-c", journal.POLL_SCRIPT, "specops-poll"]
+    assert argv[4] == "sglang.service"
+    assert ["journalctl", *argv[5:]] == journal.journal_argv("sglang.service", "s=ab;i=1f;b=9")
+    assert argv[-2:] == ["--after-cursor", "s=ab;i=1f;b=9"] and "s=ab" not in argv[2]
 
 
 def test_time_positions_use_since_and_none_reads_everything() -> None:

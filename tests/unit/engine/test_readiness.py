@@ -82,7 +82,7 @@ def test_503_while_starting_then_200_is_ready(spec, ddtree) -> None:
     assert result.seconds == 3.0 and result.phase == "ready" and result.last_line == READY
     assert [phase for phase, _ in seen] == ["loading weights", "loading weights", "warming up", "ready"]
     polls = host.commands
-    assert "--after-cursor 's=start;i=0'" in polls[0][2] and "--after-cursor 's=abc;i=1'" in polls[1][2]
+    assert polls[0][-2:] == ("--after-cursor", "s=start;i=0") and polls[1][-2:] == ("--after-cursor", "s=abc;i=1")
 
 
 def test_active_unit_without_health_200_is_never_ready(spec, ddtree) -> None:
