@@ -172,7 +172,8 @@ class _TunnelTransport:
     def __init__(self, host: Host, address: str, port: int) -> None:
         import httpcore
 
-        backend = cast("httpcore.NetworkBackend", _TunnelBackend(host, address, port))
+        self._backend = _TunnelBackend(host, address, port)
+        backend = cast("httpcore.NetworkBackend", self._backend)
         self._pool = httpcore.ConnectionPool(network_backend=backend, max_keepalive_connections=0, retries=0)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -191,6 +192,7 @@ class _TunnelTransport:
             content=cast("httpx.SyncByteStream", request.stream),
             extensions=request.extensions,
         )
+        self._backend.deadline.start(request.extensions.get("timeout", {}).get("read"))
         try:
             core_response = self._pool.handle_request(core_request)
             try:
@@ -225,11 +227,41 @@ def _httpx_error(error: Exception, request: httpx.Request, fallback: type[httpx.
     return kind(str(error) or type(error).__name__, request=request)
 
 
+class _Deadline:
+    """One request's whole budget. httpx's read timeout bounds each read, so an engine that drips one byte
+    just under it would hold a gate for ever; every read of a request shares this budget instead (the
+    request's read timeout, counted from the request's start)."""
+
+    def __init__(self) -> None:
+        self.budget: float | None = None
+        self.ends: float | None = None
+
+    def start(self, budget: object) -> None:
+        import time
+
+        self.budget = float(budget) if isinstance(budget, int | float) else None
+        self.ends = None if self.budget is None else time.monotonic() + self.budget
+
+    def remaining(self, per_read: float | None) -> float | None:
+        """The timeout for the next read: the per-read one, cut to what is left of the budget."""
+        import time
+
+        import httpcore
+
+        if self.ends is None:
+            return per_read
+        left = self.ends - time.monotonic()
+        if left <= 0:
+            raise httpcore.ReadTimeout(f"the engine's answer took longer than {self.budget:g} s in all")
+        return left if per_read is None else min(per_read, left)
+
+
 class _TunnelBackend:
     """httpcore NetworkBackend (duck-typed): every "TCP connection" is a tunnel to the engine on the host."""
 
     def __init__(self, host: Host, address: str, port: int) -> None:
         self._host, self._address, self._port = host, address, port
+        self.deadline = _Deadline()
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, **_: Any) -> _TunnelStream:
         import httpcore
@@ -238,7 +270,7 @@ class _TunnelBackend:
             tunnel = self._host.open_tunnel(self._address, self._port)
         except SpecopsError as error:  # refused (nothing listens) or the SSH connection is gone
             raise httpcore.ConnectError(error.message) from error
-        return _TunnelStream(tunnel)
+        return _TunnelStream(tunnel, self.deadline)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None, **_: Any) -> _TunnelStream:
         import httpcore
@@ -254,13 +286,13 @@ class _TunnelBackend:
 class _TunnelStream:
     """httpcore NetworkStream (duck-typed) over a socket-like tunnel: an SSH channel or a TCP socket."""
 
-    def __init__(self, tunnel: Tunnel) -> None:
-        self._tunnel = tunnel
+    def __init__(self, tunnel: Tunnel, deadline: _Deadline | None = None) -> None:
+        self._tunnel, self._deadline = tunnel, deadline or _Deadline()
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         import httpcore
 
-        self._tunnel.settimeout(timeout)
+        self._tunnel.settimeout(self._deadline.remaining(timeout))
         try:
             return self._tunnel.recv(max_bytes)
         except TimeoutError as error:  # socket.timeout is TimeoutError; paramiko raises it too
