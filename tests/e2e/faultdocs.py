@@ -23,15 +23,21 @@ def render_block(points: dict[str, Finding], others: dict[str, Finding], wall_s:
              "|---|---|---|---|---|"]  # fmt: skip
     for name, finding in points.items():
         fault, point = name.split(" @ ", 1)
-        result = "safe" if finding.ok else "UNSAFE: " + "; ".join(finding.problems)[:160].replace("|", "/")
+        result = "safe" if finding.ok else "UNSAFE: " + _summary(finding)
         lines.append(f"| {fault} | {point} | {result} | {finding.facts.get('serving', '-')} | "
                      f"{'yes' if finding.facts.get('lock_left') else 'no'} |")  # fmt: skip
     lines += ["", "| scenario | result |", "|---|---|"]
     for name, finding in others.items():
-        result = "passed" if finding.ok else "FAILED: " + "; ".join(finding.problems)[:200].replace("|", "/")
+        result = "passed" if finding.ok else "FAILED: " + _summary(finding)
         lines.append(f"| {name} | {result} |")
-    lines += ["", f"Suite wall time: {wall_s:.0f} s.", END]
+    lines += ["", f"Suite wall time: {wall_s:.0f} s (scenarios in parallel, one test host each).", END]
     return "\n".join(lines) + "\n"
+
+
+def _summary(finding: Finding) -> str:
+    """The first line of each problem, shortened: a table cell, not a log."""
+    firsts = [problem.strip().splitlines()[0] if problem.strip() else "?" for problem in finding.problems]
+    return "; ".join(firsts)[:200].replace("|", "/")
 
 
 def write_block(block: str, path: Path = DOC) -> None:

@@ -161,7 +161,7 @@ def disk_full(scene: FaultScene, findings: dict[str, Finding]) -> None:
     message = full.out + full.err
     finding.facts.update(exit=full.code, message=message.strip()[-300:])
     finding.expect(full.code not in (0, 70), f"the full disk ended as exit {full.code}: {message[-400:]}")
-    finding.expect("No space left" in message or "disk full" in message.lower(),
+    finding.expect("no space left" in message.lower() or "disk full" in message.lower(),
                    f"the error does not name the full disk: {message[-400:]}")  # fmt: skip
     finding.expect("Traceback" not in message, "a traceback reached the operator")
     served = scene.status()

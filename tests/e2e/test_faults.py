@@ -82,6 +82,12 @@ def test_a_full_disk_mid_push_is_a_clean_error_and_leaves_nothing_behind(finding
     assert finding.ok, f"{finding.problems} ({finding.facts})"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect today: the unit's StartLimitBurst=3 (in StartLimitIntervalSec=1800) counts specops's own "
+    "restarts, so the 4th deploy within 30 minutes ends in start-limit-hit and rolls back. Intentional restarts "
+    "must reset-failed first; once they do this test passes and strict=True makes that XPASS fail: remove this mark.",
+)
 def test_ten_deploys_in_a_row_to_one_host_all_succeed(findings: dict[str, Finding]) -> None:
     finding = findings[IN_A_ROW]
     assert finding.ok, f"{finding.problems} ({finding.facts})"
