@@ -54,5 +54,7 @@ def reply_hint(kind: str) -> str:
         "exists": "a release with this id exists already: wait a second and push again",
         "unsafe": "the tar stream was refused as unsafe; this is a bug in specops if it came from a push",
         "unfinished": "that release's push did not verify: push again",
+        "disk-full": "free space on that filesystem (`df -h` on the host; lower keep_releases, or remove other files)"
+        ", then deploy again",
         "current": "specops manages `current` as a symlink to releases/<id>",
     }.get(kind, "")

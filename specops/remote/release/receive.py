@@ -15,6 +15,7 @@ results also feed the new record.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -267,6 +268,34 @@ def op_receive(
     except FileExistsError:
         raise Refused("exists", "release " + release_id + " already exists on the host") from None
     open(os.path.join(root, UNFINISHED), "w").close()
+    try:
+        return {"id": release_id, **fill_release(service_dir, root, base_dir, expected, extractor)}
+    except (Refused, OSError) as error:
+        if not is_disk_full(error):
+            raise  # left `unfinished`: a later deploy's prune removes it
+        shutil.rmtree(root, ignore_errors=True)  # a partial release on a full disk would block every later push
+        raise Refused(
+            "disk-full",
+            "no space left on the disk of "
+            + releases
+            + " while receiving release "
+            + release_id
+            + "; the partial release was removed ("
+            + str(error)[-300:]
+            + ")",
+        ) from None
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """ENOSPC/EDQUOT from Python, or GNU tar's words for them ("Wrote only N of M bytes" is its short write)."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(error)
+    return "No space left on device" in text or "Disk quota exceeded" in text or "Wrote only" in text
+
+
+def fill_release(service_dir: str, root: str, base_dir: str | None, expected: str, extractor: str) -> dict[str, Any]:
+    """Unpack the stream into the new release, hard-link the rest from the base, verify the tree hash."""
     written: dict[tuple[int, int, int], str] = {}
     streamed: dict[str, tuple[int, int, str]] = {}
     if extractor == "tar" or (extractor == "auto" and shutil.which("tar")):
@@ -291,4 +320,4 @@ def op_receive(
         raise Refused("mismatch", "tree hash mismatch in " + root, expected=expected, actual=actual, files=differing)
     save_verified(service_dir, entries, stats)
     os.unlink(os.path.join(root, UNFINISHED))
-    return {"id": release_id, "tree_hash": actual, "received": len(received), **counts}
+    return {"tree_hash": actual, "received": len(received), **counts}
