@@ -79,3 +79,24 @@ def restart_argv(unit_name: str) -> list[str]:
 def deliberate_restart_argvs(unit_name: str) -> list[list[str]]:
     """What every intentional restart runs, in order: the plan shows these and the executor runs them."""
     return [reset_failed_argv(unit_name), restart_argv(unit_name)]
+
+
+MANAGED_HEADER = "# Managed by specops."  # the first line of every unit specops writes (units/*.j2)
+
+
+def is_managed(text: str) -> bool:
+    """Whether a unit file is one specops wrote: it never overwrites or restarts any other."""
+    return text.startswith(MANAGED_HEADER)
+
+
+def unmanaged_reason(unit_name: str, load_state: str, fragment_path: str, text: str | None) -> str | None:
+    """Why `unit_name` on the host is not specops's to write, or None when it is (or does not exist yet).
+
+    A unit systemd loads from another file (a vendor unit under /lib or /usr/lib: `ssh.service`) would be
+    overridden by a file in /etc; one in /etc without specops's header belongs to someone else."""
+    ours = unit_path(unit_name)
+    if load_state not in ("", "not-found") and fragment_path and fragment_path != ours:
+        return f"{unit_name} is a unit specops does not manage (systemd loads it from {fragment_path})"
+    if text is not None and not is_managed(text):
+        return f"{ours} exists and was not written by specops (its first line is not {MANAGED_HEADER!r})"
+    return None

@@ -78,6 +78,10 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
         scratch = units.verify_path(spec.unit_name)
         commands += [
             run(units.read_unit_argv(spec.unit_name)),
+            run(
+                units.show_argv(spec.unit_name, ["LoadState", "FragmentPath"]),
+                note="a unit specops does not manage stops the deploy here: nothing is written",
+            ),
             run(units.mkdir_argv(units.VERIFY_DIR)),
             put(scratch, 0o644, "the new unit"),
             run(units.verify_argv(spec.unit_name), note="skipped by systemd when systemd-analyze is missing"),

@@ -10,11 +10,12 @@ from specops.commands.units import (
     parse_show,
     show_argv,
     unit_path,
+    unmanaged_reason,
     verify_argv,
     verify_path,
 )
 from specops.config.inventory import HostSpec
-from specops.errors import SpecopsError
+from specops.errors import ExitCode, SpecopsError
 from specops.host.base import Host
 
 UNIT_TIMEOUT_S = 60.0
@@ -43,9 +44,25 @@ def install_env_file(host: Host, spec: HostSpec, text: str) -> None:
     host.put(text.encode("utf-8"), spec.env_file, mode=0o600)
 
 
+class UnitNotManaged(SpecopsError):
+    """The unit's name belongs to a unit specops did not write: writing it could take the host down (ssh)."""
+
+    exit_code = ExitCode.CHECKS_FAILED
+
+
 def install_unit(host: Host, spec: HostSpec, text: str) -> UnitChange:
-    """Verify the unit under a scratch path (when systemd-analyze exists), move it in, daemon-reload if needed."""
+    """Verify the unit under a scratch path (when systemd-analyze exists), move it in, daemon-reload if needed.
+
+    Checked again right before writing (the preflight checked it too): a unit specops does not manage is
+    never overwritten, whatever --force says."""
     old = read_unit(host, spec)
+    state = parse_show(host.run(show_argv(spec.unit_name, ["LoadState", "FragmentPath"]), timeout=UNIT_TIMEOUT_S).text)
+    reason = unmanaged_reason(spec.unit_name, state.get("LoadState", ""), state.get("FragmentPath", ""), old)
+    if reason is not None:
+        raise UnitNotManaged(
+            f"{spec.name}: {reason}; nothing was written",
+            hint=f"name the engine's own unit with hosts.{spec.name}.service (e.g. 'sglang')",
+        )
     verified = _verify(host, spec, text)
     if old != text:
         host.put(text.encode("utf-8"), unit_path(spec.unit_name), mode=0o644)

@@ -197,6 +197,7 @@ class UnitFacts(_Facts):
     n_restarts: int | None = None
     fragment_path: str | None = None
     fragment_sha256: str | None = None  # sha256 of the unit file systemd loaded
+    fragment_head: str | None = None  # its first line (specops's units start with "# Managed by specops.")
 
 
 class ReleaseFacts(_Facts):

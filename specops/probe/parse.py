@@ -151,8 +151,9 @@ def parse_unit(data: Raw | None) -> UnitFacts | None:
     if not data:
         return None
     unit = parse_unit_show(str(data.get("name")), _out(data.get("show")))
-    sha = data.get("fragment_sha256")
-    return unit.model_copy(update={"fragment_sha256": sha if isinstance(sha, str) else None})
+    sha, head = data.get("fragment_sha256"), data.get("fragment_head")
+    return unit.model_copy(update={"fragment_sha256": sha if isinstance(sha, str) else None,
+                                   "fragment_head": head if isinstance(head, str) else None})  # fmt: skip
 
 
 def parse_host_facts(raw: Raw) -> HostFacts:

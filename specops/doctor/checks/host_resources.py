@@ -113,6 +113,29 @@ def port_free(ctx: CheckContext) -> CheckResult:
     )
 
 
+@check("unit.managed", "the service name is specops's own unit (never a system unit such as ssh)")
+def unit_managed(ctx: CheckContext) -> CheckResult:
+    from specops.commands.units import unmanaged_reason
+
+    host, unit = ctx.host, ctx.facts.unit
+    if host is None:
+        return skipped("unit.managed", "no host config (--local): no unit")
+    if unit is None or not unit.exists:
+        return passed("unit.managed", f"{host.unit_name} does not exist yet: a deploy creates it")
+    head = unit.fragment_head
+    reason = unmanaged_reason(host.unit_name, "loaded", unit.fragment_path or "", None if head is None else head)
+    evidence = [f"FragmentPath: {unit.fragment_path or '-'}", f"first line: {head if head is not None else '-'}"]
+    if reason is None:
+        return passed("unit.managed", f"{host.unit_name} is specops's own unit", evidence)
+    return failed(
+        "unit.managed",
+        reason,
+        f"name the engine's own unit with {host_key(host, 'service')} (e.g. 'sglang'): specops never overwrites "
+        "or restarts a unit it does not manage, even with --force",
+        evidence,
+    )
+
+
 @check("unit.environment", "CUDA_HOME and $CUDA_HOME/bin on PATH reach the installed unit (FlashInfer JIT)")
 def unit_environment(ctx: CheckContext) -> CheckResult:
     host, unit = ctx.host, ctx.facts.unit

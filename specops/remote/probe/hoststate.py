@@ -223,7 +223,25 @@ def gather_unit(request: dict[str, Any]) -> dict[str, Any] | None:
     if not unit or not os.path.isdir("/run/systemd/system"):
         return None
     show = first_found([["systemctl", "show", unit, "-p", UNIT_PROPERTIES]])
-    return {"name": unit, "show": show, "fragment_sha256": _fragment_sha256(show.get("out") or "")}
+    text = show.get("out") or ""
+    return {
+        "name": unit,
+        "show": show,
+        "fragment_sha256": _fragment_sha256(text),
+        "fragment_head": _fragment_head(text),
+    }
+
+
+def _fragment_head(show_text: str) -> str | None:
+    """The first line of the unit file systemd loaded: specops's own units start with its header."""
+    for line in show_text.splitlines():
+        if line.startswith("FragmentPath=") and line[len("FragmentPath=") :].strip():
+            try:
+                with open(line[len("FragmentPath=") :].strip(), encoding="utf-8", errors="replace") as handle:
+                    return handle.readline(200).rstrip("\n")
+            except OSError:
+                return None
+    return None
 
 
 def _fragment_sha256(show_text: str) -> str | None:

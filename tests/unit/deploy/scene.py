@@ -90,6 +90,12 @@ class DeployScene:
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"]):  # fmt: skip
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
+        fragment = (
+            f"LoadState=loaded\nFragmentPath=/etc/systemd/system/{spec.unit_name}\n"
+            if self.unit is not None
+            else "LoadState=not-found\nFragmentPath=\n"
+        )
+        host.script(["systemctl", "show", spec.unit_name, "-p", "LoadState,FragmentPath"], reply(fragment))
         host.script(
             ["head", "-n", "1", "--"], reply(stderr="head: cannot open: No such file\n", exit_code=1)
         )  # no guard

@@ -109,7 +109,8 @@ def test_a_changed_unit_on_the_serving_tree_makes_a_new_release_and_keeps_the_ol
     world: World,
 ) -> None:
     current = "20260101T000000Z-same"
-    scene = world.scene(releases=[release(current, world.tree_hash)], current=current, unit="[Unit]\nold\n")
+    scene = world.scene(releases=[release(current, world.tree_hash)], current=current,
+                        unit="# Managed by specops. An older render.\n[Unit]\nold\n")  # fmt: skip
     run = world.run(scene)
     assert run.plan["unit_changed"] is True and run.plan["rollback_to"] == current
     assert run.plan["release"] != current and run.plan["push"]["base"] == current
@@ -173,3 +174,19 @@ def test_a_cancelled_fleet_stops_each_host_at_its_next_step(world: World) -> Non
                     lambda name: host_plan.target.profile)  # fmt: skip
     assert host.commands[-1][4] == "release"  # the lock, released last
     assert not [call for call in host.calls if call.kind == "put"]  # stopped before the unit step
+
+
+def test_a_unit_specops_did_not_write_is_never_overwritten_or_restarted(world: World) -> None:
+    """`service = "sshd"` slipped past the config check (a name not on its list): the installed unit has no
+    "Managed by specops" header, so the deploy stops before writing it, whatever --force says."""
+    current = "20260101T000000Z-same"
+    scene = world.scene(releases=[release(current, world.tree_hash)], current=current,
+                        unit="[Unit]\nDescription=OpenSSH server\n")  # fmt: skip
+    run = world.run(scene, "--force")
+    assert (run.outcome["outcome"], run.result.code) == ("error", 1)
+    assert "was not written by specops" in run.outcome["cause"] + run.result.err
+    written = [call.path for call in run.host.calls if call.kind == "put"]
+    assert "/etc/systemd/system/sglang.service" not in written
+    assert not [
+        argv for argv in run.host.commands if argv[:2] in (("systemctl", "restart"), ("systemctl", "daemon-reload"))
+    ]

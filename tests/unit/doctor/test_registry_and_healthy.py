@@ -30,6 +30,7 @@ EXPECTED_ORDER = [
     "gpu.memory_free",
     "disk.free",
     "port.free",
+    "unit.managed",
     "unit.environment",
     "limits",
 ]
@@ -89,6 +90,7 @@ def test_local_doctor_on_a_cpu_machine_skips_what_needs_host_config_or_gpus() ->
         "model.draft_target_dims",
         "gpu.memory_free",
         "port.free",
+        "unit.managed",
         "unit.environment",
     }
     assert results["ssh.reachable"].summary == "probed this machine (--local): gpu-one in 0.4 s"
@@ -106,3 +108,22 @@ def test_every_problem_comes_with_a_hint() -> None:
             assert result.status is not Status.ERROR, result.summary
             assert result.hint, f"{result.id} {result.status}: {result.summary}"
             assert result.evidence or result.id == "model.paths", f"{result.id} shows what it read"
+
+
+def test_a_unit_specops_did_not_write_fails_the_preflight() -> None:
+    from specops.doctor.checks.host_resources import unit_managed
+    from specops.probe.facts import UnitFacts
+
+    base = healthy_facts()
+    vendor = UnitFacts(name="sglang.service", exists=True, fragment_path="/lib/systemd/system/sglang.service",
+                       fragment_head="[Unit]")  # fmt: skip
+    result = unit_managed(context(base.model_copy(update={"unit": vendor})))
+    assert result.status is Status.FAIL
+    assert result.summary == (
+        "sglang.service is a unit specops does not manage (systemd loads it from /lib/systemd/system/sglang.service)"
+    )
+    foreign = vendor.model_copy(update={"fragment_path": "/etc/systemd/system/sglang.service"})
+    result = unit_managed(context(base.model_copy(update={"unit": foreign})))
+    assert result.status is Status.FAIL and "was not written by specops" in result.summary
+    ours = foreign.model_copy(update={"fragment_head": "# Managed by specops. Do not edit."})
+    assert unit_managed(context(base.model_copy(update={"unit": ours}))).status is Status.PASS
