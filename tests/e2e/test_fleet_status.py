@@ -39,11 +39,12 @@ def test_status_of_a_group_with_a_stopped_host(
     assert table.code == 4, table.out + table.err
     lines = table.out.splitlines()
     assert lines[0].split() == ["HOST", "RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH", "TOK/S",
-                                "ACCEPT"]  # fmt: skip
+                                "ACCEPT", "DRIFT"]  # fmt: skip
     rows = {line.split()[0]: line.split() for line in lines[1:4]}
     assert list(rows) == [serving.name, idle.name, stopped.name]
     assert rows[serving.name][1:5] == [str(outcome["release"]), "ddtree", "yes", "active/running"]
     assert rows[serving.name][6] == "200"
+    assert rows[serving.name][-1] == "none"  # the fingerprint recorded at preflight, nothing changed since
     assert rows[idle.name][1:4] == ["-", "-", "NO"]
     assert rows[stopped.name][1] == "unreachable"
     assert any(line.startswith(f"{stopped.name}: ") for line in lines[4:]), table.out
@@ -52,6 +53,7 @@ def test_status_of_a_group_with_a_stopped_host(
     assert list(document) == [serving.name, idle.name, stopped.name]
     assert document[serving.name]["verified"] is True and document[serving.name]["health"] == 200
     assert document[serving.name]["figures"]["tokens_per_s"] > 0
+    assert document[serving.name]["drift"] == [] and document[idle.name]["drift"] is None
     assert document[idle.name]["current"] is None and document[idle.name]["exit_code"] == 1
     assert document[stopped.name]["unreachable"] is True and document[stopped.name]["exit_code"] == 4
 
