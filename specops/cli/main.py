@@ -134,12 +134,26 @@ def _run(args: list[str]) -> int:
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
     except Exception as error:  # the last line of defence: one line, not a traceback
+        if _while_interrupted(error):  # a cleanup that failed while Ctrl-C unwound the stack: still Ctrl-C
+            return int(ExitCode.INTERRUPTED)
         if debug:
             raise
         from specops.cli.output import report_internal_error
 
         return report_internal_error(error)
     return 0
+
+
+def _while_interrupted(error: BaseException) -> bool:
+    """Whether `error` was raised while a KeyboardInterrupt was being handled (its context chain holds one)."""
+    seen: set[int] = set()
+    current: BaseException | None = error.__context__
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__context__
+    return False
 
 
 def entry() -> None:
