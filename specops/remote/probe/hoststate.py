@@ -232,25 +232,34 @@ def gather_unit(request: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _fragment_head(show_text: str) -> str | None:
-    """The first line of the unit file systemd loaded: specops's own units start with its header."""
+def _fragment_path(show_text: str) -> str | None:
+    """The unit file systemd loaded (FragmentPath in `systemctl show`), or None."""
     for line in show_text.splitlines():
         if line.startswith("FragmentPath=") and line[len("FragmentPath=") :].strip():
-            try:
-                with open(line[len("FragmentPath=") :].strip(), encoding="utf-8", errors="replace") as handle:
-                    return handle.readline(200).rstrip("\n")
-            except OSError:
-                return None
+            return line[len("FragmentPath=") :].strip()
     return None
+
+
+def _fragment_head(show_text: str) -> str | None:
+    """The first line of the unit file systemd loaded: specops's own units start with its header."""
+    path = _fragment_path(show_text)
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.readline(200).rstrip("\n")
+    except OSError:
+        return None
 
 
 def _fragment_sha256(show_text: str) -> str | None:
     """sha256 of the unit file systemd loaded (FragmentPath): the unit's hash in the environment fingerprint."""
-    for line in show_text.splitlines():
-        if line.startswith("FragmentPath=") and line[len("FragmentPath=") :].strip():
-            try:
-                with open(line[len("FragmentPath=") :].strip(), "rb") as handle:
-                    return hashlib.sha256(handle.read()).hexdigest()
-            except OSError:
-                return None
+    path = _fragment_path(show_text)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
     return None
