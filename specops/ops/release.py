@@ -151,6 +151,8 @@ class PushSession:
             raise self._host_answer_after(local) from None
         self._command.close_input()
         reply = self._reply()
+        if reply.get("replaced_unfinished"):
+            say(f"replaced the unfinished release {release_id} that a stopped push had left")
         remember_tree(staged)
         return PushResult(
             release_id=release_id,

@@ -15,7 +15,6 @@ results also feed the new record.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -26,6 +25,7 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.claim import claim_release_dir, is_disk_full
 from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, checked_schema
 from specops.remote.release.script import (
     MANIFEST,
@@ -263,13 +263,10 @@ def op_receive(
     if base_dir is not None and not os.path.isdir(base_dir):
         raise Refused("base", "base release " + base_id + " does not exist on the host")
     os.makedirs(releases, exist_ok=True)
+    replaced = claim_release_dir(releases, release_id)
     try:
-        os.mkdir(root)
-    except FileExistsError:
-        raise Refused("exists", "release " + release_id + " already exists on the host") from None
-    open(os.path.join(root, UNFINISHED), "w").close()
-    try:
-        return {"id": release_id, **fill_release(service_dir, root, base_dir, expected, extractor)}
+        filled = fill_release(service_dir, root, base_dir, expected, extractor)
+        return {"id": release_id, "replaced_unfinished": replaced, **filled}
     except (Refused, OSError) as error:
         if not is_disk_full(error):
             raise  # left `unfinished`: a later deploy's prune removes it
@@ -284,14 +281,6 @@ def op_receive(
             + str(error)[-300:]
             + ")",
         ) from None
-
-
-def is_disk_full(error: BaseException) -> bool:
-    """ENOSPC/EDQUOT from Python, or GNU tar's words for them ("Wrote only N of M bytes" is its short write)."""
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    text = str(error)
-    return "No space left on device" in text or "Disk quota exceeded" in text or "Wrote only" in text
 
 
 def fill_release(service_dir: str, root: str, base_dir: str | None, expected: str, extractor: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ relies on to push with one login shell, and what a malformed or refused conversa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -142,3 +143,37 @@ def test_a_local_tar_failure_mid_push_is_an_error_and_the_release_stays_unfinish
     assert "the host then refused the push: local: file 'sglang/launch_server.py' was neither sent" in str(caught.value)
     [release] = push.list_releases(host, spec)
     assert (release.id, release.complete) == ("r-01", False)  # never switched to, never a rollback target
+
+
+@pytest.mark.parametrize("leftover", ["unfinished", "neither marker nor manifest"])
+def test_a_push_replaces_the_unfinished_release_of_the_same_id_that_a_killed_push_left(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path, leftover: str
+) -> None:
+    """Same build, same second: a deploy killed mid-push and the next one ask for the same release id."""
+    root = Path(spec.service_dir) / "releases" / "r-01"
+    root.mkdir(parents=True)
+    (root / "half-written.bin").write_bytes(b"x" * 100)
+    if leftover == "unfinished":
+        (root / "unfinished").touch()
+    said: list[str] = []
+    result = push.push_release(
+        host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01", progress=said.append
+    )
+    assert result.release_id == "r-01"
+    assert not (root / "half-written.bin").exists() and not (root / "unfinished").exists()
+    assert "replaced the unfinished release r-01 that a stopped push had left" in said
+    assert [r.id for r in push.list_releases(host, spec) if r.complete] == ["r-01"]
+    assert not [name for name in os.listdir(root.parent) if name.startswith(".trash")]
+
+
+def test_a_symlink_named_like_the_release_is_never_followed_or_replaced(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "unfinished").touch()
+    (Path(spec.service_dir) / "releases").mkdir(parents=True)
+    (Path(spec.service_dir) / "releases" / "r-01").symlink_to(elsewhere)
+    with pytest.raises(ReleaseError, match="release r-01 already exists on the host"):
+        push.push_release(host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01")
+    assert sorted(os.listdir(elsewhere)) == ["unfinished"]

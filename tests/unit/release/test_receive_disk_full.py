@@ -15,7 +15,7 @@ from typing import IO
 import pytest
 
 from specops.ops.release_replies import reply_hint
-from specops.remote.release import receive
+from specops.remote.release import claim, receive
 from specops.remote.release.hostdata import Refused
 
 
@@ -51,6 +51,6 @@ def test_other_refusals_leave_the_release_unfinished_for_the_next_prune(
 
 
 def test_enospc_and_edquot_from_python_count_as_a_full_disk() -> None:
-    assert receive.is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
-    assert receive.is_disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))
-    assert not receive.is_disk_full(OSError(errno.EACCES, "Permission denied"))
+    assert claim.is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
+    assert claim.is_disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    assert not claim.is_disk_full(OSError(errno.EACCES, "Permission denied"))
