@@ -76,7 +76,8 @@ class _Held:
         who = f"{holder.who} pid {holder.pid}" if holder else "unknown"
         since = format_age(info.age_s) + " ago" if info.age_s is not None else "?"
         beat = "never" if info.heartbeat_age_s is None else f"{format_age(info.heartbeat_age_s)} ago"
-        return ["locked", who, since, beat, "yes" if info.stale else "no"]
+        stale = "dead holder" if info.holder_dead else "yes" if info.stale else "no"
+        return ["locked", who, since, beat, stale]
 
 
 @app.command("release")
@@ -121,6 +122,8 @@ def _print_status(name: str, info: LockInfo | None) -> None:
                 ("version", f"specops {holder.version}")]  # fmt: skip
     stale = f"yes (no heartbeat for over {info.stale_after_s:g}s)" if info.stale else "no"
     rows += [("heartbeat", beat), ("stale", stale)]
+    if info.holder_dead:
+        rows.append(("dead", f"{info.holder_dead}: the next deploy takes the lock over"))
     console.print(f"{name}: locked", markup=False)
     for label, value in rows:
         console.print(f"  {label + ':':<11} {value}", markup=False)

@@ -89,6 +89,12 @@ class LockInfo:
         return self.heartbeat_age_s is not None and self.heartbeat_age_s > self.stale_after_s
 
     @property
+    def holder_dead(self) -> str:
+        """Why the holder provably no longer runs (a process on THIS machine that is gone), or "": then the next
+        deploy takes the lock over at once, whatever the heartbeat says."""
+        return dead_here(self.holder, need_machine_id=False) if self.holder is not None else ""
+
+    @property
     def age_s(self) -> float | None:
         """Seconds since the lock was taken (holder's clock vs ours: for people, not for decisions)."""
         if self.holder is None:
@@ -112,7 +118,8 @@ class LockInfo:
         if holder:
             holder.pop("token")
         return {"host": self.host, "holder": holder, "age_s": self.age_s, "heartbeat_age_s": self.heartbeat_age_s,
-                "stale_after_s": self.stale_after_s, "stale": self.stale}  # fmt: skip
+                "stale_after_s": self.stale_after_s, "stale": self.stale,
+                "holder_dead": self.holder_dead or None}  # fmt: skip
 
 
 def local_who() -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -56,6 +58,28 @@ def test_status_names_the_holder_and_says_not_stale(
     document = json.loads(stale.out)
     assert (stale.code, document["locked"], document["lock"]["stale"]) == (0, True, True)
     assert document["lock"]["heartbeat_age_s"] >= 199 and "token" not in document["lock"]["holder"]
+
+
+def test_status_says_when_the_holder_is_a_dead_process_of_this_machine(
+    capsys: pytest.CaptureFixture[str], inventory: Path, root: str
+) -> None:
+    """A deploy killed with -9 on this machine: its heartbeat is fresh, yet the next deploy takes the lock over."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    holder = replace(LockHolder.current("specops deploy llm-two"), pid=gone.pid, process_start="")
+    with acquire(LocalHost("llm-two"), holder, heartbeat_s=60):
+        text = run_cli(capsys, "lock", "status", "llm-two")
+        document = json.loads(run_cli(capsys, "lock", "status", "llm-two", "--json").out)
+    assert text.code == 0 and "  stale:      no" in text.out
+    dead = f"  dead:       process {gone.pid} no longer runs on this machine: the next deploy takes the lock over"
+    assert text.out.splitlines()[-1] == dead
+    assert document["lock"]["holder_dead"] == f"process {gone.pid} no longer runs on this machine"
+
+
+def test_status_of_a_live_holder_has_no_dead_line(capsys: pytest.CaptureFixture[str], held: HostLock) -> None:
+    document = json.loads(run_cli(capsys, "lock", "status", "llm-two", "--json").out)
+    assert document["lock"]["holder_dead"] is None  # another machine's holder: its heartbeat decides
+    assert "dead:" not in run_cli(capsys, "lock", "status", "llm-two").out
 
 
 def test_release_refuses_a_live_holder_with_exit_6(capsys: pytest.CaptureFixture[str], held: HostLock) -> None:
