@@ -68,12 +68,16 @@ def deploy_host(
         reporter.event(Event(spec.name, "lock", text))
 
     holder = lock.LockHolder.current(options.command)
+    locked = False
     try:
         with open_host() as host, lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say) as held:
+            locked = True
             outcome.lock_taken_over = held.takeover_note
             _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for).run()
         _record(open_host, host_plan, options, outcome)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
+        if locked and isinstance(error, SpecopsError):
+            _record_stop(open_host, host_plan, options, outcome, error, reporter)
         reporter.event(Event(spec.name, DONE_PHASE, f"stopped ({type(error).__name__})", level="error"))
         raise
     message = f"{outcome.outcome}; serving {outcome.release or 'no release'}"
@@ -250,6 +254,20 @@ class _HostDeploy:
 
     def _rollback_target(self) -> ReleaseInfo | None:
         return next((r for r in self.state.listing.releases if r.id == self.steps.rollback_to), None)
+
+
+def _record_stop(
+    open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
+    outcome: HostOutcome, error: SpecopsError, reporter: Reporter,
+) -> None:  # fmt: skip
+    """A deploy that stopped with an error under its lock is audited too (outcome "error", the cause): the log
+    must explain every change to the host. Best effort: a second failure here never hides the first."""
+    outcome.outcome = Outcome.LOCK_LOST if isinstance(error, LockLost) else Outcome.ERROR
+    outcome.cause = error.message
+    try:
+        _record(open_host, host_plan, options, outcome)
+    except Exception as failure:  # the deploy's own error is what the operator must see
+        reporter.event(Event(host_plan.target.host.name, "record", f"audit not written: {failure}", level="warn"))
 
 
 def _record(

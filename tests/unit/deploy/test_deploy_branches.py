@@ -137,7 +137,7 @@ def test_a_lost_lock_stops_the_deploy_at_the_next_step(world: World) -> None:
     assert (run.outcome["outcome"], run.result.code) == ("lock-lost", 6)
     assert "lost the lock (removed or taken over by someone else); stopped before the unit step" in run.outcome[
         "cause"]  # fmt: skip
-    run.assert_followed(upto="preflight", then=("unlock",))
+    run.assert_followed(upto="preflight", then=("unlock", "record"))  # the audit line says why it stopped
 
 
 def test_ctrl_c_during_the_switch_leaves_the_guard_armed_and_releases_the_lock(world: World) -> None:
