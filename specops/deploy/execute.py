@@ -168,7 +168,7 @@ class _HostDeploy:
         return {
             "preflight": self._preflight, "unit": self._unit, "guard": self._arm, "switch": self._switch,
             "gates": self._gates, "verified": self._verified, "failed": self._failed, "rollback": self._rollback,
-            "disarm": self._disarm,
+            "disarm": self._disarm, "disarm-leftover": self._disarm,
         }[name]  # fmt: skip
 
     def _push(self, session: PushSession) -> None:

@@ -200,6 +200,9 @@ def _deploy_steps(
     if guard:
         steps.append(Step("guard", "arm the host-side rollback guard (rolls back if this deploy dies)",
                           tuple(cmds.guard_commands(spec)), ok))  # fmt: skip
+    else:  # a crashed deploy's guard would otherwise roll this release back once the lock is gone
+        steps.append(Step("disarm-leftover", "disarm any rollback guard an earlier deploy left (this deploy arms "
+                          "none)", tuple(cmds.disarm_commands(spec)), ok))  # fmt: skip
     steps.append(Step("switch", f"point current at {release_id}", tuple(cmds.switch_commands(spec, release_id)),
                       ok, phase="switch"))  # fmt: skip
     gates = f"restart {spec.unit_name}, readiness (deadline {profile.readiness.timeout_s} s, extended while loading)"

@@ -36,8 +36,8 @@ def test_unchanged_build_does_nothing_but_lock_read_and_record(world: World) -> 
 
 def test_first_deploy_arms_no_guard_and_plans_no_rollback(world: World) -> None:
     run = world.run(world.scene())
-    assert run.step_names() == ["lock", "read", "push", "preflight", "unit", "switch", "gates", "verified",
-                                "failed", "unlock", "record"]  # fmt: skip
+    assert run.step_names() == ["lock", "read", "push", "preflight", "unit", "disarm-leftover", "switch", "gates",
+                                "verified", "failed", "unlock", "record"]  # fmt: skip
     assert (run.plan["guard"], run.plan["rollback_to"], run.plan["unit_changed"]) == (False, None, True)
     assert run.plan["push"] == {"send_files": 2, "total_files": 2, "base": None}
     assert (run.outcome["outcome"], run.result.code) == ("deployed", 0)
@@ -95,6 +95,14 @@ def test_failed_gate_with_no_rollback_leaves_the_release_and_arms_no_guard(world
     assert run.outcome["hint"] == "left running for debugging (--no-rollback)"
     assert run.outcome["release"] == run.outcome["attempted"]
     run.assert_followed(FAIL_BRANCH)
+    # a guard a crashed deploy left would roll the release back once this deploy's lock is gone: stopped first
+    commands = [" ".join(argv[:3]) for argv in run.host.commands]
+    stop, switch = commands.index("systemctl stop specops-guard-sglang.timer"), _index_of_switch(run.host.commands)
+    assert stop < switch
+
+
+def _index_of_switch(commands: list[tuple[str, ...]]) -> int:
+    return next(number for number, argv in enumerate(commands) if "switch" in argv[4:5])
 
 
 def test_rollback_whose_own_gate_fails_says_so(world: World) -> None:
