@@ -1,0 +1,60 @@
+"""The host-side scripts are built once per specops version and Python, then read from the local cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from specops.remote import bundle
+from specops.remote.bundle import bundle_cache_dir, bundle_key
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bundle.probe_source.cache_clear()
+    bundle.release_script.cache_clear()
+    yield tmp_path / "cache" / "specops" / "bundles"
+    bundle.probe_source.cache_clear()
+    bundle.release_script.cache_clear()
+
+
+def test_the_cached_scripts_are_exactly_what_a_fresh_build_gives(cache_home: Path) -> None:
+    assert bundle.release_script() == bundle._build_release_script()
+    assert bundle.probe_source() == bundle._build_probe_source()
+    assert sorted(path.name.split("-")[0] for path in cache_home.iterdir()) == ["probe", "release"]
+    assert oct(cache_home.stat().st_mode & 0o777) == "0o700"  # the text runs on hosts: only this user writes it
+
+
+def test_the_next_command_reads_the_cache_instead_of_building(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = bundle.release_script()
+    bundle.release_script.cache_clear()  # a new process
+    monkeypatch.setattr(bundle, "_build_release_script", lambda: pytest.fail("built again"))
+    assert bundle.release_script() == first
+
+
+def test_a_changed_source_or_python_is_another_key() -> None:
+    assert bundle_key("release", [b"a", b"b"]) == bundle_key("release", [b"a", b"b"])
+    assert bundle_key("release", [b"a", b"b"]) != bundle_key("release", [b"a", b"c"])
+    assert bundle_key("release", [b"ab"]) != bundle_key("release", [b"a", b"b"])  # each source hashed alone
+    assert bundle_key("probe", [b"a"]) != bundle_key("release", [b"a"])
+
+
+def test_an_unusable_cache_only_costs_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "specops").write_text("a file where the folder should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bundle.release_script.cache_clear()
+    try:
+        assert bundle.release_script() == bundle._build_release_script()
+    finally:
+        bundle.release_script.cache_clear()
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert bundle_cache_dir() == Path.home() / ".cache" / "specops" / "bundles"
