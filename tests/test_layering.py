@@ -213,3 +213,17 @@ def test_help_imports_nothing_heavy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "HEAVY="
+
+
+def test_a_doctor_or_deploy_imports_no_test_or_async_machinery() -> None:
+    """Every SSH command imports paramiko, whose `invoke` integration (for `Match exec`, which specops never
+    evaluates) would pull in unittest.mock and asyncio: ~50 ms of each command's start-up."""
+    code = (
+        "import sys\n"
+        "import specops.host.ssh, specops.doctor.runner, specops.deploy.execute\n"
+        "print('LOADED=' + ','.join(m for m in ('invoke', 'asyncio', 'unittest') if m in sys.modules))\n"
+        "import invoke\n"  # still importable by anything else in the process
+        "print('INVOKE=' + invoke.__name__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-2:] == ["LOADED=", "INVOKE=invoke"]

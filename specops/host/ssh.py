@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import paramiko
-
 from specops.errors import ConfigError, ConnectError
 from specops.host import known_hosts, ssh_errors
 from specops.host.base import (
@@ -41,8 +39,12 @@ from specops.host.base import (
     with_deadline,
     with_env,
 )
+from specops.host.paramiko_import import invoke_blocked
 from specops.host.process import POLL_S, RunningCommand
 from specops.host.target import SshTarget, split_ssh_spec
+
+with invoke_blocked():
+    import paramiko
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
