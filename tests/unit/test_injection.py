@@ -28,6 +28,8 @@ from specops.config.inventory import HostSpec
 from specops.host.base import checked_argv, wire_command
 from specops.ops import audit, forensics
 
+pytestmark = pytest.mark.corpus  # the whole-product sweeps: outside the fast suite (pytest -m "not corpus"), run by CI
+
 EXAMPLES: Counter[str] = Counter()
 # derandomize: the same examples on every run (CI stays deterministic); database=None: no .hypothesis/ folder
 PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=None,

@@ -23,6 +23,8 @@ from specops.host.recording import RecordingHost, reply
 from tests.unit.clirun import run_cli
 from tests.unit.deploy.scene import HOST, PYTHON, DeployScene, release, use_scene, write_build
 
+pytestmark = pytest.mark.corpus  # the whole-product sweeps: outside the fast suite (pytest -m "not corpus"), run by CI
+
 SECRET = "hf_S3cr3tV4lue9QzK7pL2xW"
 CURRENT = "20261129T000000Z-aaaaaaaaaaaa"
 CONFIG = f"""

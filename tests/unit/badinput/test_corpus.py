@@ -7,6 +7,8 @@ import pytest
 from tests.unit.badinput.corpus import Case, load_all, run_case
 from tests.unit.badinput.engine_cases import EngineCase, load_engine_cases, run_engine_case
 
+pytestmark = pytest.mark.corpus  # the whole-product sweeps: outside the fast suite (pytest -m "not corpus"), run by CI
+
 CLI_CASES = load_all()
 ENGINE_CASES = load_engine_cases()
 
