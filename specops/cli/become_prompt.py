@@ -18,13 +18,11 @@ PROMPT = "sudo password (of the login user on the hosts): "
 
 def ask_become_password() -> Secret:
     """Read the password with echo off from the controlling terminal; UsageError (exit 2) without one."""
-    try:
-        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
-    except OSError:
+    if not has_terminal():
         raise UsageError(
             "--ask-become-pass needs a terminal to ask for the sudo password, and this run has none",
             hint="run it from a terminal, or allow the login user NOPASSWD sudo on the hosts (docs/configuration.md)",
-        ) from None
+        )
     try:
         password = getpass.getpass(PROMPT)
     except EOFError:
@@ -32,3 +30,12 @@ def ask_become_password() -> Secret:
     if "\n" in password or "\0" in password:
         raise UsageError("the sudo password cannot contain a newline or NUL byte")
     return Secret(password)
+
+
+def has_terminal() -> bool:
+    """Whether this process has a controlling terminal getpass can switch echo off on."""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+    except OSError:
+        return False
+    return True

@@ -12,6 +12,8 @@ TABLE: dict[str, Any] = {
         "--verbose": {"value": "", "help": "More detail (repeatable)."},
         "-v": {"value": "", "help": "More detail (repeatable)."},
         "--version": {"value": "", "help": "Print the version."},
+        "--ask-become-pass": {"value": "", "help": "Ask once for the sudo password of hosts with become = sudo."},
+        "-K": {"value": "", "help": "Ask once for the sudo password of hosts with become = sudo."},
         "--install-completion": {"value": "", "help": "Install completion for the current shell."},
         "--show-completion": {
             "value": "",
@@ -123,7 +125,8 @@ TABLE: dict[str, Any] = {
             "arguments": [{"value": "target", "many": True}],
         },
         "hosts": {
-            "help": "List hosts: where specops will connect (host, user, port, key), the profile and the groups.",
+            "help": "List hosts: where specops will connect (host, user, port, key), how it acts "
+            "as root, profile, groups.",
             "options": {
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
