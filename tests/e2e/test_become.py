@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ import pytest
 
 from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
 from tests.testbed.testhost import TestHost
+from tests.testbed.testhost.fixtures import in_ci
 from tests.testbed.testhost.sudo import SudoUser, add_sudo_user, disable_root_login
 
 pytestmark = pytest.mark.e2e
@@ -28,6 +30,16 @@ pytestmark = pytest.mark.e2e
 SERVICE_DIR = "/opt/specops/sglang"
 UNIT = "/etc/systemd/system/sglang.service"
 PASSWORD = "c0rrect horse 'battery' $staple"  # a space, quotes and a `$`: nothing may re-parse it
+
+
+@pytest.fixture(autouse=True)
+def _sudo_installed() -> None:
+    """The test hosts' root is an overlay of this machine's: sudo must be installed here (.ci/run does)."""
+    if shutil.which("sudo") is None:
+        reason = "these tests need sudo installed on this machine (apt-get install sudo)"
+        if in_ci():
+            pytest.fail(f"{reason} [CI=true: e2e tests must run, not skip]", pytrace=False)
+        pytest.skip(reason)
 
 
 @pytest.fixture
