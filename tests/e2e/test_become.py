@@ -13,6 +13,7 @@ import os
 import pty
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -174,6 +175,8 @@ def _run_on_terminal(scene: Scene, args: list[str], password: str) -> tuple[int,
         if not typed and b"sudo password" in output:
             os.write(fd, password.encode() + b"\n")
             typed = True
+    if os.waitpid(pid, os.WNOHANG) == (0, 0):  # past the deadline and still running: stop it, then fail
+        os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), output.decode(errors="replace"), processes
