@@ -73,12 +73,6 @@ class Escalation:
         self.mode: str | None = None  # "nopasswd" or "password" once established
         self._lock = threading.Lock()
 
-    @property
-    def summary(self) -> str:
-        """For people (`-v`, the doctor): how commands reach root on this host."""
-        how = "with the password asked for this run" if self.mode == "password" else "without a password"
-        return f"{self.login} runs commands as {self.become.user} through sudo ({how})"
-
     def establish(self, run_raw: RawRunner) -> None:
         """Find out whether sudo works, and how; raise BecomeError naming the host and the fix if not."""
         with self._lock:

@@ -44,7 +44,7 @@ def test_nopasswd_sudo_wraps_every_command_with_sudo_n_and_sends_nothing_first()
     assert line == ["sudo", "-n", "-H", "-u", "root", "--", "timeout", "-k", "5", "60.000", "systemctl", "restart",
                     "sglang"]  # fmt: skip
     assert preamble == b""
-    assert escalation.summary == "ubuntu runs commands as root through sudo (without a password)"
+    assert escalation.mode == "nopasswd"
 
 
 def test_password_only_sudo_without_ask_become_pass_names_the_host_and_both_fixes() -> None:
@@ -73,7 +73,7 @@ def test_the_password_is_checked_once_then_sent_as_stdins_first_line_never_in_ar
     assert line == ["sudo", "-S", "-k", "-p", "", "-H", "-u", "root", "--", "sh", "-c", "cat > x", "put"]
     assert preamble == PASSWORD.encode() + b"\n"
     assert not any(PASSWORD in word for word in line)
-    assert PASSWORD not in repr(escalation.become) and PASSWORD not in escalation.summary
+    assert PASSWORD not in repr(escalation.become)
 
 
 @pytest.mark.parametrize(
