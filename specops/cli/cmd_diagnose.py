@@ -13,7 +13,6 @@ from specops.cli.options import check_release_option
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
 from specops.errors import ExitCode
-from specops.host import ssh_opener
 
 if TYPE_CHECKING:
     from specops.diagnose.verdict import Verdict
@@ -38,7 +37,7 @@ def diagnose(
     app_state = state(ctx)
     spec = app_state.load_config().host(host)
     check_release_option("--release", release)
-    with ssh_opener(spec)() as connection:
+    with app_state.connect(spec) as connection:
         material = collect(connection, spec, release)
     verdict = decide(build_case(material))
     if app_state.json or json_output:

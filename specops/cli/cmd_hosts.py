@@ -20,7 +20,7 @@ def hosts(
     names: Annotated[list[str] | None, typer.Argument(help="Hosts or groups (default: all).")] = None,
     json_output: JsonOpt = False,
 ) -> None:
-    """List hosts: where specops will connect (host, user, port, key), the profile and the groups."""
+    """List hosts: where specops will connect (host, user, port, key), how it acts as root, profile, groups."""
     app_state = state(ctx)
     config = app_state.load_config()
     selected = config.inventory.select(names) if names else list(config.inventory.hosts.values())
@@ -43,6 +43,8 @@ def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
         "user": target.user,
         "port": target.port,
         "keys": list(target.identity_files),
+        "become": spec.become if spec.uses_sudo else None,
+        "become_user": spec.become_user if spec.uses_sudo else None,
         "profile": spec.profile,
         "service": spec.service,
         "groups": groups,
@@ -53,7 +55,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "PROFILE", "SERVICE", "GROUPS"):
+    for column in ("HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "BECOME", "PROFILE", "SERVICE", "GROUPS"):
         table.add_column(column)
     for row in rows:
         table.add_row(
@@ -63,8 +65,14 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             row["user"],
             str(row["port"]),
             ", ".join(row["keys"]) or "(ssh defaults)",
+            _become_text(row),
             row["profile"] or "-",
             row["service"],
             ", ".join(row["groups"]) or "-",
         )
     stdout_console().print(table)
+
+
+def _become_text(row: dict[str, Any]) -> str:
+    """`sudo -> root` when commands go through sudo; `-` when the login user acts itself."""
+    return f"sudo -> {row['become_user']}" if row["become"] else "-"

@@ -87,9 +87,17 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version.")
     ] = False,
+    ask_become_pass: Annotated[
+        bool,
+        typer.Option("--ask-become-pass", "-K", help="Ask once for the sudo password of hosts with become = sudo."),
+    ] = False,
 ) -> None:
     """Global options apply to every command."""
     ctx.obj = AppState(config_path=config, json=json_output, debug=debug, verbose=verbose, color=not no_color)
+    if ask_become_pass and not ctx.resilient_parsing:
+        from specops.cli.become_prompt import ask_become_password
+
+        ctx.obj.become_password = ask_become_password()
 
 
 def main(argv: list[str] | None = None) -> int:

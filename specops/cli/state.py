@@ -20,6 +20,7 @@ from specops.host import ssh_opener
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.config.loader import Config
+    from specops.config.secrets import Secret
     from specops.host.base import Host
 
 Opener = Callable[[], AbstractContextManager["Host"]]
@@ -34,6 +35,7 @@ class AppState:
     debug: bool = False
     verbose: int = 0
     color: bool = True
+    become_password: Secret | None = None  # --ask-become-pass: asked once per run, for every sudo host
 
     def load_config(self) -> Config:
         from specops.config.loader import load
@@ -46,7 +48,7 @@ class AppState:
 
     def opener(self, spec: HostSpec) -> Opener:
         """Connect-later: a fleet calls it inside each worker, so hosts connect in parallel."""
-        return ssh_opener(spec)
+        return ssh_opener(spec, self.become_password)
 
     def connect(self, spec: HostSpec) -> AbstractContextManager[Host]:
         """Connect now (use as `with app_state.connect(spec) as host:`)."""

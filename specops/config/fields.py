@@ -33,6 +33,7 @@ SYSTEM_UNITS = frozenset(
 )  # fmt: skip
 SYSTEM_UNIT_PREFIXES = ("systemd-", "getty@", "user@", "sys-", "dev-")
 _GPU_LIST = re.compile(r"[0-9]{1,3}(?:,[0-9]{1,3})*")
+_UNIX_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 
 
 def _no_control(value: str) -> str:
@@ -119,6 +120,18 @@ def _gpu_list(value: str) -> str:
     return value
 
 
+def _unix_user(value: str) -> str:
+    """A user name sudo gets as `-u NAME`: plain POSIX-portable names only, never something sudo reads as an
+    option (`-`), a uid (`#0`) or a group (`%wheel`)."""
+    _no_control(value)
+    if not _UNIX_USER.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a user name: use lower-case letters, digits, '_' and '-', starting with a letter "
+            "or '_', at most 32 characters"
+        )
+    return value
+
+
 def _listen_address(value: str) -> str:
     """--host must be an address: a name or "" would make SGLang bind where specops does not look."""
     _no_control(value)
@@ -137,3 +150,4 @@ EnvName = Annotated[str, AfterValidator(_env_name)]
 SshTarget = Annotated[str, AfterValidator(_ssh_target)]
 GpuList = Annotated[str, AfterValidator(_gpu_list)]
 ListenAddress = Annotated[str, AfterValidator(_listen_address)]
+UnixUser = Annotated[str, AfterValidator(_unix_user)]

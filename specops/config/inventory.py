@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,7 @@ from specops.config.fields import (
     PlainText,
     ServiceName,
     SshTarget,
+    UnixUser,
 )  # fmt: skip
 
 _HOST_SETTINGS_DOC = {
@@ -38,6 +39,9 @@ _HOST_SETTINGS_DOC = {
     "cuda_home": "CUDA toolkit root; CUDA_HOME, PATH and LD_LIBRARY_PATH in the unit are built from it",
     "limit_nofile": "LimitNOFILE= of the unit",
     "keep_releases": "how many releases to keep on the host (current and last verified are never deleted)",
+    "become": "'sudo': run every command on the host through sudo (log in as a user, act as become_user); "
+    "'none': the login user acts itself (root)",
+    "become_user": "the user sudo runs the commands as (with become = 'sudo'); specops needs root",
     "overrides": "per-profile overrides: [hosts.NAME.overrides.PROFILE] with profile fields",
 }
 
@@ -65,6 +69,8 @@ class HostSettings(BaseModel):
     cuda_home: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["cuda_home"])
     limit_nofile: int | None = Field(default=None, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int | None = Field(default=None, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
+    become: Literal["sudo", "none"] | None = Field(default=None, description=_HOST_SETTINGS_DOC["become"])
+    become_user: UnixUser | None = Field(default=None, description=_HOST_SETTINGS_DOC["become_user"])
     overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
 
 
@@ -93,6 +99,8 @@ class HostSpec(BaseModel):
     cuda_home: AbsPath = Field(default="/usr/local/cuda", description=_HOST_SETTINGS_DOC["cuda_home"])
     limit_nofile: int = Field(default=65536, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int = Field(default=5, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
+    become: Literal["sudo", "none"] = Field(default="none", description=_HOST_SETTINGS_DOC["become"])
+    become_user: UnixUser = Field(default="root", description=_HOST_SETTINGS_DOC["become_user"])
     overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])
 
     @property
@@ -102,6 +110,10 @@ class HostSpec(BaseModel):
     @property
     def current_dir(self) -> str:
         return f"{self.service_dir}/current"
+
+    @property
+    def uses_sudo(self) -> bool:
+        return self.become == "sudo"
 
     @property
     def env_file(self) -> str:

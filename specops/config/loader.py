@@ -129,6 +129,7 @@ def load_config(path: Path, cwd: Path) -> Config:
     lines += _check_groups(groups, hosts, display)
     lines += _check_profile_names(hosts, {*profiles, *failed_profiles}, profiles, display)
     lines += _check_api_key_secrets(hosts, display)
+    lines += _check_become_users(raw, hosts, display)
     if lines:
         raise ConfigError(lines)
     try:
@@ -148,6 +149,22 @@ def _check_api_key_secrets(hosts: Mapping[str, HostSpec], display: str) -> list[
         for name, host in hosts.items()
         if host.api_key_secret is not None and host.api_key_secret not in host.secrets
     ]
+
+
+def _check_become_users(raw: Mapping[str, Any], hosts: Mapping[str, HostSpec], display: str) -> list[str]:
+    """`become_user` without `become = "sudo"` would be silently ignored: an operator who wrote it expects
+    specops to switch users, so say it does nothing (a host that opts out of [defaults]' sudo is fine)."""
+    hint = 'set become = "sudo" beside it, or remove it'
+    lines = []
+    defaults = raw.get("defaults")
+    if isinstance(defaults, dict) and "become_user" in defaults and defaults.get("become") != "sudo":
+        lines.append(f'{display}: defaults.become_user: has no effect without become = "sudo" ({hint})')
+    tables = raw.get("hosts")
+    for name, host in hosts.items():
+        table = tables.get(name) if isinstance(tables, dict) else None
+        if isinstance(table, dict) and "become_user" in table and not host.uses_sudo:
+            lines.append(f'{display}: hosts.{name}.become_user: has no effect without become = "sudo" ({hint})')
+    return lines
 
 
 def _unknown_top_keys(raw: Mapping[str, Any], display: str) -> list[str]:

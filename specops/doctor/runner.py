@@ -64,7 +64,7 @@ def examine(target: DoctorTarget, checks: list[CheckSpec], deep: bool) -> HostRe
                 report.deep = probe_deep(host, target.spec, python=target.python)
     except ConnectError as error:
         report.unreachable = error.message
-        report.results = [_unreachable_result(error)]
+        report.results = [_privilege_result(error) if _is_privilege_error(error) else _unreachable_result(error)]
         report.seconds = time.monotonic() - started
         return report
     except SpecopsError as error:
@@ -93,6 +93,17 @@ def _unreachable_result(error: ConnectError) -> CheckResult:
         [],
         error.hint or "check the host's ssh settings with `specops hosts` and try `ssh HOST true`",
     )
+
+
+def _is_privilege_error(error: ConnectError) -> bool:
+    from specops.host.become import BecomeError
+
+    return isinstance(error, BecomeError)
+
+
+def _privilege_result(error: ConnectError) -> CheckResult:
+    """Logged in, but sudo refused (password-only, not installed, not allowed): the probe never ran."""
+    return CheckResult("ssh.privilege", Status.FAIL, error.message, ["logged in over SSH: yes"], error.hint)
 
 
 def examine_all(targets: Iterable[DoctorTarget], checks: list[CheckSpec], deep: bool) -> dict[str, HostReport]:

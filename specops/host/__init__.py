@@ -13,17 +13,27 @@ from specops.host.base import Host, Result, Tunnel
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
+    from specops.config.secrets import Secret
 
 __all__ = ["Host", "Result", "Tunnel", "ssh_opener"]
 
 
-def ssh_opener(spec: HostSpec) -> Callable[[], AbstractContextManager[Host]]:
+def ssh_opener(spec: HostSpec, become_password: Secret | None = None) -> Callable[[], AbstractContextManager[Host]]:
     """A connect-later function: fleets call it inside each worker thread, so hosts connect in parallel, and
-    paramiko is imported only when a connection is really made."""
+    paramiko is imported only when a connection is really made. A host with `become = "sudo"` comes back
+    acting through sudo (checked once on connect; `become_password` is the run's --ask-become-pass answer)."""
 
     def open_host() -> AbstractContextManager[Host]:
+        from specops.host.become import Become
         from specops.host.ssh import connect
 
-        return connect(spec)
+        host = connect(spec)
+        if spec.uses_sudo:
+            try:
+                host.become(Become(user=spec.become_user, password=become_password))
+            except BaseException:
+                host.close()
+                raise
+        return host
 
     return open_host

@@ -33,12 +33,14 @@ from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
     HostBase,
+    Result,
     Tunnel,
     checked_argv,
     wire_command,
     with_deadline,
     with_env,
 )
+from specops.host.become import CHECK_TIMEOUT_S, Become, Escalation
 from specops.host.paramiko_import import invoke_blocked
 from specops.host.process import POLL_S, RunningCommand
 from specops.host.target import SshTarget, split_ssh_spec
@@ -151,18 +153,44 @@ class SshHost(HostBase):
         self.name = name
         self.target = target
         self.connect_s = connect_s  # connect + handshake + auth, for `--verbose` and benchmarks
+        self.escalation: Escalation | None = None  # set by become(): every command then runs through sudo
         self._client = client
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
     ) -> RunningCommand:
-        """Start the command on its own exec channel and hand it back running (see host/process.py)."""
+        """Start the command on its own exec channel and hand it back running (see host/process.py); with
+        `become`, the whole command line (deadline included) runs through sudo (host/become.py)."""
         words = checked_argv(argv, env)
+        line = with_deadline(with_env(words, env), timeout)
+        preamble = b""
+        if self.escalation is not None:
+            line, preamble = self.escalation.wrap(line)
+        command = self._start(words, line, timeout)
+        if preamble:  # sudo's password: the first line of stdin, before anything the caller writes
+            command.write(preamble)
+        return command
+
+    def become(self, become: Become) -> None:
+        """Act through sudo from now on: asks the host once how (NOPASSWD or the run's password), raising
+        BecomeError (exit 4) naming the host and the fix when it cannot."""
+        escalation = Escalation(become, f"{self.name} ({self.target.address})", self.target.user)
+        escalation.establish(self._run_as_login)
+        self.escalation = escalation
+
+    def _run_as_login(self, argv: Sequence[str], input: bytes | None) -> Result:
+        words = checked_argv(argv)
+        with self._start(words, with_deadline(words, CHECK_TIMEOUT_S), CHECK_TIMEOUT_S) as command:
+            if input:
+                command.write(input)
+            return command.wait(check=False)
+
+    def _start(self, words: tuple[str, ...], line: Sequence[str], timeout: float) -> RunningCommand:
         started = time.monotonic()
         channel = self._open_session()
         try:
             channel.settimeout(POLL_S)
-            channel.exec_command(wire_command(with_deadline(with_env(words, env), timeout)))
+            channel.exec_command(wire_command(line))
         except (paramiko.SSHException, OSError, EOFError) as error:
             channel.close()
             raise self._lost(error) from None

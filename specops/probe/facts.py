@@ -30,6 +30,7 @@ class SystemFacts(_Facts):
     os_release: str = ""  # PRETTY_NAME
     systemd_version: int | None = None  # 252
     systemd_version_text: str | None = None  # "systemd 252 (252.38-1~deb12u1)"
+    euid: int | None = None  # the user the probe ran as (0: root); None from an older probe
 
 
 class NativeLib(_Facts):

@@ -75,6 +75,7 @@ def parse_system(data: Raw) -> SystemFacts:
         os_release=parse_os_release(data.get("os_release_text")),
         systemd_version=version if data.get("systemd_booted") else None,
         systemd_version_text=version_text if data.get("systemd_booted") else None,
+        euid=data["euid"] if isinstance(data.get("euid"), int) else None,
     )
 
 

@@ -311,6 +311,40 @@ CASES = [
         "specops.toml: hosts.llm-two.python: a path of 5001 characters is longer than any host accepts (4096)",
         id="python_path_too_long",
     ),
+    pytest.param(
+        _host('become = "su"\n'),
+        "specops.toml: hosts.llm-two.become: Input should be 'sudo' or 'none'",
+        id="become_not_sudo",
+    ),
+    pytest.param(
+        _host("become = true\n"),
+        "specops.toml: hosts.llm-two.become: Input should be 'sudo' or 'none'",
+        id="become_boolean",
+    ),
+    pytest.param(
+        _host('become = "sudo"\nbecome_user = "-s"\n'),
+        "specops.toml: hosts.llm-two.become_user: '-s' is not a user name: use lower-case letters, digits, '_' and "
+        "'-', starting with a letter or '_', at most 32 characters",
+        id="become_user_option",
+    ),
+    pytest.param(
+        _host('become = "sudo"\nbecome_user = "#0"\n'),
+        "specops.toml: hosts.llm-two.become_user: '#0' is not a user name: use lower-case letters, digits, '_' and "
+        "'-', starting with a letter or '_', at most 32 characters",
+        id="become_user_uid",
+    ),
+    pytest.param(
+        _host('become_user = "svc"\n'),
+        'specops.toml: hosts.llm-two.become_user: has no effect without become = "sudo" (set become = "sudo" '
+        "beside it, or remove it)",
+        id="become_user_without_become",
+    ),
+    pytest.param(
+        '[defaults]\nbecome_user = "svc"\n\n' + _host(),
+        'specops.toml: defaults.become_user: has no effect without become = "sudo" (set become = "sudo" beside '
+        "it, or remove it)",
+        id="defaults_become_user_without_become",
+    ),
 ]
 
 PROFILE_CASES = [

@@ -19,6 +19,33 @@ def ssh_reachable(ctx: CheckContext) -> CheckResult:
     return passed("ssh.reachable", f"probed {where}: {hostname} in {facts.probe_seconds:.1f} s", evidence)
 
 
+@check("ssh.privilege", "commands on the host run as root: a root login, or become = sudo that works")
+def ssh_privilege(ctx: CheckContext) -> CheckResult:
+    """The runner reports FAIL itself when sudo refuses (BecomeError); here the probe ran, as whom?"""
+    if ctx.host is None:
+        return skipped("ssh.privilege", "not needed for --local (nothing is installed)")
+    euid = ctx.facts.system.euid
+    if euid is None:
+        return skipped("ssh.privilege", "the probe did not say which user it ran as")
+    how = f"through sudo -u {ctx.host.become_user}" if ctx.host.uses_sudo else "as the login user"
+    if euid == 0:
+        return passed("ssh.privilege", f"commands run as root ({how})", [f"probe euid 0 ({how})"])
+    if ctx.host.uses_sudo:
+        return failed(
+            "ssh.privilege",
+            f"sudo runs commands as {ctx.host.become_user} (uid {euid}), not root",
+            f'set hosts.{ctx.host.name}.become_user = "root" (or remove it: root is the default)',
+            [f"probe euid {euid}"],
+        )
+    return failed(
+        "ssh.privilege",
+        f"the login user is not root (uid {euid}) and become is not set: a deploy cannot write its files",
+        f'set become = "sudo" for {ctx.host.name} in specops.toml (and give the login user NOPASSWD sudo), '
+        "or log in as root",
+        [f"probe euid {euid}", f"ssh {ctx.host.ssh}"],
+    )
+
+
 @check("python.interpreter", "the configured interpreter runs and is Python >= 3.10")
 def python_interpreter(ctx: CheckContext) -> CheckResult:
     py = ctx.facts.python

@@ -50,6 +50,7 @@ def gather_system() -> dict[str, Any]:
         "os_release_text": read_text("/etc/os-release", 20000) or read_text("/usr/lib/os-release", 20000),
         "systemd_booted": booted,
         "systemctl_version": run_command(["systemctl", "--version"]) if booted else None,
+        "euid": os.geteuid(),  # 0 after a root login or through sudo (the doctor's ssh.privilege)
     }
 
 

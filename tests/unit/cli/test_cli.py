@@ -82,7 +82,7 @@ def test_hosts_resolves_ssh_config_alias(capsys: pytest.CaptureFixture[str], con
         encoding="utf-8",
     )
     (config_dir / "specops.toml").write_text(
-        VALID_HOST.replace('ssh = "root@llm-two"', 'ssh = "gpu-a"') + '\n[groups]\ngpu = ["llm-two"]\n',
+        VALID_HOST.replace('ssh = "root@llm-two"', 'ssh = "gpu-a"') + 'become = "sudo"\n[groups]\ngpu = ["llm-two"]\n',
         encoding="utf-8",
     )
     result = run_cli(capsys, "--json", "hosts")
@@ -95,15 +95,18 @@ def test_hosts_resolves_ssh_config_alias(capsys: pytest.CaptureFixture[str], con
             "user": "deploy",
             "port": 2222,
             "keys": [str(ssh_dir / "gpu_ed25519")],
+            "become": "sudo",
+            "become_user": "root",
             "profile": "ddtree",
             "service": "sglang",
             "groups": ["gpu"],
         }
     ]
     table = run_cli(capsys, "hosts", "gpu").out.splitlines()
-    assert table[0].split() == ["HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "PROFILE", "SERVICE", "GROUPS"]
+    assert table[0].split() == ["HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "BECOME", "PROFILE", "SERVICE",
+                                "GROUPS"]  # fmt: skip
     assert table[1].split() == ["llm-two", "gpu-a", "10.0.0.7", "deploy", "2222", str(ssh_dir / "gpu_ed25519"),
-                                "ddtree", "sglang", "gpu"]  # fmt: skip
+                                "sudo", "->", "root", "ddtree", "sglang", "gpu"]  # fmt: skip
 
 
 def test_explicit_user_and_port_win_over_ssh_config(

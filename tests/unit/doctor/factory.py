@@ -192,6 +192,7 @@ def _healthy() -> HostFacts:
             os_release="Debian GNU/Linux 12 (bookworm)",
             systemd_version=252,
             systemd_version_text="systemd 252 (252.38-1~deb12u1)",
+            euid=0,
         ),
         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "CUDA_HOME": "/usr/local/cuda"},
         torch=TorchFacts(found=True, path=f"{SITE}/torch", version="2.13.0+cu130", cuda="13.0", has_libc10_cuda=True),

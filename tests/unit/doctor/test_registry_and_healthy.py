@@ -9,6 +9,7 @@ from tests.unit.doctor.factory import context, healthy_facts, replace
 
 EXPECTED_ORDER = [
     "ssh.reachable",
+    "ssh.privilege",
     "python.interpreter",
     "systemd.present",
     "gpu.driver",
@@ -80,6 +81,7 @@ def test_local_doctor_on_a_cpu_machine_skips_what_needs_host_config_or_gpus() ->
     )
     results = {r.id: r for r in run_checks(context(facts, host=None, profile=None, gpu_host=False), all_checks())}
     assert {i for i, r in results.items() if r.status is Status.SKIP} == {
+        "ssh.privilege",
         "gpu.driver",
         "cuda.driver_vs_torch",
         "gpu.arch_vs_cuda",
