@@ -32,9 +32,9 @@ def hosts(
 
 
 def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
-    from specops.host.ssh import resolve_ssh_target
+    from specops.host.resolve import resolve_ssh_target
 
-    target = resolve_ssh_target(spec.ssh)
+    target = resolve_ssh_target(spec.ssh, jump=spec.jump)
     groups = [group for group, members in config.inventory.groups.items() if spec.name in members]
     return {
         "name": spec.name,
@@ -43,6 +43,8 @@ def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
         "user": target.user,
         "port": target.port,
         "keys": list(target.identity_files),
+        "hops": [hop.alias for hop in target.jumps],
+        "proxy_command": target.proxy_command,
         "profile": spec.profile,
         "service": spec.service,
         "groups": groups,
@@ -53,7 +55,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "PROFILE", "SERVICE", "GROUPS"):
+    for column in ("HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "VIA", "PROFILE", "SERVICE", "GROUPS"):
         table.add_column(column)
     for row in rows:
         table.add_row(
@@ -63,8 +65,16 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             row["user"],
             str(row["port"]),
             ", ".join(row["keys"]) or "(ssh defaults)",
+            _via(row),
             row["profile"] or "-",
             row["service"],
             ", ".join(row["groups"]) or "-",
         )
     stdout_console().print(table)
+
+
+def _via(row: dict[str, Any]) -> str:
+    """The jump hosts in order (`bastion -> inner`), `ProxyCommand`, or `-` for a direct connection."""
+    if row["hops"]:
+        return " -> ".join(row["hops"])
+    return "ProxyCommand" if row["proxy_command"] else "-"

@@ -95,6 +95,8 @@ def test_hosts_resolves_ssh_config_alias(capsys: pytest.CaptureFixture[str], con
             "user": "deploy",
             "port": 2222,
             "keys": [str(ssh_dir / "gpu_ed25519")],
+            "hops": [],
+            "proxy_command": None,
             "profile": "ddtree",
             "service": "sglang",
             "groups": ["gpu"],
