@@ -103,9 +103,31 @@ def test_hosts_resolves_ssh_config_alias(capsys: pytest.CaptureFixture[str], con
         }
     ]
     table = run_cli(capsys, "hosts", "gpu").out.splitlines()
-    assert table[0].split() == ["HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "PROFILE", "SERVICE", "GROUPS"]
+    assert table[0].split() == [
+        "HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "VIA", "PROFILE", "SERVICE", "GROUPS"
+    ]  # fmt: skip
     assert table[1].split() == ["llm-two", "gpu-a", "10.0.0.7", "deploy", "2222", str(ssh_dir / "gpu_ed25519"),
-                                "ddtree", "sglang", "gpu"]  # fmt: skip
+                                "-", "ddtree", "sglang", "gpu"]  # fmt: skip
+
+
+def test_hosts_shows_the_jump_hosts_of_ssh_config_and_of_the_inventory(
+    capsys: pytest.CaptureFixture[str], config_dir: Path
+) -> None:
+    ssh_dir = config_dir / "home" / ".ssh"
+    ssh_dir.mkdir(parents=True)
+    (ssh_dir / "config").write_text(
+        "Host gpu-a\n  HostName 10.0.0.7\n  ProxyJump ops@bastion:2200,inner\nHost bastion\n  HostName 192.0.2.1\n",
+        encoding="utf-8",
+    )
+    second = VALID_HOST.replace("llm-two]", "llm-three]").replace('"root@llm-two"', '"10.0.0.9"\njump = "bastion"')
+    (config_dir / "specops.toml").write_text(
+        VALID_HOST.replace('ssh = "root@llm-two"', 'ssh = "gpu-a"') + second, encoding="utf-8"
+    )
+    result = run_cli(capsys, "--json", "hosts")
+    assert result.code == 0, result.err
+    assert [row["hops"] for row in json.loads(result.out)["hosts"]] == [["ops@bastion:2200", "inner"], ["bastion"]]
+    table = run_cli(capsys, "hosts").out
+    assert "ops@bastion:2200 -> inner" in table
 
 
 def test_explicit_user_and_port_win_over_ssh_config(
