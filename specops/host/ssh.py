@@ -340,7 +340,7 @@ def _load_key(path: str, certificates: Sequence[str]) -> paramiko.PKey | None:
     """The key file (asking for its passphrase once per run), with its certificate when one matches."""
     try:
         key: paramiko.PKey = paramiko.PKey.from_path(path)
-    except paramiko.PasswordRequiredException:
+    except (paramiko.PasswordRequiredException, TypeError):  # cryptography says TypeError for a missing passphrase
         key = _unlocker.unlock(path, functools.partial(_decrypt, path))  # type: ignore[assignment]
     except (paramiko.SSHException, ValueError, OSError):
         return None  # not a key paramiko can read: OpenSSH skips it too
@@ -353,8 +353,8 @@ def _load_key(path: str, certificates: Sequence[str]) -> paramiko.PKey | None:
 
 def _decrypt(path: str, passphrase: str) -> paramiko.PKey:
     try:
-        return paramiko.PKey.from_path(path, passphrase)
-    except (paramiko.SSHException, ValueError) as error:
+        return paramiko.PKey.from_path(path, passphrase.encode())  # type: ignore[arg-type]  # bytes, not str
+    except (paramiko.SSHException, ValueError, TypeError) as error:
         raise ValueError("wrong passphrase") from error
 
 
