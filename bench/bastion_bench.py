@@ -39,13 +39,15 @@ def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def drive(config: str, targets: list[str], runs: int) -> list[float]:
-    """In-process `specops doctor TARGETS --json`, `runs` times after one warm-up; raises if a host was missed."""
+def drive(config: str, targets: list[str], runs: int, warm_up: bool = True) -> list[float]:
+    """In-process `specops doctor TARGETS --json`, `runs` times (after one untimed warm-up unless told not to);
+    raises if a host was missed."""
     from specops.cli.main import main
     from specops.host.ssh import shared_hops
 
     times = []
-    for index in range(runs + 1):
+    first_timed = 1 if warm_up else 0
+    for index in range(runs + first_timed):
         shared_hops.close_all()
         out = io.StringIO()
         started = time.perf_counter()
@@ -54,14 +56,17 @@ def drive(config: str, targets: list[str], runs: int) -> list[float]:
         elapsed = time.perf_counter() - started
         if code not in (0, 1) or any(out.getvalue().count(f'"{name}"') == 0 for name in targets if name != GROUP):
             raise SystemExit(f"doctor {' '.join(targets)} exited {code}: {out.getvalue()[:2000]}")
-        if index:
+        if index >= first_timed:
             times.append(elapsed)
     shared_hops.close_all()
     return times
 
 
-def _driver(home: Path, config: Path, targets: list[str], runs: int, netns_pid: int | None = None) -> list[float]:
-    argv = [sys.executable, "-m", "bench.bastion_bench", "--driver", str(config), str(runs), *targets]
+def _driver(
+    home: Path, config: Path, targets: list[str], runs: int, netns_pid: int | None = None, warm_up: bool = True
+) -> list[float]:
+    mode = "--driver" if warm_up else "--driver-cold"
+    argv = [sys.executable, "-m", "bench.bastion_bench", mode, str(config), str(runs), *targets]
     if netns_pid is not None:
         argv = ["nsenter", "-t", str(netns_pid), "-n", *argv]
     env = {**os.environ, "HOME": str(home)}
@@ -85,8 +90,8 @@ def _homes(scratch: Path, hosts: list[TestHost], bastion: TestHost, direct_confi
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["--driver"]:
-        print(json.dumps(drive(args[1], args[3:], int(args[2]))))
+    if args[:1] in (["--driver"], ["--driver-cold"]):
+        print(json.dumps(drive(args[1], args[3:], int(args[2]), warm_up=args[0] == "--driver")))
         return 0
     parser = argparse.ArgumentParser(prog="python -m bench.bastion_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=8)
@@ -126,7 +131,7 @@ def _run(options: argparse.Namespace, scratch: Path, started: list[TestHost]) ->
         direct_all.append(measured["direct"])
         log(f"round {round_number + 1}: via {measured['via']:.3f}s direct {measured['direct']:.3f}s")
     before = accepted_logins(bastion, bastion.outer_ip)
-    group_via = _driver(via_home, fleet.config, [GROUP], 1)[0]
+    group_via = _driver(via_home, fleet.config, [GROUP], 1, warm_up=False)[0]  # exactly one run: count its logins
     logins = accepted_logins(bastion, bastion.outer_ip) - before
     group_direct = _driver(fleet.home, fleet.config, [GROUP], 1, bastion.systemd_pid)[0]
     return _render(options, load_before, ratios, via_all, direct_all, logins, group_via, group_direct)

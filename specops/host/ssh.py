@@ -6,24 +6,27 @@
         host.put(unit_text.encode(), "/etc/systemd/system/sglang.service")
         tunnel = host.open_tunnel("127.0.0.1", 30000)   # socket-like; carries HTTP to the engine
 
-Security: host keys are checked strictly against ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts and the
-UserKnownHostsFile(s) of ~/.ssh/config, read as OpenSSH reads them (host/known_hosts.py); an unknown, revoked
-or changed key is refused, never added (Fabric's AutoAddPolicy is the anti-pattern), and the key types known for
-the host are asked for first, as OpenSSH does. Speed (docs/performance.md): our own socket with TCP_NODELAY
-(3 ms per command instead of 43 ms), AES-GCM first, a large receive window. Every paramiko or socket failure
+Security: host keys are checked strictly, for the host and for every jump host, against ~/.ssh/known_hosts,
+/etc/ssh/ssh_known_hosts and the UserKnownHostsFile(s) of ~/.ssh/config, read as OpenSSH reads them
+(host/hostkeys.py); an unknown, revoked or changed key is refused, never added.
+Bastions: a host behind ProxyJump is reached through a direct-tcpip channel of its last jump host, whose ONE
+connection per run all hosts behind it share (host/shared.py); ProxyCommand gives a socket of its own
+(host/proxycommand.py). Keys: ssh-agent and key files in OpenSSH's order (host/keyorder.py), a passphrase
+asked once per key and run (host/passphrase.py). Everything that is not paramiko lives in those pure modules
+and in host/resolve.py (~/.ssh/config -> SshTarget with its hops).
+Speed (docs/performance.md): our own socket with TCP_NODELAY (3 ms per command instead of 43 ms), AES-GCM
+first, a large receive window. Every paramiko or socket failure
 leaves this module as a ConnectError (exit 4) or RemoteTimeout, never as a traceback.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import logging
-import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +35,7 @@ import paramiko
 import paramiko.agent
 
 from specops.errors import ConnectError
-from specops.host import known_hosts, ssh_errors
+from specops.host import ssh_errors
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
@@ -43,10 +46,12 @@ from specops.host.base import (
     with_deadline,
     with_env,
 )
+from specops.host.hostkeys import HostKeyChecker
+from specops.host.keyorder import key_order
 from specops.host.passphrase import KeyUnlocker
 from specops.host.process import POLL_S, RunningCommand
 from specops.host.proxycommand import ProxySocket, proxy_argv, start_proxy
-from specops.host.resolve import default_identity_files, resolve_ssh_target
+from specops.host.resolve import resolve_ssh_target
 from specops.host.shared import SharedConnections, register_at_exit
 from specops.host.target import SshTarget
 
@@ -130,12 +135,13 @@ def _handshake(
     target: SshTarget, sock: Any, files: Sequence[Path], timeout: float, started: float
 ) -> paramiko.Transport:
     """Key exchange, the host key checked against known_hosts, then authentication; any failure is a ConnectError."""
-    checker = _HostKeyChecker(target, [*files, *map(Path, target.known_hosts_files)])
+    checker = HostKeyChecker(target, [*files, *map(Path, target.known_hosts_files)])
     transport = _tuned_transport(sock, known_types=checker.known_types())
     transport.banner_timeout = max(timeout - (time.monotonic() - started), 1.0)  # ONE timeout: connect + banner
     try:
         transport.start_client(timeout=max(timeout, 30.0))
-        checker.check(transport.get_remote_server_key())
+        host_key = transport.get_remote_server_key()
+        checker.check(host_key.asbytes(), host_key.get_name())
         keys = _authenticate(transport, target)
     except ConnectError:
         transport.close()
@@ -248,44 +254,25 @@ class _ChannelPipe:
             raise self._lost(error) from None
 
 
-class _HostKeyChecker:
-    """Decides a host key from known_hosts as OpenSSH would (specops/host/known_hosts.py): accepts only a listed
-    key, refuses an unknown, changed or revoked one, and never adds anything. Each hop is checked on its own."""
-
-    def __init__(self, target: SshTarget, files: Sequence[Path]) -> None:
-        self.target = target
-        self.name = known_hosts.lookup_name(target.hostname, target.port)
-        try:
-            self.entries, self.loaded = known_hosts.read_files(files)
-        except OSError as error:
-            raise ConnectError(str(error)) from None
-
-    def known_types(self) -> list[str]:
-        return known_hosts.known_types(self.entries, self.name)
-
-    def check(self, key: paramiko.PKey) -> None:
-        blob = key.asbytes()  # the plain key, also when the host sent a certificate (never trusted as one)
-        key_type = known_hosts.blob_type(blob) or key.get_name()
-        verdict = known_hosts.check(self.entries, self.name, key_type, blob)
-        if verdict.status != "trusted":
-            presented = (key_type, known_hosts.fingerprint(blob))
-            raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)
-
-
 _unlocker = KeyUnlocker()
 
 
 def _authenticate(transport: paramiko.Transport, target: SshTarget) -> list[str]:
-    """Public-key authentication as OpenSSH orders it: the agent's copy of a named key, the agent's other keys
-    (not with IdentitiesOnly), then the key files (a passphrase asked once per key and run). Returns what it tried."""
+    """Public-key authentication in OpenSSH's order (host/keyorder.py); returns what it tried, for the error."""
     tried: list[str] = []
     agent = _agent(target)
+    agent_keys = list(agent.get_keys()) if agent is not None else []
+    described = [(key.asbytes(), f"{key.get_name()} {key.comment or ''}") for key in agent_keys]
     try:
-        for label, load in _candidates(target, agent):
-            key = load()
+        for candidate in key_order(target, described):
+            key: paramiko.PKey | None = (
+                agent_keys[candidate.agent_index]
+                if candidate.agent_index is not None
+                else _load_key(candidate.path or "", target.certificate_files)
+            )
             if key is None:
                 continue
-            tried.append(label)
+            tried.append(candidate.label)
             with contextlib.suppress(paramiko.AuthenticationException):
                 transport.auth_publickey(target.user, key)
             if transport.is_authenticated():
@@ -294,23 +281,6 @@ def _authenticate(transport: paramiko.Transport, target: SshTarget) -> list[str]
         if agent is not None:
             agent._close()  # type: ignore[attr-defined]  # paramiko's AgentSSH has no public close
     return tried
-
-
-def _candidates(target: SshTarget, agent: paramiko.agent.AgentSSH | None) -> Iterator[tuple[str, Callable[[], Any]]]:
-    files = [path for path in default_identity_files(target) if os.path.isfile(path)]
-    agent_keys = list(agent.get_keys()) if agent is not None else []
-    named = {_public_blob(path): path for path in files}
-    in_agent = [key for key in agent_keys if key.asbytes() in named]
-    for key in in_agent:
-        yield f"{named[key.asbytes()]} (ssh-agent)", functools.partial(lambda k: k, key)
-    if not target.identities_only:
-        for key in agent_keys:
-            if key not in in_agent:
-                yield f"ssh-agent {key.get_name()} {key.comment or ''}".strip(), functools.partial(lambda k: k, key)
-    held = {named[key.asbytes()] for key in in_agent}
-    for path in files:
-        if path not in held:
-            yield path, functools.partial(_load_key, path, target.certificate_files)
 
 
 def _agent(target: SshTarget) -> paramiko.agent.AgentSSH | None:
@@ -326,14 +296,6 @@ def _agent(target: SshTarget) -> paramiko.agent.AgentSSH | None:
     except (OSError, paramiko.SSHException):
         return None
     return agent
-
-
-def _public_blob(path: str) -> bytes | None:
-    """The key's public blob from PATH.pub (no passphrase needed to match it with the agent's keys)."""
-    try:
-        return base64.b64decode(Path(f"{path}.pub").read_text().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _load_key(path: str, certificates: Sequence[str]) -> paramiko.PKey | None:

@@ -118,3 +118,23 @@ def test_a_proxy_command_socket_carries_bytes_and_ends_its_command() -> None:
     assert sock.recv(100) == b"SSH-2.0-test\r\n"
     sock.close()
     assert sock.process is not None and sock.process.poll() is not None
+
+
+def test_keys_are_offered_in_openssh_order(tmp_path: Path) -> None:
+    from specops.host.keyorder import key_order
+    from specops.host.target import SshTarget
+
+    named, other = tmp_path / "id_named", tmp_path / "id_file_only"
+    for path, blob in ((named, b"NAMED"), (other, b"OTHER")):
+        path.write_text("private")
+        Path(f"{path}.pub").write_text(f"ssh-ed25519 {__import__('base64').b64encode(blob).decode()} c\n")
+    target = SshTarget("a", "h", "u", 22, identity_files=(str(named), str(other), str(tmp_path / "missing")))
+    agent = [(b"AGENT-ONLY", "ssh-ed25519 laptop"), (b"NAMED", "ssh-ed25519 named")]
+    order = key_order(target, agent)
+    assert [c.label for c in order] == [f"{named} (ssh-agent)", "ssh-agent ssh-ed25519 laptop", str(other)]
+    assert [
+        c.label for c in key_order(SshTarget("a", "h", "u", 22, target.identity_files, identities_only=True), agent)
+    ] == [
+        f"{named} (ssh-agent)",
+        str(other),
+    ]
