@@ -82,7 +82,7 @@ def connect(
     connect_timeout: float | None = None,
 ) -> SshHost:
     """Connect to an inventory host. `known_hosts` replaces the default files; config ones always apply."""
-    target = resolve_ssh_target(spec.ssh, ssh_config, jump=getattr(spec, "jump", None))
+    target = resolve_ssh_target(spec.ssh, ssh_config, jump=spec.jump)
     return open_ssh(target, name=spec.name, known_hosts=known_hosts, connect_timeout=connect_timeout)
 
 
