@@ -117,8 +117,13 @@ def test_a_fleet_doctor_opens_one_connection_to_the_bastion(
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     keys = "".join(f"    IdentityFile {host.key_path}\n" for host in (site.bastion, *site.targets))
-    (home / ".ssh" / "config").write_text(_ssh_config(site, keys))
+    second = site.targets[1]  # not in ~/.ssh/config's ProxyJump: its jump host comes from specops.toml
+    config = _ssh_config(site, keys).replace(
+        f"{second.known_hosts_path}\n    ProxyJump bastion\n", f"{second.known_hosts_path}\n"
+    )
+    (home / ".ssh" / "config").write_text(config)
     toml = "".join(inventory_toml(t, Path("/usr/bin/python3")) for t in site.targets)
+    toml = toml.replace(f'ssh = "{second.name}"', f'ssh = "{second.name}"\njump = "bastion"')
     (tmp_path / "specops.toml").write_text(
         toml + f"\n[groups]\nbehind = {json.dumps([t.name for t in site.targets])}\n"
     )
@@ -130,6 +135,28 @@ def test_a_fleet_doctor_opens_one_connection_to_the_bastion(
     assert result.code in (0, 1), result.out + result.err  # 4 if a host was unreachable; the checks do not matter
     assert accepted_logins(site.bastion, site.bastion.outer_ip) - before == 1
     assert shared_hops.opened >= 1
+
+
+def test_a_proxy_command_reaches_the_host_through_openssh_on_the_bastion(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    target = site.targets[0]
+    hop = " ".join(site.bastion.ssh_options())  # the real OpenSSH client, strict host keys, the bastion's key
+    block = (
+        f"Host {target.name}\n    HostName {target.ip}\n    User root\n    IdentityFile {target.key_path}\n"
+        f"    UserKnownHostsFile {target.known_hosts_path}\n    ProxyCommand ssh {hop} -W %h:%p root@{site.bastion.ip}\n"
+    )
+    (home / ".ssh" / "config").write_text(block)
+    (tmp_path / "specops.toml").write_text(inventory_toml(target, Path("/usr/bin/python3")))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(capsys, "lock", "status", target.name)
+    assert result.code == 0, result.out + result.err
+    hosts = json.loads(run_cli(capsys, "--json", "hosts").out)["hosts"]
+    assert hosts[0]["hops"] == [] and hosts[0]["proxy_command"].startswith("ssh -F none")
 
 
 def test_a_wrong_bastion_host_key_is_refused_naming_the_bastion(
