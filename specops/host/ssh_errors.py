@@ -25,6 +25,8 @@ def ssh_command(target: SshTarget, verbose: bool = False) -> str:
     """A valid `ssh` line for the same place: OpenSSH takes no `host:port`, so an inventory value with a port
     becomes `ssh -p PORT [user@]host`; an alias (resolved through ~/.ssh/config) stays as it is."""
     words = ["ssh", "-v"] if verbose else ["ssh"]
+    if target.proxy_jump:  # the same hops as specops (they may come from specops.toml, which ssh does not read)
+        words += ["-J", target.proxy_jump]
     user, host, port = split_ssh_spec(target.alias)
     if port is None:
         return shlex.join([*words, target.alias])

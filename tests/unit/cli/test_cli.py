@@ -207,3 +207,12 @@ def test_starter_config_renders_a_unit_systemd_accepts(capsys: pytest.CaptureFix
     verified = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, check=False)
     assert verified.returncode == 0, verified.stderr
     assert verified.stderr == ""
+
+
+def test_a_bad_jump_in_specops_toml_is_a_config_error(
+    capsys: pytest.CaptureFixture[str], write_config: Callable[[str], Path]
+) -> None:
+    write_config(VALID_HOST.replace('ssh = "root@llm-two"', 'ssh = "root@llm-two"\njump = "bastion,-oProxyCommand=x"'))
+    result = run_cli(capsys, "config", "check")
+    assert result.code == 3
+    assert "hosts.llm-two.jump" in result.err and "would be read as an ssh option" in result.err

@@ -138,3 +138,13 @@ def test_keys_are_offered_in_openssh_order(tmp_path: Path) -> None:
         f"{named} (ssh-agent)",
         str(other),
     ]
+
+
+def test_the_ssh_line_of_a_hint_takes_the_same_hops(tmp_path: Path) -> None:
+    from specops.host.ssh_errors import ssh_command
+
+    config = _write(tmp_path / "config", "Host gpu\n  HostName 10.0.0.8\n")
+    assert ssh_command(resolve_ssh_target("gpu", config, jump="ops@bastion:2200", environ={})) == (
+        "ssh -J ops@bastion:2200 gpu"
+    )
+    assert ssh_command(resolve_ssh_target("gpu", config, environ={})) == "ssh gpu"
