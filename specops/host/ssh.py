@@ -135,7 +135,11 @@ def _handshake(
     target: SshTarget, sock: Any, files: Sequence[Path], timeout: float, started: float
 ) -> paramiko.Transport:
     """Key exchange, the host key checked against known_hosts, then authentication; any failure is a ConnectError."""
-    checker = HostKeyChecker(target, [*files, *map(Path, target.known_hosts_files)])
+    try:
+        checker = HostKeyChecker(target, [*files, *map(Path, target.known_hosts_files)])
+    except ConnectError:  # an unreadable known_hosts file: nothing may be left open behind the error
+        sock.close()
+        raise
     transport = _tuned_transport(sock, known_types=checker.known_types())
     transport.banner_timeout = max(timeout - (time.monotonic() - started), 1.0)  # ONE timeout: connect + banner
     try:
