@@ -32,9 +32,9 @@ def hosts(
 
 
 def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
-    from specops.host.ssh import resolve_ssh_target
+    from specops.host.resolve import resolve_ssh_target
 
-    target = resolve_ssh_target(spec.ssh)
+    target = resolve_ssh_target(spec.ssh, jump=spec.jump)
     groups = [group for group, members in config.inventory.groups.items() if spec.name in members]
     return {
         "name": spec.name,
@@ -45,6 +45,8 @@ def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
         "keys": list(target.identity_files),
         "become": spec.become if spec.uses_sudo else None,
         "become_user": spec.become_user if spec.uses_sudo else None,
+        "hops": [hop.alias for hop in target.jumps],
+        "proxy_command": target.proxy_command,
         "profile": spec.profile,
         "service": spec.service,
         "groups": groups,
@@ -55,7 +57,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "BECOME", "PROFILE", "SERVICE", "GROUPS"):
+    for column in ("HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "BECOME", "VIA", "PROFILE", "SERVICE", "GROUPS"):
         table.add_column(column)
     for row in rows:
         table.add_row(
@@ -66,6 +68,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
             str(row["port"]),
             ", ".join(row["keys"]) or "(ssh defaults)",
             _become_text(row),
+            _via(row),
             row["profile"] or "-",
             row["service"],
             ", ".join(row["groups"]) or "-",
@@ -76,3 +79,10 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
 def _become_text(row: dict[str, Any]) -> str:
     """`sudo -> root` when commands go through sudo; `-` when the login user acts itself."""
     return f"sudo -> {row['become_user']}" if row["become"] else "-"
+
+
+def _via(row: dict[str, Any]) -> str:
+    """The jump hosts in order (`bastion -> inner`), `ProxyCommand`, or `-` for a direct connection."""
+    if row["hops"]:
+        return " -> ".join(row["hops"])
+    return "ProxyCommand" if row["proxy_command"] else "-"

@@ -2,220 +2,249 @@
 
 from typing import Any
 
-TABLE: dict[str, Any] = {'help': 'Deploy patched SGLang speculative-decoding builds over SSH, keep the hosts healthy, roll back.',
- 'options': {'--config': {'value': 'any',
-                          'help': 'specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)'},
-             '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-             '--debug': {'value': '', 'help': 'Show tracebacks on errors.'},
-             '--no-color': {'value': '', 'help': 'No colours (also: the NO_COLOR environment variable).'},
-             '--verbose': {'value': '', 'help': 'More detail (repeatable).'},
-             '-v': {'value': '', 'help': 'More detail (repeatable).'},
-             '--version': {'value': '', 'help': 'Print the version.'},
-             '--ask-become-pass': {'value': '',
-                                   'help': 'Ask once for the sudo password of hosts with become = sudo.'},
-             '-K': {'value': '', 'help': 'Ask once for the sudo password of hosts with become = sudo.'},
-             '--install-completion': {'value': '', 'help': 'Install completion for the current shell.'},
-             '--show-completion': {'value': '',
-                                   'help': 'Show completion for the current shell, to copy it or customize '
-                                           'the installation.'},
-             '--help': {'value': '', 'help': 'Show this message and exit.'}},
- 'arguments': [],
- 'commands': {'audit': {'help': "Show the host's last audit entries, oldest first: when, who, action, from → "
-                                'to, outcome.',
-                        'options': {'--all': {'value': '', 'help': 'Every host in the inventory.'},
-                                    '-n': {'value': 'any', 'help': 'How many of the latest entries.'},
-                                    '--lines': {'value': 'any', 'help': 'How many of the latest entries.'},
-                                    '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                    '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                        'arguments': [{'value': 'target', 'many': True}]},
-              'completion': {'help': 'Print the completion script for bash, zsh or fish (or use `specops '
-                                     '--install-completion`).',
-                             'options': {'--help': {'value': '', 'help': 'Show this message and exit.'}},
-                             'arguments': [{'value': 'choice',
-                                            'choices': ['bash', 'zsh', 'fish'],
-                                            'many': False}]},
-              'config': {'help': 'Inspect and validate the configuration.',
-                         'options': {'--help': {'value': '', 'help': 'Show this message and exit.'}},
-                         'arguments': [],
-                         'commands': {'check': {'help': 'Validate everything a deploy would need from the '
-                                                        'config; exit 0 when valid, 3 when not.',
-                                                'options': {'--json': {'value': '',
-                                                                       'help': 'Print machine-readable '
-                                                                               'JSON.'},
-                                                            '--help': {'value': '',
-                                                                       'help': 'Show this message and '
-                                                                               'exit.'}},
-                                                'arguments': []},
-                                      'schema': {'help': 'Print the JSON Schema of specops.toml (or of a '
-                                                         'profile file) for editors: descriptions, defaults, '
-                                                         'enums.',
-                                                 'options': {'--output': {'value': 'any',
-                                                                          'help': 'Write to this file '
-                                                                                  'instead.'},
-                                                             '-o': {'value': 'any',
-                                                                    'help': 'Write to this file instead.'},
-                                                             '--help': {'value': '',
-                                                                        'help': 'Show this message and '
-                                                                                'exit.'}},
-                                                 'arguments': [{'value': 'choice',
-                                                                'choices': ['config', 'profile'],
-                                                                'many': False}]}}},
-              'deploy': {'help': 'Deploy a build (with patches) to hosts: push, preflight, switch, prove '
-                                 'generation, or roll back.',
-                         'options': {'--build': {'value': 'any',
-                                                 'help': 'sglang python/ folder, a folder holding sglang, or '
-                                                         'a .whl'},
-                                     '--patch': {'value': 'any', 'help': 'A patch to apply (repeatable).'},
-                                     '--profile': {'value': 'profile',
-                                                   'help': "Profile (default: the host's)."},
-                                     '-p': {'value': 'profile', 'help': "Profile (default: the host's)."},
-                                     '--force': {'value': '',
-                                                 'help': 'Deploy even when preflight checks fail (audited).'},
-                                     '--no-rollback': {'value': '',
-                                                       'help': 'Leave a failed release running.'},
-                                     '--lock-wait': {'value': 'any',
-                                                     'help': 'Seconds to wait for a held lock.'},
-                                     '--dry-run': {'value': '', 'help': 'Print the plan; change nothing.'},
-                                     '--canary': {'value': 'any',
-                                                  'help': 'Deploy this many hosts first, one by one.'},
-                                     '--parallel': {'value': 'any',
-                                                    'help': 'Hosts at a time after the canary.'},
-                                     '--max-fail-percent': {'value': 'any',
-                                                            'help': 'Stop when more hosts than this fail.'},
-                                     '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                     '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                         'arguments': [{'value': 'target', 'many': True}]},
-              'diagnose': {'help': 'Compare the failing state with the last verified release: one verdict, '
-                                   'its evidence, the next steps.',
-                           'options': {'--release': {'value': 'any',
-                                                     'help': 'Judge this release (default: the one `current` '
-                                                             'names).'},
-                                       '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                       '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                           'arguments': [{'value': 'host', 'many': False}]},
-              'diff': {'help': 'Two hosts side by side, or a host now against a recorded release: '
-                               'driver/CUDA, Python packages, native',
-                       'options': {'--release': {'value': 'any',
-                                                 'help': 'Compare HOST now with what this release recorded '
-                                                         '(`last-verified`: the newest verified).'},
-                                   '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                   '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                       'arguments': [{'value': 'host', 'many': False}, {'value': 'any', 'many': False}]},
-              'doctor': {'help': 'Check hosts before a deploy: native libraries, CUDA, the SGLang build, the '
-                                 'models, the system.',
-                         'options': {'--all': {'value': '', 'help': 'Every host in the inventory.'},
-                                     '--local': {'value': '',
-                                                 'help': 'This machine, with this Python (no config '
-                                                         'needed).'},
-                                     '--profile': {'value': 'profile', 'help': 'Check for this profile.'},
-                                     '-p': {'value': 'profile', 'help': 'Check for this profile.'},
-                                     '--strict': {'value': '', 'help': 'Warnings fail too (exit 1).'},
-                                     '--deep': {'value': '',
-                                                'help': 'Also import torch/torchcodec for real.'},
-                                     '--only': {'value': 'any',
-                                                'help': 'Comma-separated check ids or prefixes.'},
-                                     '--list': {'value': '', 'help': 'List the checks and exit.'},
-                                     '--since-verified': {'value': '',
-                                                          'help': 'Also show what drifted since the last '
-                                                                  'verified deploy.'},
-                                     '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                     '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                         'arguments': [{'value': 'target', 'many': True}]},
-              'hosts': {'help': 'List hosts: where specops will connect (host, user, port, key), how it acts '
-                                'as root, profile, groups.',
-                        'options': {'--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                    '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                        'arguments': [{'value': 'target', 'many': True}]},
-              'init': {'help': 'Write a commented starter specops.toml (two example hosts, a group, every '
-                               'common key).',
-                       'options': {'--force': {'value': '', 'help': 'Overwrite an existing file.'},
-                                   '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                   '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                       'arguments': [{'value': 'any', 'many': False}]},
-              'lock': {'help': "See or clear a host's deploy lock.",
-                       'options': {'--help': {'value': '', 'help': 'Show this message and exit.'}},
-                       'arguments': [],
-                       'commands': {'release': {'help': 'Remove a stale lock (or your own crashed one); '
-                                                        '--force removes any lock. The release is audited.',
-                                                'options': {'--force': {'value': '',
-                                                                        'help': 'Release even a live '
-                                                                                "holder's lock."},
-                                                            '--stale-after': {'value': 'any',
-                                                                              'help': 'Seconds without a '
-                                                                                      'heartbeat after which '
-                                                                                      'a lock is stale.'},
-                                                            '--json': {'value': '',
-                                                                       'help': 'Print machine-readable '
-                                                                               'JSON.'},
-                                                            '--help': {'value': '',
-                                                                       'help': 'Show this message and '
-                                                                               'exit.'}},
-                                                'arguments': [{'value': 'host', 'many': False}]},
-                                    'status': {'help': "Who holds the host's lock, since when, its last "
-                                                       'heartbeat, and whether it is stale (exit 0 either '
-                                                       'way).',
-                                               'options': {'--all': {'value': '',
-                                                                     'help': 'Every host in the inventory.'},
-                                                           '--stale-after': {'value': 'any',
-                                                                             'help': 'Seconds without a '
-                                                                                     'heartbeat after which '
-                                                                                     'a lock is stale.'},
-                                                           '--json': {'value': '',
-                                                                      'help': 'Print machine-readable JSON.'},
-                                                           '--help': {'value': '',
-                                                                      'help': 'Show this message and exit.'}},
-                                               'arguments': [{'value': 'target', 'many': True}]}}},
-              'logs': {'help': "The engine's journal, with known failure signatures explained underneath.",
-                       'options': {'--all': {'value': '', 'help': 'Every host in the inventory.'},
-                                   '-n': {'value': 'any', 'help': 'How many lines.'},
-                                   '--lines': {'value': 'any', 'help': 'How many lines.'},
-                                   '--since': {'value': 'any',
-                                               'help': "'deploy' (the last start) or a journal time."},
-                                   '--follow': {'value': '',
-                                                'help': 'Keep printing new lines (Ctrl-C to stop).'},
-                                   '-f': {'value': '', 'help': 'Keep printing new lines (Ctrl-C to stop).'},
-                                   '--grep': {'value': 'any',
-                                              'help': 'Only lines matching this regular expression.'},
-                                   '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                   '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                       'arguments': [{'value': 'target', 'many': True}]},
-              'releases': {'help': 'Releases kept on each host: id, age, profile, verified, current '
-                                   '(rollback targets are the verified ones).',
-                           'options': {'--all': {'value': '', 'help': 'Every host in the inventory.'},
-                                       '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                       '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                           'arguments': [{'value': 'target', 'many': True}]},
-              'render': {'help': 'Print the systemd unit a deploy would install, byte for byte (pipe it to a '
-                                 'file to inspect).',
-                         'options': {'--profile': {'value': 'profile',
-                                                   'help': "Profile (default: the host's)."},
-                                     '-p': {'value': 'profile', 'help': "Profile (default: the host's)."},
-                                     '--env': {'value': '',
-                                               'help': 'Print the env file instead (secrets as ***).'},
-                                     '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                     '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                         'arguments': [{'value': 'host', 'many': False}]},
-              'rollback': {'help': 'Put a verified release back, restart, and prove it with the readiness '
-                                   'and smoke gates.',
-                           'options': {'--to': {'value': 'release',
-                                                'help': 'Release id (default: the last verified one).'},
-                                       '--lock-wait': {'value': 'any',
-                                                       'help': 'Seconds to wait for a held lock.'},
-                                       '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                       '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                           'arguments': [{'value': 'host', 'many': False}]},
-              'smoke': {'help': "Generate with the profile's prompt and check tokens/s, accept length and "
-                                'the text against the gates.',
-                        'options': {'--all': {'value': '', 'help': 'Every host in the inventory.'},
-                                    '--profile': {'value': 'profile',
-                                                  'help': "Judge with this profile's gates."},
-                                    '-p': {'value': 'profile', 'help': "Judge with this profile's gates."},
-                                    '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                    '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                        'arguments': [{'value': 'target', 'many': True}]},
-              'status': {'help': 'What each host serves: release, profile, verified, unit state and '
-                                 'restarts, health, last smoke figures.',
-                         'options': {'--all': {'value': '', 'help': 'Every host in the inventory.'},
-                                     '--json': {'value': '', 'help': 'Print machine-readable JSON.'},
-                                     '--help': {'value': '', 'help': 'Show this message and exit.'}},
-                         'arguments': [{'value': 'target', 'many': True}]}}}
+TABLE: dict[str, Any] = {
+    "help": "Deploy patched SGLang speculative-decoding builds over SSH, keep the hosts healthy, roll back.",
+    "options": {
+        "--config": {"value": "any", "help": "specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)"},
+        "--json": {"value": "", "help": "Print machine-readable JSON."},
+        "--debug": {"value": "", "help": "Show tracebacks on errors."},
+        "--no-color": {"value": "", "help": "No colours (also: the NO_COLOR environment variable)."},
+        "--verbose": {"value": "", "help": "More detail (repeatable)."},
+        "-v": {"value": "", "help": "More detail (repeatable)."},
+        "--version": {"value": "", "help": "Print the version."},
+        "--ask-become-pass": {"value": "", "help": "Ask once for the sudo password of hosts with become = sudo."},
+        "-K": {"value": "", "help": "Ask once for the sudo password of hosts with become = sudo."},
+        "--install-completion": {"value": "", "help": "Install completion for the current shell."},
+        "--show-completion": {
+            "value": "",
+            "help": "Show completion for the current shell, to copy it or customize the installation.",
+        },
+        "--help": {"value": "", "help": "Show this message and exit."},
+    },
+    "arguments": [],
+    "commands": {
+        "audit": {
+            "help": "Show the host's last audit entries, oldest first: when, who, action, from → to, outcome.",
+            "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
+                "-n": {"value": "any", "help": "How many of the latest entries."},
+                "--lines": {"value": "any", "help": "How many of the latest entries."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+        "completion": {
+            "help": "Print the completion script for bash, zsh or fish (or use `specops --install-completion`).",
+            "options": {"--help": {"value": "", "help": "Show this message and exit."}},
+            "arguments": [{"value": "choice", "choices": ["bash", "zsh", "fish"], "many": False}],
+        },
+        "config": {
+            "help": "Inspect and validate the configuration.",
+            "options": {"--help": {"value": "", "help": "Show this message and exit."}},
+            "arguments": [],
+            "commands": {
+                "check": {
+                    "help": "Validate everything a deploy would need from the config; exit 0 when valid, 3 when not.",
+                    "options": {
+                        "--json": {"value": "", "help": "Print machine-readable JSON."},
+                        "--help": {"value": "", "help": "Show this message and exit."},
+                    },
+                    "arguments": [],
+                },
+                "schema": {
+                    "help": "Print the JSON Schema of specops.toml (or of a "
+                    "profile file) for editors: descriptions, defaults, "
+                    "enums.",
+                    "options": {
+                        "--output": {"value": "any", "help": "Write to this file instead."},
+                        "-o": {"value": "any", "help": "Write to this file instead."},
+                        "--help": {"value": "", "help": "Show this message and exit."},
+                    },
+                    "arguments": [{"value": "choice", "choices": ["config", "profile"], "many": False}],
+                },
+            },
+        },
+        "deploy": {
+            "help": "Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back.",
+            "options": {
+                "--build": {"value": "any", "help": "sglang python/ folder, a folder holding sglang, or a .whl"},
+                "--patch": {"value": "any", "help": "A patch to apply (repeatable)."},
+                "--profile": {"value": "profile", "help": "Profile (default: the host's)."},
+                "-p": {"value": "profile", "help": "Profile (default: the host's)."},
+                "--force": {"value": "", "help": "Deploy even when preflight checks fail (audited)."},
+                "--no-rollback": {"value": "", "help": "Leave a failed release running."},
+                "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
+                "--dry-run": {"value": "", "help": "Print the plan; change nothing."},
+                "--canary": {"value": "any", "help": "Deploy this many hosts first, one by one."},
+                "--parallel": {"value": "any", "help": "Hosts at a time after the canary."},
+                "--max-fail-percent": {"value": "any", "help": "Stop when more hosts than this fail."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+        "diagnose": {
+            "help": "Compare the failing state with the last verified release: one verdict, "
+            "its evidence, the next steps.",
+            "options": {
+                "--release": {"value": "any", "help": "Judge this release (default: the one `current` names)."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "host", "many": False}],
+        },
+        "diff": {
+            "help": "Two hosts side by side, or a host now against a recorded release: "
+            "driver/CUDA, Python packages, native",
+            "options": {
+                "--release": {
+                    "value": "any",
+                    "help": "Compare HOST now with what this release recorded (`last-verified`: the newest verified).",
+                },
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "host", "many": False}, {"value": "any", "many": False}],
+        },
+        "doctor": {
+            "help": "Check hosts before a deploy: native libraries, CUDA, the SGLang build, the models, the system.",
+            "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
+                "--local": {"value": "", "help": "This machine, with this Python (no config needed)."},
+                "--profile": {"value": "profile", "help": "Check for this profile."},
+                "-p": {"value": "profile", "help": "Check for this profile."},
+                "--strict": {"value": "", "help": "Warnings fail too (exit 1)."},
+                "--deep": {"value": "", "help": "Also import torch/torchcodec for real."},
+                "--only": {"value": "any", "help": "Comma-separated check ids or prefixes."},
+                "--list": {"value": "", "help": "List the checks and exit."},
+                "--since-verified": {"value": "", "help": "Also show what drifted since the last verified deploy."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+        "hosts": {
+            "help": "List hosts: where specops will connect (host, user, port, key), how it acts "
+            "as root, profile, groups.",
+            "options": {
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+        "init": {
+            "help": "Write a commented starter specops.toml (two example hosts, a group, every common key).",
+            "options": {
+                "--force": {"value": "", "help": "Overwrite an existing file."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "any", "many": False}],
+        },
+        "lock": {
+            "help": "See or clear a host's deploy lock.",
+            "options": {"--help": {"value": "", "help": "Show this message and exit."}},
+            "arguments": [],
+            "commands": {
+                "release": {
+                    "help": "Remove a stale lock (or your own crashed one); "
+                    "--force removes any lock. The release is audited.",
+                    "options": {
+                        "--force": {"value": "", "help": "Release even a live holder's lock."},
+                        "--stale-after": {
+                            "value": "any",
+                            "help": "Seconds without a heartbeat after which a lock is stale.",
+                        },
+                        "--json": {"value": "", "help": "Print machine-readable JSON."},
+                        "--help": {"value": "", "help": "Show this message and exit."},
+                    },
+                    "arguments": [{"value": "host", "many": False}],
+                },
+                "status": {
+                    "help": "Who holds the host's lock, since when, its last "
+                    "heartbeat, and whether it is stale (exit 0 either "
+                    "way).",
+                    "options": {
+                        "--all": {"value": "", "help": "Every host in the inventory."},
+                        "--stale-after": {
+                            "value": "any",
+                            "help": "Seconds without a heartbeat after which a lock is stale.",
+                        },
+                        "--json": {"value": "", "help": "Print machine-readable JSON."},
+                        "--help": {"value": "", "help": "Show this message and exit."},
+                    },
+                    "arguments": [{"value": "target", "many": True}],
+                },
+            },
+        },
+        "logs": {
+            "help": "The engine's journal, with known failure signatures explained underneath.",
+            "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
+                "-n": {"value": "any", "help": "How many lines."},
+                "--lines": {"value": "any", "help": "How many lines."},
+                "--since": {"value": "any", "help": "'deploy' (the last start) or a journal time."},
+                "--follow": {"value": "", "help": "Keep printing new lines (Ctrl-C to stop)."},
+                "-f": {"value": "", "help": "Keep printing new lines (Ctrl-C to stop)."},
+                "--grep": {"value": "any", "help": "Only lines matching this regular expression."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+        "releases": {
+            "help": "Releases kept on each host: id, age, profile, verified, current "
+            "(rollback targets are the verified ones).",
+            "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+        "render": {
+            "help": "Print the systemd unit a deploy would install, byte for byte (pipe it to a file to inspect).",
+            "options": {
+                "--profile": {"value": "profile", "help": "Profile (default: the host's)."},
+                "-p": {"value": "profile", "help": "Profile (default: the host's)."},
+                "--env": {"value": "", "help": "Print the env file instead (secrets as ***)."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "host", "many": False}],
+        },
+        "rollback": {
+            "help": "Put a verified release back, restart, and prove it with the readiness and smoke gates.",
+            "options": {
+                "--to": {"value": "release", "help": "Release id (default: the last verified one)."},
+                "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "host", "many": False}],
+        },
+        "smoke": {
+            "help": "Generate with the profile's prompt and check tokens/s, accept length and "
+            "the text against the gates.",
+            "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
+                "--profile": {"value": "profile", "help": "Judge with this profile's gates."},
+                "-p": {"value": "profile", "help": "Judge with this profile's gates."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+        "status": {
+            "help": "What each host serves: release, profile, verified, unit state and "
+            "restarts, health, last smoke figures.",
+            "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
+    },
+}

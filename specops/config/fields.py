@@ -110,6 +110,16 @@ def _ssh_target(value: str) -> str:
     return value
 
 
+def _jump(value: str) -> str:
+    """ProxyJump's syntax: `none`, or hops `[user@]host[:port]` (aliases of ~/.ssh/config) separated by commas."""
+    if value.strip().lower() == "none":
+        return "none"
+    hops = [hop.strip().removeprefix("ssh://") for hop in value.split(",")]
+    for hop in hops:
+        _ssh_target(hop)
+    return ",".join(hops)
+
+
 def _gpu_list(value: str) -> str:
     if not _GPU_LIST.fullmatch(value):
         raise ValueError(f"{value!r} is not a GPU index list like '0' or '0,1,2,3'")
@@ -148,6 +158,7 @@ AbsPath = Annotated[str, AfterValidator(_abs_path)]
 ModelRef = Annotated[str, AfterValidator(_model_ref)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 SshTarget = Annotated[str, AfterValidator(_ssh_target)]
+JumpHosts = Annotated[str, AfterValidator(_jump)]
 GpuList = Annotated[str, AfterValidator(_gpu_list)]
 ListenAddress = Annotated[str, AfterValidator(_listen_address)]
 UnixUser = Annotated[str, AfterValidator(_unix_user)]

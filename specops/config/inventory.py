@@ -10,6 +10,7 @@ from specops.config.fields import (
     AbsPath,
     EnvName,
     GpuList,
+    JumpHosts,
     ListenAddress,
     ModelRef,
     Name,
@@ -20,6 +21,8 @@ from specops.config.fields import (
 )  # fmt: skip
 
 _HOST_SETTINGS_DOC = {
+    "jump": "jump hosts (ProxyJump syntax): 'bastion', 'user@bastion:2222,inner', or 'none'; replaces the "
+    "ProxyJump/ProxyCommand of ~/.ssh/config for this host",
     "python": "the interpreter of the host's venv that runs SGLang (and the doctor's probe)",
     "service": "systemd unit name, without .service",
     "base_dir": "where releases live on the host: <base_dir>/<service>/releases/<id>",
@@ -52,6 +55,7 @@ class HostSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     python: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["python"])
+    jump: JumpHosts | None = Field(default=None, description=_HOST_SETTINGS_DOC["jump"])
     service: ServiceName | None = Field(default=None, description=_HOST_SETTINGS_DOC["service"])
     base_dir: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["base_dir"])
     listen: ListenAddress | None = Field(default=None, description=_HOST_SETTINGS_DOC["listen"])
@@ -82,6 +86,7 @@ class HostSpec(BaseModel):
     name: Name
     ssh: SshTarget = Field(description="an alias from ~/.ssh/config, or [user@]host[:port]")
     python: AbsPath = Field(description=_HOST_SETTINGS_DOC["python"])
+    jump: JumpHosts | None = Field(default=None, description=_HOST_SETTINGS_DOC["jump"])
     service: ServiceName = Field(default="sglang", description=_HOST_SETTINGS_DOC["service"])
     base_dir: AbsPath = Field(default="/opt/specops", description=_HOST_SETTINGS_DOC["base_dir"])
     listen: ListenAddress = Field(default="127.0.0.1", description=_HOST_SETTINGS_DOC["listen"])

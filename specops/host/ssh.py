@@ -6,11 +6,16 @@
         host.put(unit_text.encode(), "/etc/systemd/system/sglang.service")
         tunnel = host.open_tunnel("127.0.0.1", 30000)   # socket-like; carries HTTP to the engine
 
-Security: host keys are checked strictly against ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts and the
-UserKnownHostsFile(s) of ~/.ssh/config, read as OpenSSH reads them (host/known_hosts.py); an unknown, revoked
-or changed key is refused, never added (Fabric's AutoAddPolicy is the anti-pattern), and the key types known for
-the host are asked for first, as OpenSSH does. Speed (docs/performance.md): our own socket with TCP_NODELAY
-(3 ms per command instead of 43 ms), AES-GCM first, a large receive window. Every paramiko or socket failure
+Security: host keys are checked strictly, for the host and for every jump host, against ~/.ssh/known_hosts,
+/etc/ssh/ssh_known_hosts and the UserKnownHostsFile(s) of ~/.ssh/config, read as OpenSSH reads them
+(host/hostkeys.py); an unknown, revoked or changed key is refused, never added.
+Bastions: a host behind ProxyJump is reached through a direct-tcpip channel of its last jump host, whose ONE
+connection per run all hosts behind it share (host/shared.py); ProxyCommand gives a socket of its own
+(host/proxycommand.py). Keys: ssh-agent and key files in OpenSSH's order (host/keyorder.py), a passphrase
+asked once per key and run (host/passphrase.py). Everything that is not paramiko lives in those pure modules
+and in host/resolve.py (~/.ssh/config -> SshTarget with its hops).
+Speed (docs/performance.md): our own socket with TCP_NODELAY (3 ms per command instead of 43 ms), AES-GCM
+first, a large receive window. Every paramiko or socket failure
 leaves this module as a ConnectError (exit 4) or RemoteTimeout, never as a traceback.
 """
 
@@ -18,17 +23,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import getpass
 import logging
-import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specops.errors import ConfigError, ConnectError
-from specops.host import known_hosts, ssh_errors
+from specops.errors import ConnectError
+from specops.host import ssh_errors
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
@@ -41,12 +45,19 @@ from specops.host.base import (
     with_env,
 )
 from specops.host.become import CHECK_TIMEOUT_S, Become, Escalation
+from specops.host.hostkeys import HostKeyChecker
+from specops.host.keyorder import key_order
 from specops.host.paramiko_import import invoke_blocked
+from specops.host.passphrase import KeyUnlocker
 from specops.host.process import POLL_S, RunningCommand
-from specops.host.target import SshTarget, split_ssh_spec
+from specops.host.proxycommand import ProxySocket, proxy_argv, start_proxy
+from specops.host.resolve import resolve_ssh_target
+from specops.host.shared import SharedConnections, register_at_exit
+from specops.host.target import SshTarget
 
 with invoke_blocked():
     import paramiko
+    import paramiko.agent
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -55,7 +66,6 @@ if TYPE_CHECKING:
 # NullHandler keeps Python's last-resort handler from printing them (a configured root logger still sees them).
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
-DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = (Path("~/.ssh/known_hosts"), Path("/etc/ssh/ssh_known_hosts"))
 CONNECT_TIMEOUT_S = 10.0
 KEEPALIVE_S = 15
@@ -65,31 +75,7 @@ NETWORK_SLACK_S = 2.0
 RSA_SIGNATURES = {"ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256")}  # an ssh-rsa key signs with these
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
-
-def resolve_ssh_target(spec: str, ssh_config: Path | None = None) -> SshTarget:
-    """Apply ~/.ssh/config to an inventory `ssh` value; explicit user/port in the value win."""
-    user, host, port = split_ssh_spec(spec)
-    config_path = (ssh_config or DEFAULT_SSH_CONFIG).expanduser()
-    options: dict[str, Any] = {}
-    if config_path.is_file():
-        try:
-            options = dict(paramiko.SSHConfig.from_path(str(config_path)).lookup(host))
-        except (paramiko.SSHException, OSError, ValueError) as error:
-            raise ConfigError([f"{config_path}: {error}"], hint="`ssh -G HOST` shows how OpenSSH reads it") from None
-    identity = options.get("identityfile", [])
-    timeout = options.get("connecttimeout")
-    return SshTarget(
-        alias=spec,
-        hostname=str(options.get("hostname", host)),
-        user=user or str(options.get("user") or getpass.getuser()),
-        port=port or int(str(options.get("port", 22))),
-        identity_files=tuple(os.path.expanduser(str(p)) for p in (identity if isinstance(identity, list) else [])),
-        known_hosts_files=tuple(os.path.expanduser(p) for p in str(options.get("userknownhostsfile", "")).split()),
-        proxy_jump=str(options["proxyjump"]) if "proxyjump" in options else None,
-        proxy_command=str(options["proxycommand"]) if options.get("proxycommand", "none") != "none" else None,
-        identities_only=str(options.get("identitiesonly", "no")).lower() == "yes",
-        connect_timeout=float(timeout) if timeout else None,
-    )
+__all__ = ["SshHost", "connect", "open_ssh", "resolve_ssh_target", "shared_hops"]
 
 
 def connect(
@@ -100,7 +86,7 @@ def connect(
     connect_timeout: float | None = None,
 ) -> SshHost:
     """Connect to an inventory host. `known_hosts` replaces the default files; config ones always apply."""
-    target = resolve_ssh_target(spec.ssh, ssh_config)
+    target = resolve_ssh_target(spec.ssh, ssh_config, jump=spec.jump)
     return open_ssh(target, name=spec.name, known_hosts=known_hosts, connect_timeout=connect_timeout)
 
 
@@ -110,51 +96,84 @@ def open_ssh(
     known_hosts: Sequence[Path] | None = None,
     connect_timeout: float | None = None,
 ) -> SshHost:
-    """Open an authenticated, host-key-checked connection to a resolved target."""
-    if target.proxy_jump or target.proxy_command:
-        raise ssh_errors.proxy_unsupported(target)
+    """Open an authenticated, host-key-checked connection to a resolved target, through its hops if it has any."""
     timeout = connect_timeout or target.connect_timeout or CONNECT_TIMEOUT_S
-    files = [*(known_hosts if known_hosts is not None else DEFAULT_KNOWN_HOSTS), *map(Path, target.known_hosts_files)]
-    client = paramiko.SSHClient()
-    policy = _KnownHostsPolicy(target, files)
-    client.set_missing_host_key_policy(policy)  # no keys are loaded into paramiko: every key goes to the policy
+    files = list(known_hosts if known_hosts is not None else DEFAULT_KNOWN_HOSTS)
     started = time.monotonic()
-    sock = _open_socket(target, timeout)
-    remaining = max(timeout - (time.monotonic() - started), 1.0)  # ONE timeout for TCP connect + banner
-    keys = [path for path in target.identity_files if os.path.isfile(path)]
-    key_files: Any = keys or None  # paramiko takes a list; its type stubs say str
+    sock = _hop_socket(target, files, timeout, name or target.alias)
+    transport = _handshake(target, sock, files, timeout, started)
+    return SshHost(name or target.alias, target, transport, time.monotonic() - started)
+
+
+def _hop_socket(target: SshTarget, files: Sequence[Path], timeout: float, name: str) -> Any:
+    """The byte stream to the target's sshd: a channel through its last jump host, a ProxyCommand, or TCP."""
+    if not target.jumps:
+        return _proxy_socket(target, timeout) if target.proxy_command else _open_socket(target, timeout)
+    chain, last = target.jumps, target.jumps[-1]
     try:
-        client.connect(
-            target.hostname, port=target.port, username=target.user, key_filename=key_files,
-            allow_agent=not target.identities_only, look_for_keys=not target.identities_only,
-            timeout=remaining + 1, banner_timeout=remaining, auth_timeout=max(timeout, 30.0), sock=sock,
-            transport_factory=functools.partial(_tuned_transport, known_types=policy.known_types()),
-        )  # fmt: skip
-    except ConnectError:  # the known_hosts policy refused the host key
-        client.close()
-        raise
-    except paramiko.AuthenticationException as error:
-        client.close()
-        raise _connect_error(error, target, keys, timeout) from None
+        through = _shared_hop(chain, files, timeout)
+    except ConnectError as error:
+        raise ssh_errors.hop_failed(name, last, error) from None
+    try:
+        return through.open_channel("direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout)
+    except paramiko.ChannelException as error:
+        raise ssh_errors.hop_refused(name, target, last, error.text) from None
     except (paramiko.SSHException, OSError, EOFError) as error:
-        cause = _transport_error(client) or error  # paramiko's "No existing session" hides the real cause
-        client.close()
-        raise _connect_error(cause, target, keys, timeout) from None
-    transport = client.get_transport()
-    assert transport is not None  # connect() succeeded
+        raise ssh_errors.hop_refused(name, target, last, str(error) or type(error).__name__) from None
+
+
+def _shared_hop(chain: tuple[SshTarget, ...], files: Sequence[Path], timeout: float) -> paramiko.Transport:
+    """The ONE transport per jump host and run (host/shared.py); a hop's own hops are shared the same way."""
+    hop = chain[-1]
+    key = tuple((h.address, h.identity_files, h.agent_socket, tuple(files)) for h in chain)
+
+    def open_hop() -> paramiko.Transport:
+        started = time.monotonic()
+        sock = _hop_socket(replace(hop, jumps=chain[:-1]), files, timeout, hop.alias)
+        return _handshake(hop, sock, files, timeout, started)
+
+    return shared_hops.get(key, open_hop)
+
+
+def _handshake(
+    target: SshTarget, sock: Any, files: Sequence[Path], timeout: float, started: float
+) -> paramiko.Transport:
+    """Key exchange, the host key checked against known_hosts, then authentication; any failure is a ConnectError."""
+    try:
+        checker = HostKeyChecker(target, [*files, *map(Path, target.known_hosts_files)])
+    except ConnectError:  # an unreadable known_hosts file: nothing may be left open behind the error
+        sock.close()
+        raise
+    transport = _tuned_transport(sock, known_types=checker.known_types())
+    transport.banner_timeout = max(timeout - (time.monotonic() - started), 1.0)  # ONE timeout: connect + banner
+    try:
+        transport.start_client(timeout=max(timeout, 30.0))
+        host_key = transport.get_remote_server_key()
+        checker.check(host_key.asbytes(), host_key.get_name())
+        keys = _authenticate(transport, target)
+    except ConnectError:
+        transport.close()
+        raise
+    except (paramiko.SSHException, OSError, EOFError) as error:
+        cause = transport.get_exception() or error
+        transport.close()
+        raise _connect_error(cause, target, sock, timeout) from None
+    if not transport.is_authenticated():
+        transport.close()
+        raise ssh_errors.auth_failed(target, keys)
     transport.set_keepalive(KEEPALIVE_S)
-    return SshHost(name or target.alias, target, client, time.monotonic() - started)
+    return transport
 
 
 class SshHost(HostBase):
     """A Host over one SSH connection; every run/put/get is its own exec channel on it."""
 
-    def __init__(self, name: str, target: SshTarget, client: paramiko.SSHClient, connect_s: float = 0.0) -> None:
+    def __init__(self, name: str, target: SshTarget, transport: paramiko.Transport, connect_s: float = 0.0) -> None:
         self.name = name
         self.target = target
-        self.connect_s = connect_s  # connect + handshake + auth, for `--verbose` and benchmarks
+        self.connect_s = connect_s  # connect + handshake + auth (+ the hops), for `--verbose` and benchmarks
         self.escalation: Escalation | None = None  # set by become(): every command then runs through sudo
-        self._client = client
+        self._transport_ = transport
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
@@ -212,11 +231,12 @@ class SshHost(HostBase):
             raise self._lost(error) from None
 
     def close(self) -> None:
-        self._client.close()
+        """Closes this host's connection (and its channel through a jump host); the jump host stays for others."""
+        self._transport_.close()
 
     def _transport(self) -> paramiko.Transport:
-        transport = self._client.get_transport()
-        if transport is None or not transport.is_active():
+        transport = self._transport_
+        if not transport.is_active():
             raise self._lost(ConnectionError("the connection is closed"))
         return transport
 
@@ -268,42 +288,86 @@ class _ChannelPipe:
             raise self._lost(error) from None
 
 
-class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
-    """Decides every host key from known_hosts as OpenSSH would (specops/host/known_hosts.py): accepts only a
-    listed key, refuses an unknown, changed or revoked one, and never adds anything."""
-
-    def __init__(self, target: SshTarget, files: Sequence[Path]) -> None:
-        self.target = target
-        try:
-            self.entries, self.loaded = known_hosts.read_files(files)
-        except OSError as error:
-            raise ConnectError(str(error)) from None
-
-    def known_types(self) -> list[str]:
-        return known_hosts.known_types(self.entries, known_hosts.lookup_name(self.target.hostname, self.target.port))
-
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        name = known_hosts.lookup_name(self.target.hostname, self.target.port)
-        blob = key.asbytes()  # the plain key, also when the host sent a certificate (never trusted as one)
-        key_type = known_hosts.blob_type(blob) or key.get_name()
-        verdict = known_hosts.check(self.entries, name, key_type, blob)
-        if verdict.status != "trusted":
-            presented = (key_type, known_hosts.fingerprint(blob))
-            raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)  # out of connect()
+_unlocker = KeyUnlocker()
 
 
-def _connect_error(error: BaseException, target: SshTarget, keys: list[str], timeout: float) -> ConnectError:
+def _authenticate(transport: paramiko.Transport, target: SshTarget) -> list[str]:
+    """Public-key authentication in OpenSSH's order (host/keyorder.py); returns what it tried, for the error."""
+    tried: list[str] = []
+    agent = _agent(target)
+    agent_keys = list(agent.get_keys()) if agent is not None else []
+    described = [(key.asbytes(), f"{key.get_name()} {key.comment or ''}") for key in agent_keys]
+    try:
+        for candidate in key_order(target, described):
+            key: paramiko.PKey | None = (
+                agent_keys[candidate.agent_index]
+                if candidate.agent_index is not None
+                else _load_key(candidate.path or "", target.certificate_files)
+            )
+            if key is None:
+                continue
+            tried.append(candidate.label)
+            with contextlib.suppress(paramiko.AuthenticationException):
+                transport.auth_publickey(target.user, key)
+            if transport.is_authenticated():
+                break
+    finally:
+        if agent is not None:
+            agent._close()  # type: ignore[attr-defined]  # paramiko's AgentSSH has no public close
+    return tried
+
+
+def _agent(target: SshTarget) -> paramiko.agent.AgentSSH | None:
+    """ssh-agent at SSH_AUTH_SOCK or IdentityAgent; an agent that does not answer is skipped, as OpenSSH does."""
+    if not target.agent_socket:
+        return None
+    agent = paramiko.agent.AgentSSH()
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(CONNECT_TIMEOUT_S)
+        conn.connect(target.agent_socket)
+        agent._connect(conn)  # type: ignore[attr-defined]  # (the one way to use a socket other than $SSH_AUTH_SOCK)
+    except (OSError, paramiko.SSHException):
+        return None
+    return agent
+
+
+def _load_key(path: str, certificates: Sequence[str]) -> paramiko.PKey | None:
+    """The key file (asking for its passphrase once per run), with its certificate when one matches."""
+    try:
+        key: paramiko.PKey = paramiko.PKey.from_path(path)
+    except (paramiko.PasswordRequiredException, TypeError):  # cryptography says TypeError for a missing passphrase
+        key = _unlocker.unlock(path, functools.partial(_decrypt, path))  # type: ignore[assignment]
+    except (paramiko.SSHException, ValueError, OSError):
+        return None  # not a key paramiko can read: OpenSSH skips it too
+    for certificate in (*certificates, f"{path}-cert.pub"):
+        with contextlib.suppress(OSError, ValueError, paramiko.SSHException):
+            key.load_certificate(certificate)
+            break
+    return key
+
+
+def _decrypt(path: str, passphrase: str) -> paramiko.PKey:
+    try:
+        return paramiko.PKey.from_path(path, passphrase.encode())  # type: ignore[arg-type]  # bytes, not str
+    except (paramiko.SSHException, ValueError, TypeError) as error:
+        raise ValueError("wrong passphrase") from error
+
+
+def _connect_error(error: BaseException, target: SshTarget, sock: Any, timeout: float) -> ConnectError:
     """Every other way connect can fail, as the one ConnectError that tells the operator what happened."""
-    if isinstance(error, paramiko.PasswordRequiredException):
-        return ssh_errors.auth_failed(target, keys, encrypted=True)
-    if isinstance(error, paramiko.AuthenticationException) or "No authentication methods" in str(error):
-        return ssh_errors.auth_failed(target, keys)
+    if isinstance(sock, ProxySocket) and sock.errors():
+        return ssh_errors.proxy_command_failed(target, sock.errors())
+    if isinstance(error, paramiko.BadAuthenticationType) or "No authentication methods" in str(error):
+        return ssh_errors.auth_failed(target, [])
     return ssh_errors.handshake_failed(target, error, timeout)
 
 
-def _transport_error(client: paramiko.SSHClient) -> BaseException | None:
-    transport = client.get_transport()
-    return transport.get_exception() if transport is not None else None
+def _proxy_socket(target: SshTarget, timeout: float) -> ProxySocket:
+    try:
+        return start_proxy(proxy_argv(target))
+    except (OSError, ValueError) as error:
+        raise ssh_errors.proxy_command_failed(target, str(error)) from None
 
 
 def _open_socket(target: SshTarget, timeout: float) -> socket.socket:
@@ -315,15 +379,8 @@ def _open_socket(target: SshTarget, timeout: float) -> socket.socket:
     return sock
 
 
-def _tuned_transport(
-    sock: Any, /, *, known_types: Sequence[str] = (), disabled_algorithms: Any = None, **_: Any
-) -> paramiko.Transport:
-    transport = paramiko.Transport(
-        sock,
-        default_window_size=WINDOW_BYTES,
-        default_max_packet_size=MAX_PACKET_BYTES,
-        disabled_algorithms=disabled_algorithms,
-    )
+def _tuned_transport(sock: Any, /, *, known_types: Sequence[str] = ()) -> paramiko.Transport:
+    transport = paramiko.Transport(sock, default_window_size=WINDOW_BYTES, default_max_packet_size=MAX_PACKET_BYTES)
     options = transport.get_security_options()
     options.ciphers = (
         *(c for c in FAST_CIPHERS if c in options.ciphers),
@@ -333,3 +390,13 @@ def _tuned_transport(
     first = [name for name in wanted if name in options.key_types]  # the host's known key, not another type
     options.key_types = (*dict.fromkeys(first), *(name for name in options.key_types if name not in first))
     return transport
+
+
+def _close_transport(transport: paramiko.Transport) -> None:
+    with contextlib.suppress(Exception):
+        transport.close()
+
+
+shared_hops: SharedConnections[paramiko.Transport] = register_at_exit(
+    SharedConnections(close=_close_transport, alive=lambda transport: transport.is_active())
+)

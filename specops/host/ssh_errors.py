@@ -7,6 +7,7 @@ Every message names `user@host:port`: "connection refused" is useless without kn
 from __future__ import annotations
 
 import errno
+import os
 import shlex
 import socket
 from collections.abc import Sequence
@@ -24,6 +25,8 @@ def ssh_command(target: SshTarget, verbose: bool = False) -> str:
     """A valid `ssh` line for the same place: OpenSSH takes no `host:port`, so an inventory value with a port
     becomes `ssh -p PORT [user@]host`; an alias (resolved through ~/.ssh/config) stays as it is."""
     words = ["ssh", "-v"] if verbose else ["ssh"]
+    if target.proxy_jump:  # the same hops as specops (they may come from specops.toml, which ssh does not read)
+        words += ["-J", target.proxy_jump]
     user, host, port = split_ssh_spec(target.alias)
     if port is None:
         return shlex.join([*words, target.alias])
@@ -34,11 +37,35 @@ def _ssh_command(target: SshTarget) -> str:
     return ssh_command(target, verbose=True)
 
 
-def proxy_unsupported(target: SshTarget) -> ConnectError:
-    via = f"ProxyJump {target.proxy_jump}" if target.proxy_jump else f"ProxyCommand {target.proxy_command}"
+class HopError(ConnectError):
+    """A jump host failed; `hop` is the one that did, whichever host's connection was on its way through it."""
+
+    def __init__(self, name: str, hop: SshTarget, detail: str, hint: str) -> None:
+        super().__init__(f"{name}: jump host {hop.alias} ({hop.address}) failed: {detail}", hint=hint)
+        self.hop, self.detail = hop, detail
+
+
+def hop_failed(name: str, hop: SshTarget, error: ConnectError) -> HopError:
+    """Name the hop that failed (unreachable, wrong host key, authentication) in the error of the host behind it."""
+    if isinstance(error, HopError):  # a hop further out failed: keep naming that one
+        return HopError(name, error.hop, error.detail, error.hint)
+    detail = error.message.removeprefix(f"{hop.address}: ")
+    return HopError(name, hop, detail, error.hint)
+
+
+def hop_refused(name: str, target: SshTarget, hop: SshTarget, reason: str) -> ConnectError:
+    """The jump host is up, but would not open a connection onward to the target's sshd."""
     return ConnectError(
-        f"{target.alias}: ~/.ssh/config reaches this host through {via}, which specops does not support yet",
-        hint="give specops a host it can reach directly (e.g. a local port forward: ssh -L) ",
+        f"{name}: the jump host {hop.alias} ({hop.address}) could not reach {target.address}: {reason}",
+        hint=f"is {target.hostname}:{target.port} reachable from {hop.hostname}, and does its sshd allow "
+        "forwarding (AllowTcpForwarding yes)?",
+    )
+
+
+def proxy_command_failed(target: SshTarget, detail: str) -> ConnectError:
+    return ConnectError(
+        f"{target.address}: ProxyCommand failed: {detail}",
+        hint=f"run the ProxyCommand of ~/.ssh/config by hand, or `{_ssh_command(target)}`",
     )
 
 
@@ -118,19 +145,13 @@ def changed_host_key(target: SshTarget, expected: str, presented: str) -> Connec
     )
 
 
-def auth_failed(target: SshTarget, keys: Sequence[str], encrypted: bool = False) -> ConnectError:
-    if encrypted:
-        return ConnectError(
-            f"{target.address}: authentication failed: the key is protected by a passphrase",
-            hint="load it into ssh-agent (`ssh-add KEY`); specops never asks for passphrases",
-        )
-    tried = [*keys]
-    if not target.identities_only:
-        tried += ["ssh-agent", "~/.ssh/id_*"]
-    missing = [path for path in target.identity_files if path not in keys]
+def auth_failed(target: SshTarget, tried: Sequence[str]) -> ConnectError:
+    missing = [path for path in target.identity_files if not os.path.isfile(path)]
     hint = f"is the public key in ~{target.user}/.ssh/authorized_keys on the host? try `{_ssh_command(target)}`"
     if missing:
         hint = f"IdentityFile not found: {', '.join(missing)}; " + hint
+    if not target.agent_socket:
+        hint += " (no ssh-agent: SSH_AUTH_SOCK is not set, or IdentityAgent none)"
     return ConnectError(
         f"{target.address}: authentication failed as {target.user!r} (tried: {', '.join(tried) or 'no keys'})",
         hint=hint,

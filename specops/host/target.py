@@ -19,6 +19,15 @@ class SshTarget:
     proxy_command: str | None = None
     identities_only: bool = False
     connect_timeout: float | None = None
+    certificate_files: tuple[str, ...] = ()
+    agent_socket: str | None = None  # ssh-agent's socket (SSH_AUTH_SOCK or IdentityAgent); None: no agent
+    jumps: tuple[SshTarget, ...] = ()  # the ProxyJump hops, outermost first, each resolved like a host
+
+    @property
+    def route(self) -> str:
+        """`bastion -> gpu-1`: the hops and the host, the way `specops hosts` and errors show the path."""
+        via = [hop.alias for hop in self.jumps] or (["ProxyCommand"] if self.proxy_command else [])
+        return " -> ".join([*via, self.alias])
 
     @property
     def address(self) -> str:

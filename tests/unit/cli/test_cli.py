@@ -97,16 +97,38 @@ def test_hosts_resolves_ssh_config_alias(capsys: pytest.CaptureFixture[str], con
             "keys": [str(ssh_dir / "gpu_ed25519")],
             "become": "sudo",
             "become_user": "root",
+            "hops": [],
+            "proxy_command": None,
             "profile": "ddtree",
             "service": "sglang",
             "groups": ["gpu"],
         }
     ]
     table = run_cli(capsys, "hosts", "gpu").out.splitlines()
-    assert table[0].split() == ["HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "BECOME", "PROFILE", "SERVICE",
-                                "GROUPS"]  # fmt: skip
+    assert table[0].split() == ["HOST", "SSH", "HOSTNAME", "USER", "PORT", "KEY", "BECOME", "VIA", "PROFILE",
+                                "SERVICE", "GROUPS"]  # fmt: skip
     assert table[1].split() == ["llm-two", "gpu-a", "10.0.0.7", "deploy", "2222", str(ssh_dir / "gpu_ed25519"),
-                                "sudo", "->", "root", "ddtree", "sglang", "gpu"]  # fmt: skip
+                                "sudo", "->", "root", "-", "ddtree", "sglang", "gpu"]  # fmt: skip
+
+
+def test_hosts_shows_the_jump_hosts_of_ssh_config_and_of_the_inventory(
+    capsys: pytest.CaptureFixture[str], config_dir: Path
+) -> None:
+    ssh_dir = config_dir / "home" / ".ssh"
+    ssh_dir.mkdir(parents=True)
+    (ssh_dir / "config").write_text(
+        "Host gpu-a\n  HostName 10.0.0.7\n  ProxyJump ops@bastion:2200,inner\nHost bastion\n  HostName 192.0.2.1\n",
+        encoding="utf-8",
+    )
+    second = VALID_HOST.replace("llm-two]", "llm-three]").replace('"root@llm-two"', '"10.0.0.9"\njump = "bastion"')
+    (config_dir / "specops.toml").write_text(
+        VALID_HOST.replace('ssh = "root@llm-two"', 'ssh = "gpu-a"') + second, encoding="utf-8"
+    )
+    result = run_cli(capsys, "--json", "hosts")
+    assert result.code == 0, result.err
+    assert [row["hops"] for row in json.loads(result.out)["hosts"]] == [["ops@bastion:2200", "inner"], ["bastion"]]
+    table = run_cli(capsys, "hosts").out
+    assert "ops@bastion:2200 -> inner" in table
 
 
 def test_explicit_user_and_port_win_over_ssh_config(
@@ -186,3 +208,12 @@ def test_starter_config_renders_a_unit_systemd_accepts(capsys: pytest.CaptureFix
     verified = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, check=False)
     assert verified.returncode == 0, verified.stderr
     assert verified.stderr == ""
+
+
+def test_a_bad_jump_in_specops_toml_is_a_config_error(
+    capsys: pytest.CaptureFixture[str], write_config: Callable[[str], Path]
+) -> None:
+    write_config(VALID_HOST.replace('ssh = "root@llm-two"', 'ssh = "root@llm-two"\njump = "bastion,-oProxyCommand=x"'))
+    result = run_cli(capsys, "config", "check")
+    assert result.code == 3
+    assert "hosts.llm-two.jump" in result.err and "would be read as an ssh option" in result.err

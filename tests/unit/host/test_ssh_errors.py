@@ -46,11 +46,16 @@ def test_config_is_applied_like_openssh(tmp_path: Path) -> None:
     assert resolve_ssh_target("root@llm-one:22", config).address == "root@10.0.0.7:22"
 
 
-def test_proxy_jump_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+def test_an_unreachable_jump_host_is_named_in_the_error(tmp_path: Path) -> None:
+    port = _free_port()
     config = tmp_path / "config"
-    config.write_text("Host gpu\n  HostName 10.0.0.8\n  ProxyJump bastion\n")
-    with pytest.raises(ConnectError, match="through ProxyJump bastion, which specops does not support yet"):
+    config.write_text(
+        f"Host gpu\n  HostName 10.0.0.8\n  ProxyJump jumper\nHost jumper\n  HostName 127.0.0.1\n  Port {port}\n"
+    )
+    with pytest.raises(ConnectError) as caught:
         open_ssh(resolve_ssh_target("gpu", config))
+    assert caught.value.message.startswith("gpu: jump host jumper (")
+    assert f"127.0.0.1:{port}) failed: connection refused" in caught.value.message
 
 
 def test_a_broken_ssh_config_is_a_config_error(tmp_path: Path) -> None:
