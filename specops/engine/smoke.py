@@ -11,7 +11,7 @@ max_new_tokens. Gates (docs/smoke.md):
   tokens        completion_tokens == max_new_tokens (ignore_eos: every token must come)
   tokens-per-s  completion_tokens / e2e_latency >= smoke.min_tokens_per_s
   accept-length meta_info.spec_accept_length >= smoke.min_accept_length
-  output        not degenerate: not empty, not one character or one token repeated (`!!!!`, `the the the`)
+  output        not degenerate (specops.engine.degenerate): not empty, no `!!!!`, no repetition loop
   regression    tokens/s and accept length within smoke.max_regression_pct of the previous verified release
 """
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from specops.engine.degenerate import degenerate_reason
 from specops.engine.signatures import Match, primary_cause
 from specops.errors import SpecopsError
 
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from specops.engine.client import EngineClient
 
 TEXT_HEAD_CHARS = 80
-DOMINANT_TOKEN_SHARE = 0.5  # one token making up more than half of the output is a loop, not language
-MIN_TOKENS_FOR_SHARE = 4
 
 
 class SmokeFigures(TypedDict, total=False):
@@ -255,20 +253,3 @@ def _regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str
     if not observed:
         return Gate("regression", True, "no comparable figures", expected, "skipped")
     return Gate("regression", not drops, "; ".join(observed), expected, "; ".join(drops))
-
-
-def degenerate_reason(text: str, output_ids: object = None) -> str:
-    """Why an output is not language ("" when it looks fine): empty, one character repeated (`!!!!!!!!`), or one
-    token/word making up most of it (`the the the the`). A varied but repetitive answer is not flagged."""
-    stripped = text.strip()
-    if not stripped:
-        return "the output is empty"
-    if len(set(stripped)) == 1 and len(stripped) > 1:
-        return f"one character repeated: {stripped[0]!r} x{len(stripped)}"
-    ids = [item for item in output_ids if isinstance(item, int)] if isinstance(output_ids, list) else []
-    for units, what in ((ids, "token id"), (stripped.split(), "word")):
-        if len(units) >= MIN_TOKENS_FOR_SHARE:
-            unit, count = Counter(units).most_common(1)[0]
-            if count / len(units) > DOMINANT_TOKEN_SHARE:
-                return f"one {what} is {count} of {len(units)}: {unit!r}"
-    return ""
