@@ -86,3 +86,9 @@ class CannedTunnel:
 
     def close(self) -> None:
         self.closed = True
+
+
+def sse_route(events: list[Any], status: int = 200) -> Route:
+    """A streamed /generate answer as SGLang sends it: `data: {json}` events, then `data: [DONE]`."""
+    lines = [f"data: {json.dumps(event)}\n\n" for event in events]
+    return status, ("".join(lines) + "data: [DONE]\n\n").encode()
