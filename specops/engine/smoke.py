@@ -12,19 +12,29 @@ max_new_tokens. Gates (docs/smoke.md):
   tokens-per-s  completion_tokens / e2e_latency >= smoke.min_tokens_per_s
   accept-length meta_info.spec_accept_length >= smoke.min_accept_length
   output        not degenerate (specops.engine.degenerate): not empty, no `!!!!`, no repetition loop
-  regression    tokens/s and accept length within smoke.max_regression_pct of the previous verified release
+Then, unless the greedy answer already failed, `smoke.sampled_requests` concurrent streamed requests at the
+profile's temperature > 0 and top_p (specops.engine.sampled):
+  sampled-requests  every stream completes (no error event, no abort)
+  sampled-output    no answer is degenerate: the loops a sampling bug writes
+Compared with earlier releases (specops.engine.smoke_compare):
+  regression    tokens/s, accept length and sampled tokens/s within smoke.max_regression_pct of the previous
+                verified release of this profile
+  ttft          sampled TTFT p50 within smoke.max_ttft_regression_pct of it (p99: a warning)
+  speedup       tokens/s against smoke.baseline_release (only when named; a gate with smoke.min_speedup)
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from specops.engine.degenerate import degenerate_reason
+from specops.engine.sampled import run_sampled, skipped_gates
 from specops.engine.signatures import Match, primary_cause
+from specops.engine.smoke_compare import regression_gate, speedup_gate, ttft_gate
+from specops.engine.smoke_types import Gate, SmokeFigures, finite
 from specops.errors import SpecopsError
 
 if TYPE_CHECKING:
@@ -33,45 +43,6 @@ if TYPE_CHECKING:
     from specops.engine.client import EngineClient
 
 TEXT_HEAD_CHARS = 80
-
-
-class SmokeFigures(TypedDict, total=False):
-    """What one smoke measured; recorded in the release manifest (`gates.smoke.figures`) as this JSON object,
-    and read back as the next smoke's regression baseline."""
-
-    server_version: str | None
-    speculative_algorithm: str | None
-    draft_model_path: str | None
-    num_draft_tokens: int | None
-    avg_spec_accept_length: float | None
-    served_models: list[str]
-    completion_tokens: int
-    e2e_latency: float
-    tokens_per_s: float
-    accept_length: float | None
-    spec_verify_ct: int | None
-    finish_reason: str | None
-    text_head: str
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One check of the smoke test; `observed`/`expected` are short texts for the table."""
-
-    id: str
-    ok: bool
-    observed: str
-    expected: str
-    detail: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "ok": self.ok,
-            "observed": self.observed,
-            "expected": self.expected,
-            "detail": self.detail,
-        }
 
 
 @dataclass(frozen=True)
@@ -83,16 +54,22 @@ class SmokeResult:
     figures: SmokeFigures
     cause: Match | None = None
     problems: list[Match] = field(default_factory=list)
+    sampled: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed_gates(self) -> list[Gate]:
         return [gate for gate in self.gates if not gate.ok]
 
     @property
+    def warnings(self) -> list[Gate]:
+        return [gate for gate in self.gates if gate.ok and gate.warn]
+
+    @property
     def reason(self) -> str:
-        """One line: which gates failed and, when the journal knows, why."""
+        """One line: which gates failed and, when the journal knows, why (or the warnings of a pass)."""
         if self.passed:
-            return "all smoke gates passed"
+            warned = "; ".join(f"{gate.id}: {gate.detail}" for gate in self.warnings)
+            return "all smoke gates passed" + (f" (warning: {warned})" if warned else "")
         text = "smoke gate failed: " + "; ".join(
             f"{gate.id} {gate.observed} (want {gate.expected})" for gate in self.failed_gates
         )
@@ -104,6 +81,7 @@ class SmokeResult:
             "reason": self.reason,
             "gates": [gate.to_json() for gate in self.gates],
             "figures": self.figures,
+            "sampled": self.sampled,
             "cause": self.cause.to_json() if self.cause else None,
         }
 
@@ -114,21 +92,28 @@ def run_smoke(
     spec: HostSpec,
     previous: dict[str, Any] | None,
     *,
+    baseline: dict[str, Any] | None = None,
     journal_problems: Sequence[Match] = (),
 ) -> SmokeResult:
-    """Run the gates against the running server. `previous`: the figures of the previous verified release.
-    `journal_problems`: signatures from the unit's journal (readiness.unit_problems) to name a failure's cause."""
+    """Run the gates against the running server. `previous`: the figures of the last verified release of this
+    profile; `baseline`: those of the profile's baseline_release, for the speed-up. `journal_problems`:
+    signatures from the unit's journal (readiness.unit_problems) to name a failure's cause."""
     figures: SmokeFigures = {}
     gates: list[Gate] = []
+    sampled: list[dict[str, Any]] = []
     try:
-        gates += _server_gates(client, profile, spec, figures)
-        gates += _generation_gates(client, profile, figures)
+        server, info = _server_gates(client, profile, spec, figures)
+        gates += server + _generation_gates(client, profile, figures)
+        gates += _sampled_gates(client, profile, info, figures, gates, sampled)
     except SpecopsError as error:
         gates.append(Gate("api", False, "no answer", "SGLang's HTTP API answers", error.message))
-    gates.append(_regression_gate(figures, profile, previous))
+    gates.append(regression_gate(figures, profile, previous))
+    gates += [
+        gate for gate in (ttft_gate(figures, profile, previous), speedup_gate(figures, profile, baseline)) if gate
+    ]
     passed = all(gate.ok for gate in gates)
     cause = None if passed else primary_cause(journal_problems)
-    return SmokeResult(passed, gates, figures, cause, list(journal_problems))
+    return SmokeResult(passed, gates, figures, cause, list(journal_problems), sampled)
 
 
 def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeResult:
@@ -137,7 +122,9 @@ def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeR
     return replace(result, cause=cause, problems=list(journal_problems))
 
 
-def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figures: SmokeFigures) -> list[Gate]:
+def _server_gates(
+    client: EngineClient, profile: Profile, spec: HostSpec, figures: SmokeFigures
+) -> tuple[list[Gate], dict[str, Any]]:
     info = client.server_info()
     states = _as_list(info.get("internal_states")) or [{}]
     figures.update(
@@ -166,7 +153,26 @@ def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figure
     if spec.served_model_name:
         ok = spec.served_model_name in served
         gates.append(Gate("served-model", ok, ", ".join(served) or "none", spec.served_model_name))
-    return gates
+    return gates, info
+
+
+def _sampled_gates(
+    client: EngineClient, profile: Profile, info: dict[str, Any], figures: SmokeFigures, greedy: list[Gate],
+    answers: list[dict[str, Any]],
+) -> list[Gate]:  # fmt: skip
+    """The concurrent sampled requests, unless the profile sends none or the greedy answer already failed (a
+    build that cannot decode greedily needs no sampling to be rejected, and a crawling one would take long)."""
+    smoke = profile.smoke
+    if smoke.sampled_requests == 0:
+        return []
+    if not all(gate.ok for gate in greedy if gate.id in ("output", "tokens")):
+        return skipped_gates("the greedy request already failed")
+    # a server started with --incremental-streaming-output (older: --stream-output) streams only what is new
+    incremental = info.get("incremental_streaming_output") is True or info.get("stream_output") is True
+    run = run_sampled(client, smoke, incremental=incremental)
+    figures.update(run.figures(smoke))
+    answers += [answer.to_json() for answer in run.answers]
+    return run.gates(smoke)
 
 
 def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigures) -> list[Gate]:
@@ -178,10 +184,10 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
     meta = meta if isinstance(meta, dict) else {}
     raw_text = body.get("text")
     text = raw_text if isinstance(raw_text, str) else ""
-    tokens = int(_finite(meta.get("completion_tokens")) or 0)
-    latency = _finite(meta.get("e2e_latency")) or wall
+    tokens = int(finite(meta.get("completion_tokens")) or 0)
+    latency = finite(meta.get("e2e_latency")) or wall
     tokens_per_s = tokens / latency if latency > 0 else 0.0
-    accept = _finite(meta.get("spec_accept_length"))
+    accept = finite(meta.get("spec_accept_length"))
     figures.update(
         SmokeFigures(
             completion_tokens=tokens,
@@ -213,15 +219,6 @@ def _as_list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _finite(value: object) -> float | None:
-    """A number the engine reported, or None for anything else (a string, a list, NaN, infinity): an engine
-    that answers the wrong type must fail a gate, not crash the gate."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _accept_gate(accept: float | None, minimum: float) -> Gate:
     if accept is None:
         return Gate(
@@ -232,24 +229,3 @@ def _accept_gate(accept: float | None, minimum: float) -> Gate:
             "meta_info has no spec_accept_length: is speculative decoding on?",
         )
     return Gate("accept-length", accept >= minimum, f"{accept:.2f}", f">= {minimum:g}")
-
-
-def _regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] | None) -> Gate:
-    """Tokens/s and accept length may drop at most max_regression_pct below the previous verified release."""
-    allowed = profile.smoke.max_regression_pct
-    expected = f"within {allowed:g}% of the previous release"
-    if not previous:
-        return Gate("regression", True, "no previous verified release", expected, "skipped")
-    drops = []
-    observed = []
-    for key, unit in (("tokens_per_s", "tok/s"), ("accept_length", "accept")):
-        before, now = previous.get(key), figures.get(key)
-        if not isinstance(before, int | float) or before <= 0 or not isinstance(now, int | float):
-            continue
-        drop = (before - now) / before * 100
-        observed.append(f"{now:g} {unit} vs {before:g} ({-drop:+.0f}%)")
-        if drop > allowed:
-            drops.append(f"{key} dropped {drop:.0f}%")
-    if not observed:
-        return Gate("regression", True, "no comparable figures", expected, "skipped")
-    return Gate("regression", not drops, "; ".join(observed), expected, "; ".join(drops))
