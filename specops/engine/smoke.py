@@ -116,6 +116,27 @@ def run_smoke(
     return SmokeResult(passed, gates, figures, cause, list(journal_problems), sampled)
 
 
+def smoke_line(result: SmokeResult) -> str:
+    """One line for the live view and the phase lines: the verdict and the headline figures."""
+    figures = result.figures
+    parts = []
+    if isinstance(figures.get("tokens_per_s"), int | float):
+        accept = finite(figures.get("accept_length"))
+        parts.append(f"{figures['tokens_per_s']:g} tok/s" + (f", accept {accept:.2f}" if accept is not None else ""))
+    if figures.get("sampled_requests"):
+        p50, p99 = finite(figures.get("ttft_p50_s")), finite(figures.get("ttft_p99_s"))
+        ttft = f"TTFT p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, " if p50 is not None and p99 is not None else ""
+        parts.append(f"{figures['sampled_requests']} sampled at temperature {figures.get('sampled_temperature')}: "
+                     f"{ttft}{figures.get('sampled_tokens_per_s')} tok/s")  # fmt: skip
+    speedup = finite(figures.get("speedup_vs_baseline"))
+    if speedup is not None:
+        parts.append(f"{speedup:.2f}x release {figures.get('baseline_release')}")
+    verdict = "smoke passed" if result.passed else "smoke failed: " + ", ".join(g.id for g in result.failed_gates)
+    warned = [gate.id for gate in result.warnings]
+    verdict += f" (warning: {', '.join(warned)})" if warned else ""
+    return verdict + (" - " + "; ".join(parts) if parts else "")
+
+
 def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeResult:
     """The same result with the journal's explanation attached (read only after a failure: one round trip)."""
     cause = None if result.passed else primary_cause(journal_problems)
