@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from specops.engine.client import EngineClient
 
 TEXT_HEAD_CHARS = 80
+ANSWER_GATES = ("sampled-output", "sampled-requests")  # their detail names requests
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class SmokeResult:
             warned = "; ".join(f"{gate.id}: {gate.detail}" for gate in self.warnings)
             return "all smoke gates passed" + (f" (warning: {warned})" if warned else "")
         text = "smoke gate failed: " + "; ".join(
-            f"{gate.id} {gate.observed} (want {gate.expected})" for gate in self.failed_gates
+            f"{gate.id} {gate.observed} (want {gate.expected})" + _first_answer(gate) for gate in self.failed_gates
         )
         return text + (f"; cause: {self.cause.summary}" if self.cause else "")
 
@@ -84,6 +85,15 @@ class SmokeResult:
             "sampled": self.sampled,
             "cause": self.cause.to_json() if self.cause else None,
         }
+
+
+def _first_answer(gate: Gate) -> str:
+    """For a gate about answers, the first one it names (which request, the loop, an excerpt), so a deploy's
+    one-line cause shows what the users would have read."""
+    if gate.id not in ANSWER_GATES or not gate.detail:
+        return ""
+    first, *others = gate.detail.split("; request ")
+    return f": {first}" + (f" (and {len(others)} more)" if others else "")
 
 
 def run_smoke(

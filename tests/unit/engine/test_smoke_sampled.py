@@ -60,7 +60,10 @@ def test_a_build_that_loops_only_when_sampling_fails_the_sampled_gate_alone(
     first = gate.detail.split("; ")[0]
     assert first.startswith("request 1 ('Write a short story about a lighthouse …'): repetition loop: ")
     assert "x12 (words, from character" in first and "the stairs and lit the lamp and lit" in first
-    assert "sampled-output 3 of 3 degenerate" in result.reason
+    assert (
+        "sampled-output 3 of 3 degenerate (want real text at temperature 0.7, top_p 0.95): request 1 (" in result.reason
+    )
+    assert result.reason.endswith("(and 2 more)")
     assert result.sampled[0]["degenerate"].startswith("repetition loop:")
 
 
