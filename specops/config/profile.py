@@ -93,7 +93,7 @@ class Smoke(_Strict):
     min_tokens_per_s: float = Field(default=20.0, ge=0, le=100000, description="gate: completion tokens / e2e latency")
     min_accept_length: float = Field(default=1.5, ge=1.0, le=64, description="gate: meta_info.spec_accept_length")
     max_regression_pct: float = Field(
-        default=25.0, ge=0, le=100, description="gate: allowed drop vs the previous verified release"
+        default=25.0, ge=0, le=100, description="gate: allowed drop vs the last verified release of this profile"
     )
     sampled_requests: int = Field(
         default=4,

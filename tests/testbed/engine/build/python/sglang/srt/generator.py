@@ -30,6 +30,17 @@ CORPUS = (
 WORDS = tuple(CORPUS.split())
 
 
+def _distinct_words(ids: list[int], count: int) -> list[int]:
+    """The first `count` ids naming different words: a loop phrase like "lit the lamp and", never "the the"."""
+    phrase: list[int] = []
+    for index in ids:
+        if WORDS[index] not in {WORDS[i] for i in phrase}:
+            phrase.append(index)
+        if len(phrase) == count:
+            break
+    return phrase or [0]
+
+
 def _env_float(name: str, default: float) -> float:
     value = os.environ.get(name, "")
     return float(value) if value else default
@@ -124,7 +135,7 @@ class Generator:
         rng = random.Random(seed if temperature <= 0 else seed ^ random.getrandbits(64))
         ids = [rng.randrange(len(WORDS)) for _ in range(count)]
         if temperature > 0 and sampled_loop():
-            phrase = ids[LOOP_AFTER_TOKENS : LOOP_AFTER_TOKENS + LOOP_PHRASE_TOKENS] or [0]
+            phrase = _distinct_words(ids[LOOP_AFTER_TOKENS:], LOOP_PHRASE_TOKENS)
             ids = ids[:LOOP_AFTER_TOKENS] + [phrase[i % len(phrase)] for i in range(max(0, count - LOOP_AFTER_TOKENS))]
             ids = ids[:count]
         return [1000 + i for i in ids], [" " + WORDS[i] for i in ids]
