@@ -69,7 +69,7 @@ class SmokeResult:
     def reason(self) -> str:
         """One line: which gates failed and, when the journal knows, why (or the warnings of a pass)."""
         if self.passed:
-            warned = "; ".join(f"{gate.id}: {gate.detail}" for gate in self.warnings)
+            warned = "; ".join(f"{gate.id}: {gate.detail.removeprefix('warning: ')}" for gate in self.warnings)
             return "all smoke gates passed" + (f" (warning: {warned})" if warned else "")
         text = "smoke gate failed: " + "; ".join(
             f"{gate.id} {gate.observed} (want {gate.expected})" + _first_answer(gate) for gate in self.failed_gates

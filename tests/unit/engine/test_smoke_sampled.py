@@ -137,3 +137,17 @@ def test_ttft_percentiles_are_nearest_rank_and_throughput_counts_every_token(
     assert figures["ttft_p50_s"] == pytest.approx(p50) and figures["ttft_p99_s"] == pytest.approx(p99)
     assert figures["sampled_tokens_per_s"] == 50 * len(ttfts) / 2.0
     assert figures["sampled_temperature"] == 0.7 and figures["sampled_top_p"] == 0.95
+
+
+def test_a_stream_cut_before_done_is_a_failed_request_not_an_answer(
+    host: RecordingHost, server: CannedServer, spec: HostSpec
+) -> None:
+    cut = "".join(f"data: {json.dumps(event)}\n\n" for event in sampled_events(GOOD)[:3]).encode()
+    server.add("GET", "/get_server_info", json_route(INFO))
+    server.add("GET", "/v1/models", json_route({"object": "list", "data": []}))
+    server.add("POST", "/generate", json_route(_greedy()), (200, cut))
+    result = _smoke(host, spec, _profile(sampled_requests=1))
+    gate = _gate(result, "sampled-requests")
+    assert not gate.ok and gate.detail.endswith("): the stream ended before [DONE]")
+    assert result.figures["sampled_completion_tokens"] == 0 and result.figures["ttft_p50_s"] is None
+    assert "ttft" not in {gate.id for gate in result.gates}
