@@ -1,6 +1,7 @@
 """The sampled smoke end to end on a real test host: a healthy build is verified with its TTFT and sampled
 throughput in `--json`, in the manifest, in the phase lines and in the summary; a build that decodes repetition
-loops only at temperature > 0 passes every greedy gate, fails the sampled one, and the deploy rolls back."""
+loops only at temperature > 0 passes every greedy gate, fails the sampled one, and the deploy rolls back; a
+named baseline release gives the speed-up, and a floor above it fails the smoke."""
 
 from __future__ import annotations
 
@@ -69,3 +70,18 @@ def test_a_build_that_loops_only_when_sampling_fails_the_smoke_and_rolls_back(sc
     again = scene.cli("smoke", scene.host.name, "--json")
     assert again.code == 0, again.out + again.err
     assert json.loads(again.out)["figures"]["ttft_p50_s"] > 0
+
+    # the speed-up against a named baseline release: here the same build, so about 1x; with a floor above
+    # that, the smoke says speculation does not pay off (a speculative build no faster than its baseline)
+    config = scene.folder / "specops.toml"
+    override = f'\n[hosts.{scene.host.name}.overrides.ddtree.smoke]\nbaseline_release = "{good}"\n'
+    config.write_text(config.read_text() + override)
+    reported = scene.cli("smoke", scene.host.name, "--json")
+    assert reported.code == 0, reported.out + reported.err
+    speedup = json.loads(reported.out)["figures"]["speedup_vs_baseline"]
+    assert 0.7 < speedup < 1.4
+    config.write_text(config.read_text() + "min_speedup = 1.5\n")
+    floored = scene.cli("smoke", scene.host.name, "--json")
+    assert floored.code == 1, floored.out + floored.err
+    gate = next(gate for gate in json.loads(floored.out)["gates"] if gate["id"] == "speedup")
+    assert gate["detail"] == "slower than 1.5x the baseline: speculation does not pay off on this host"
