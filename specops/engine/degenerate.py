@@ -1,4 +1,5 @@
-"""Is an answer language, or a decoder stuck in a loop? Judged on every smoke answer, greedy and sampled.
+"""Is an answer language, or a decoder stuck in a loop? Judged on every smoke answer, greedy and sampled
+(a loop in the greedy, ignore_eos answer only warns: specops.engine.smoke).
 
 Why more than "one character repeated": a speculative build that verifies greedily while the request samples
 (temperature > 0) does not print `!!!!`; it writes a sentence or two, then the same phrase again and again
@@ -41,10 +42,10 @@ class Loop:
     length: int
 
 
-def degenerate_reason(text: str, output_ids: object = None) -> str:
+def degenerate_reason(text: str, output_ids: object = None, *, loops: bool = True) -> str:
     """Why an output is not language ("" when it looks fine): empty, one character repeated (`!!!!!!!!`), one
-    token or word making up most of it (`the the the the`), or a repetition loop of words or characters, named
-    with where it starts and an excerpt."""
+    token or word making up most of it (`the the the the`), or (with `loops`) a repetition loop of words or
+    characters, named with where it starts and an excerpt (loop_reason)."""
     stripped = text.strip()
     if not stripped:
         return "the output is empty"
@@ -56,6 +57,11 @@ def degenerate_reason(text: str, output_ids: object = None) -> str:
             unit, count = Counter(units).most_common(1)[0]
             if count / len(units) > DOMINANT_TOKEN_SHARE:
                 return f"one {what} is {count} of {len(units)}: {unit!r}"
+    return loop_reason(text) if loops else ""
+
+
+def loop_reason(text: str) -> str:
+    """The repetition loop in the text as one line ("" when there is none)."""
     loop = find_loop(text)
     if loop is None:
         return ""

@@ -11,7 +11,8 @@ max_new_tokens. Gates (docs/smoke.md):
   tokens        completion_tokens == max_new_tokens (ignore_eos: every token must come)
   tokens-per-s  completion_tokens / e2e_latency >= smoke.min_tokens_per_s
   accept-length meta_info.spec_accept_length >= smoke.min_accept_length
-  output        not degenerate (specops.engine.degenerate): not empty, no `!!!!`, no repetition loop
+  output        not degenerate (specops.engine.degenerate): not empty, no `!!!!`, no dominant token (a loop
+                of words only warns: greedy decoding with ignore_eos loops on healthy models too)
 Then, unless the greedy answer already failed, `smoke.sampled_requests` concurrent streamed requests at the
 profile's temperature > 0 and top_p (specops.engine.sampled):
   sampled-requests  every stream completes (no error event, no abort)
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from specops.engine.degenerate import degenerate_reason
+from specops.engine.degenerate import degenerate_reason, loop_reason
 from specops.engine.sampled import run_sampled, skipped_gates
 from specops.engine.signatures import Match, primary_cause
 from specops.engine.smoke_compare import regression_gate, speedup_gate, ttft_gate
@@ -232,7 +233,7 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
             text_head=text[:TEXT_HEAD_CHARS],
         )
     )
-    degenerate = degenerate_reason(text, body.get("output_ids"))
+    degenerate = degenerate_reason(text, body.get("output_ids"), loops=False)
     return [
         Gate("tokens", tokens == smoke.max_new_tokens, str(tokens), f"{smoke.max_new_tokens} tokens"),
         Gate(
@@ -242,8 +243,19 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
             f">= {smoke.min_tokens_per_s:g} tok/s",
         ),
         _accept_gate(None if accept is None else float(accept), smoke.min_accept_length),
-        Gate("output", not degenerate, repr(text[:24]) + ("…" if len(text) > 24 else ""), "real text", degenerate),
+        _output_gate(text, degenerate),
     ]
+
+
+def _output_gate(text: str, degenerate: str) -> Gate:
+    """The greedy answer: empty, `!!!!` or one dominant token fail; a repetition loop only warns. Greedy decoding
+    of a raw prompt with ignore_eos loops on healthy models too (past the answer's end the most likely next
+    words are the ones just written), so a loop there is no verdict; at temperature > 0 it is (sampled-output)."""
+    shown = repr(text[:24]) + ("…" if len(text) > 24 else "")
+    if degenerate:
+        return Gate("output", False, shown, "real text", degenerate)
+    loop = loop_reason(text)
+    return Gate("output", True, shown, "real text", f"warning: {loop}" if loop else "", warn=bool(loop))
 
 
 def _as_list(value: object) -> list[Any]:

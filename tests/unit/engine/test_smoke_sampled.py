@@ -151,3 +151,14 @@ def test_a_stream_cut_before_done_is_a_failed_request_not_an_answer(
     assert not gate.ok and gate.detail.endswith("): the stream ended before [DONE]")
     assert result.figures["sampled_completion_tokens"] == 0 and result.figures["ttft_p50_s"] is None
     assert "ttft" not in {gate.id for gate in result.gates}
+
+
+def test_a_loop_in_the_greedy_answer_only_warns_and_the_sampled_answers_decide(
+    host: RecordingHost, server: CannedServer, spec: HostSpec
+) -> None:
+    _serve(server, sampled_events(GOOD), greedy=_greedy(LOOP, tokens=len(LOOP.split())))
+    result = _smoke(host, spec, _profile(max_new_tokens=len(LOOP.split())))
+    assert result.passed, result.reason
+    output = _gate(result, "output")
+    assert output.ok and output.warn and output.detail.startswith("warning: repetition loop: 'and lit the lamp' x12")
+    assert result.reason.startswith("all smoke gates passed (warning: output: repetition loop: ")
