@@ -62,13 +62,14 @@ class EngineClient:
 
         from specops.config.secrets import Secret, engine_api_key
 
-        self._host, self._spec, self._api_key = host, spec, api_key
+        self._host, self._spec = host, spec
         self.host_name = host.name
         address = engine_address(spec)
         shown = f"[{address}]" if ":" in address else address
         self.base_url = f"http://{shown}:{spec.port}"
         key = api_key if api_key is not None else engine_api_key(spec)
         revealed = key.reveal() if isinstance(key, Secret) else key
+        self._api_key = revealed or ""  # for fork(): the secret is resolved once
         headers = {"Authorization": "Bearer " + revealed} if revealed else {}
         transport = cast("httpx.BaseTransport", _TunnelTransport(host, address, spec.port))
         self._timeout = timeout
