@@ -28,6 +28,11 @@ _FIGURES = (
     ("accept_length", "accept length"),
     ("completion_tokens", "tokens"),
     ("e2e_latency", "latency (s)"),
+    ("sampled_requests", "sampled"),
+    ("ttft_p50_s", "TTFT p50"),
+    ("ttft_p99_s", "TTFT p99"),
+    ("sampled_tokens_per_s", "sampled tok/s"),
+    ("speedup_vs_baseline", "speed-up"),
     ("speculative_algorithm", "algorithm"),
     ("server_version", "SGLang"),
     ("draft_model_path", "draft"),
@@ -67,7 +72,7 @@ def smoke(
         return HostSmoke(chosen.name, result), ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED
 
     readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
-    finish(readings, as_json, HostSmoke.to_json, ("PROFILE", "RESULT", "TOK/S", "ACCEPT", "FAILED GATES"),
+    finish(readings, as_json, HostSmoke.to_json, ("PROFILE", "RESULT", "TOK/S", "ACCEPT", "TTFT P50", "FAILED GATES"),
            HostSmoke.row, HostSmoke.notes)  # fmt: skip
 
 
@@ -83,10 +88,15 @@ class HostSmoke:
         figures = self.result.figures
         failed = [gate.id for gate in self.result.gates if not gate.ok]
         return [self.profile, "pass" if self.result.passed else "FAIL", _figure(figures.get("tokens_per_s")),
-                _figure(figures.get("accept_length")), ", ".join(failed) or "-"]  # fmt: skip
+                _figure(figures.get("accept_length")), _ms(figures.get("ttft_p50_s")),
+                ", ".join(failed) or "-"]  # fmt: skip
 
     def notes(self) -> list[str]:
         return [f"cause: {self.result.cause.summary}"] if self.result.cause is not None else []
+
+
+def _ms(value: object) -> str:
+    return f"{value * 1000:.0f} ms" if isinstance(value, int | float) else "-"
 
 
 def _figure(value: object) -> str:
@@ -103,14 +113,16 @@ def _print_result(name: str, profile: str, result: SmokeResult) -> None:
         table.add_column(column, overflow="fold")
     for gate in result.gates:
         mark = "[green]pass[/]" if gate.ok else "[red]FAIL[/]"
-        if gate.ok and gate.detail == "skipped":
+        if gate.ok and gate.detail.startswith("skipped"):
             mark = "[dim]skip[/]"
+        elif gate.ok and gate.warn:
+            mark = "[yellow]warn[/]"
         table.add_row(gate.id, mark, escape(gate.observed), escape(gate.expected), escape(gate.detail))
     console.print(table)
     for key, label in _FIGURES:
         value = result.figures.get(key)
         if value is not None:
-            console.print(f"  {label + ':':<15} {escape(repr(value) if key == 'text_head' else str(value))}")
+            console.print(f"  {label + ':':<15} {escape(_shown(key, value, result))}")
     verdict = "[bold green]smoke passed[/]" if result.passed else "[bold red]smoke FAILED[/]"
     console.print(verdict)
     if result.cause is not None:
@@ -118,3 +130,19 @@ def _print_result(name: str, profile: str, result: SmokeResult) -> None:
         console.print(f"  [dim]journal:[/] {escape(result.cause.line.strip()[:200])}")
         if result.cause.signature.hint:
             console.print(f"[cyan]fix:[/] {escape(result.cause.signature.hint)}")
+
+
+def _shown(key: str, value: object, result: SmokeResult) -> str:
+    """A figure as the table shows it: TTFT in ms, the sampling settings next to the request count."""
+    if key == "text_head":
+        return repr(value)
+    if key.startswith("ttft_") and isinstance(value, int | float):
+        return f"{value * 1000:.0f} ms"
+    if key == "sampled_requests":
+        settings = (
+            f"temperature {result.figures.get('sampled_temperature')}, top_p {result.figures.get('sampled_top_p')}"
+        )
+        return f"{value} concurrent at {settings}"
+    if key == "speedup_vs_baseline" and isinstance(value, int | float):
+        return f"{value:.2f}x release {result.figures.get('baseline_release')}"
+    return str(value)

@@ -195,7 +195,7 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
 
     console = stdout_console()
     table = Table(box=None, pad_edge=False)
-    for column in ("HOST", "OUTCOME", "SERVING", "ATTEMPTED", "TOK/S", "ACCEPT", "SECONDS"):
+    for column in ("HOST", "OUTCOME", "SERVING", "ATTEMPTED", "TOK/S", "ACCEPT", "TTFT P50/P99", "SECONDS"):
         table.add_column(column)
     for name, outcome in results.items():
         figures = outcome.gates.smoke.figures if outcome.gates and outcome.gates.smoke else {}
@@ -207,6 +207,7 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
             outcome.attempted or "-",
             _figure(figures.get("tokens_per_s")),
             _figure(figures.get("accept_length")),
+            _ttft(figures.get("ttft_p50_s"), figures.get("ttft_p99_s")),
             f"{sum(outcome.phases.values()):.1f}",
         )
     console.print(table)
@@ -223,3 +224,10 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
 
 def _figure(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, int | float) else "-"
+
+
+def _ttft(p50: object, p99: object) -> str:
+    """The sampled requests' time to first token, in ms: what users feel first."""
+    if not isinstance(p50, int | float) or not isinstance(p99, int | float):
+        return "-"
+    return f"{p50 * 1000:.0f}/{p99 * 1000:.0f} ms"

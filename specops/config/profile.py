@@ -75,6 +75,14 @@ class Readiness(_Strict):
     start_limit_interval_s: int = Field(default=1800, ge=1, le=86400, description="StartLimitIntervalSec=")
 
 
+DEFAULT_SAMPLED_PROMPTS = (
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    "Explain how a refrigerator keeps food cold, for a curious ten-year-old.",
+    "List five practical tips for learning a new language, with one sentence each.",
+    "Describe the water cycle and why it matters for farming.",
+)
+
+
 class Smoke(_Strict):
     """What a healthy server must show: real generation, fast enough, with drafts accepted."""
 
@@ -85,7 +93,42 @@ class Smoke(_Strict):
     min_tokens_per_s: float = Field(default=20.0, ge=0, le=100000, description="gate: completion tokens / e2e latency")
     min_accept_length: float = Field(default=1.5, ge=1.0, le=64, description="gate: meta_info.spec_accept_length")
     max_regression_pct: float = Field(
-        default=25.0, ge=0, le=100, description="gate: allowed drop vs the previous verified release"
+        default=25.0, ge=0, le=100, description="gate: allowed drop vs the last verified release of this profile"
+    )
+    sampled_requests: int = Field(
+        default=4,
+        ge=0,
+        le=64,
+        description="concurrent streamed requests at the sampling settings below, besides "
+        "the greedy one (0: greedy only)",
+    )
+    sampled_temperature: float = Field(
+        default=0.7, gt=0, le=2, description="temperature of the sampled requests (> 0: what production sends)"
+    )
+    sampled_top_p: float = Field(default=0.95, gt=0, le=1, description="top_p of the sampled requests")
+    sampled_max_new_tokens: int = Field(
+        default=128, ge=1, le=8192, description="max_new_tokens of each sampled request (they may stop earlier)"
+    )
+    sampled_prompts: list[PlainText] = Field(
+        default=list(DEFAULT_SAMPLED_PROMPTS),
+        min_length=1,
+        max_length=64,
+        description="prompts of the sampled requests, used in turn",
+    )
+    max_ttft_regression_pct: float = Field(
+        default=50.0,
+        ge=0,
+        le=1000,
+        description="gate: allowed rise of the sampled requests' TTFT p50 vs the last "
+        "verified release of this profile (p99: a warning)",
+    )
+    baseline_release: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
+        description="a release id on the host (e.g. the same model without speculation) to report the speed-up against",
+    )
+    min_speedup: float | None = Field(
+        default=None, gt=0, le=100, description="gate: tokens/s at least this many times the baseline release's"
     )
 
 

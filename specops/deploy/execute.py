@@ -20,7 +20,8 @@ from specops.config.secrets import Secret
 from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
-from specops.deploy.rollback import ProfileFor, rollback_host, smoke_figures
+from specops.deploy.rollback import ProfileFor, rollback_host
+from specops.deploy.smoke_baseline import last_verified_figures, release_figures
 from specops.deploy.steps import Action, Condition, Step
 from specops.diagnose.fingerprint import fingerprint_from_facts
 from specops.doctor.model import CheckContext, Status
@@ -219,9 +220,11 @@ class _HostDeploy:
         self.outcome.release = self.steps.release
 
     def _gates(self) -> None:
-        baseline = smoke_figures(self._rollback_target())
-        self.gates = restart_and_gate(self.host, self.spec, self.profile, baseline, self.reporter,
-                                      cancel=self.options.cancel)  # fmt: skip
+        listing, release = self.state.listing, self.steps.release
+        previous = last_verified_figures(listing, self.profile.name, exclude=release)
+        speedup_baseline = release_figures(listing, self.profile.smoke.baseline_release)
+        self.gates = restart_and_gate(self.host, self.spec, self.profile, previous, self.reporter,
+                                      cancel=self.options.cancel, speedup_baseline=speedup_baseline)  # fmt: skip
         self.outcome.gates = self.gates
 
     def _verified(self) -> None:

@@ -3,20 +3,25 @@
     with EngineClient(host, spec) as engine:        # host: SshHost, LocalHost (tests) - any Host with open_tunnel
         engine.health_generate()                     # 200 ready, 503 starting, 0 nothing answers
         engine.generate("Why is the sky blue?", 64)  # SGLang's /generate body: text + meta_info
+        engine.generate_stream("Hi", {"temperature": 0.7, "max_new_tokens": 64})  # streamed, with its TTFT
 
 Why a tunnel: SGLang listens on 127.0.0.1 by default, and it should - an inference port open to the network
 is an unauthenticated GPU for anyone. So every request rides a `direct-tcpip` channel of the SSH connection
 specops already holds (`host.open_tunnel`); the operator never opens a port or runs `ssh -L`.
 
 How: httpx speaks HTTP/1.1 through httpcore, whose NetworkBackend is the one seam for "where do the bytes
-go". `_TunnelBackend` opens a tunnel per connection; keep-alive is off, so a restarted engine never meets a
-stale connection (a channel costs one round trip on an open SSH connection). httpx is imported lazily so
+go". `TunnelBackend` (specops/engine/tunnel.py) opens a tunnel per connection; keep-alive is off, so a
+restarted engine never meets a stale connection (a channel costs one round trip on an open SSH connection).
+Bodies are read as they arrive, so a streamed answer is seen event by event. httpx is imported lazily so
 `specops --help` stays light.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+from collections.abc import Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -26,7 +31,8 @@ if TYPE_CHECKING:
     import httpx
 
     from specops.config.inventory import HostSpec
-    from specops.host.base import Host, Tunnel
+    from specops.engine.stream import StreamedAnswer
+    from specops.host.base import Host
 
 DEFAULT_TIMEOUT_S = 30.0
 HEALTH_TIMEOUT_S = 30.0  # SGLang answers 503 itself after SGLANG_HEALTH_CHECK_TIMEOUT (20 s)
@@ -56,14 +62,17 @@ class EngineClient:
 
         from specops.config.secrets import Secret, engine_api_key
 
+        self._host, self._spec = host, spec
         self.host_name = host.name
         address = engine_address(spec)
         shown = f"[{address}]" if ":" in address else address
         self.base_url = f"http://{shown}:{spec.port}"
         key = api_key if api_key is not None else engine_api_key(spec)
         revealed = key.reveal() if isinstance(key, Secret) else key
+        self._api_key = revealed or ""  # for fork(): the secret is resolved once
         headers = {"Authorization": "Bearer " + revealed} if revealed else {}
         transport = cast("httpx.BaseTransport", _TunnelTransport(host, address, spec.port))
+        self._timeout = timeout
         self._client = httpx.Client(base_url=self.base_url, transport=transport, timeout=timeout, headers=headers)
 
     def health_generate(self, timeout: float = HEALTH_TIMEOUT_S) -> int:
@@ -109,6 +118,34 @@ class EngineClient:
         response = self._send("POST", "/generate", json=payload, timeout=wait)
         return self._json(response, "POST /generate")
 
+    def generate_stream(
+        self, prompt: str, sampling_params: dict[str, Any], *, incremental: bool = False, timeout: float | None = None
+    ) -> StreamedAnswer:
+        """POST /generate with `"stream": true`, read event by event (specops.engine.stream), timing the first
+        token. `incremental`: the server sends only the new text (--incremental-streaming-output)."""
+        import time
+
+        from specops.engine.stream import StreamReader
+
+        tokens = sampling_params.get("max_new_tokens")
+        wait = timeout if timeout is not None else 60.0 + (tokens if isinstance(tokens, int) else 1024)
+        payload = {"text": prompt, "sampling_params": sampling_params, "stream": True}
+        with self._transport_errors("POST", "/generate"):
+            started = time.monotonic()
+            with self._client.stream("POST", "/generate", json=payload, timeout=wait) as response:
+                if response.status_code != 200:
+                    response.read()
+                    raise self._bad_status(response, "POST /generate (stream)")
+                reader = StreamReader(started, incremental)
+                for line in response.iter_lines():
+                    if reader.feed(line, time.monotonic()):
+                        break
+        return reader.answer
+
+    def fork(self) -> EngineClient:
+        """A client of its own for the same engine: one per thread when requests run concurrently."""
+        return EngineClient(self._host, self._spec, timeout=self._timeout, api_key=self._api_key)
+
     def metrics(self) -> str | None:
         """Prometheus text from /metrics, or None when the engine runs without --enable-metrics (404)."""
         response = self._get("/metrics")
@@ -131,10 +168,16 @@ class EngineClient:
         return self._send("GET", path)
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        with self._transport_errors(method, path):
+            return self._client.request(method, path, **kwargs)
+
+    @contextlib.contextmanager
+    def _transport_errors(self, method: str, path: str) -> Iterator[None]:
+        """httpx's transport errors as an EngineError that says what to look at."""
         import httpx
 
         try:
-            return self._client.request(method, path, **kwargs)
+            yield
         except httpx.TimeoutException as error:
             raise EngineError(
                 f"{self.host_name}: {method} {self.base_url}{path}: no answer in time ({type(error).__name__})",
@@ -172,7 +215,9 @@ class _TunnelTransport:
     def __init__(self, host: Host, address: str, port: int) -> None:
         import httpcore
 
-        self._backend = _TunnelBackend(host, address, port)
+        from specops.engine.tunnel import TunnelBackend
+
+        self._backend = TunnelBackend(host, address, port)
         backend = cast("httpcore.NetworkBackend", self._backend)
         self._pool = httpcore.ConnectionPool(network_backend=backend, max_keepalive_connections=0, retries=0)
 
@@ -193,19 +238,10 @@ class _TunnelTransport:
             extensions=request.extensions,
         )
         self._backend.deadline.start(request.extensions.get("timeout", {}).get("read"))
-        try:
+        with _mapped_errors(request):
             core_response = self._pool.handle_request(core_request)
-            try:
-                content = core_response.read()
-            finally:
-                core_response.close()
-        except httpcore.TimeoutException as error:
-            raise _httpx_error(error, request, httpx.TimeoutException) from error
-        except httpcore.ConnectError as error:
-            raise httpx.ConnectError(str(error), request=request) from error
-        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as error:
-            raise _httpx_error(error, request, httpx.TransportError) from error
-        return httpx.Response(core_response.status, headers=core_response.headers, content=content, request=request)
+        body = _response_body()(core_response, request)  # type: ignore[call-arg]
+        return httpx.Response(core_response.status, headers=core_response.headers, stream=body, request=request)
 
     def close(self) -> None:
         self._pool.close()
@@ -217,6 +253,43 @@ class _TunnelTransport:
         self.close()
 
 
+@functools.cache
+def _response_body() -> type[httpx.SyncByteStream]:
+    """The body as httpx reads it: chunk by chunk as they arrive, so a streamed answer is seen event by event (a
+    plain request reads it all); errors while reading are httpx's. httpx wants its own SyncByteStream type, and
+    is imported lazily, so the class is made at first use."""
+    import httpx
+
+    class ResponseBody(httpx.SyncByteStream):
+        def __init__(self, core_response: Any, request: httpx.Request) -> None:
+            self._core, self._request = core_response, request
+
+        def __iter__(self) -> Iterator[bytes]:
+            with _mapped_errors(self._request):
+                yield from self._core.iter_stream()
+
+        def close(self) -> None:
+            self._core.close()
+
+    return ResponseBody
+
+
+@contextlib.contextmanager
+def _mapped_errors(request: httpx.Request) -> Iterator[None]:
+    """httpcore's errors as the httpx errors a caller of httpx expects."""
+    import httpcore
+    import httpx
+
+    try:
+        yield
+    except httpcore.TimeoutException as error:
+        raise _httpx_error(error, request, httpx.TimeoutException) from error
+    except httpcore.ConnectError as error:
+        raise httpx.ConnectError(str(error), request=request) from error
+    except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as error:
+        raise _httpx_error(error, request, httpx.TransportError) from error
+
+
 def _httpx_error(error: Exception, request: httpx.Request, fallback: type[httpx.TransportError]) -> Exception:
     """httpcore.ReadTimeout -> httpx.ReadTimeout and so on (httpx names its errors like httpcore does)."""
     import httpx
@@ -225,101 +298,3 @@ def _httpx_error(error: Exception, request: httpx.Request, fallback: type[httpx.
     if not (isinstance(kind, type) and issubclass(kind, httpx.TransportError)):
         kind = fallback
     return kind(str(error) or type(error).__name__, request=request)
-
-
-class _Deadline:
-    """One request's whole budget. httpx's read timeout bounds each read, so an engine that drips one byte
-    just under it would hold a gate for ever; every read of a request shares this budget instead (the
-    request's read timeout, counted from the request's start)."""
-
-    def __init__(self) -> None:
-        self.budget: float | None = None
-        self.ends: float | None = None
-
-    def start(self, budget: object) -> None:
-        import time
-
-        self.budget = float(budget) if isinstance(budget, int | float) else None
-        self.ends = None if self.budget is None else time.monotonic() + self.budget
-
-    def remaining(self, per_read: float | None) -> float | None:
-        """The timeout for the next read: the per-read one, cut to what is left of the budget."""
-        import time
-
-        import httpcore
-
-        if self.ends is None:
-            return per_read
-        left = self.ends - time.monotonic()
-        if left <= 0:
-            raise httpcore.ReadTimeout(f"the engine's answer took longer than {self.budget:g} s in all")
-        return left if per_read is None else min(per_read, left)
-
-
-class _TunnelBackend:
-    """httpcore NetworkBackend (duck-typed): every "TCP connection" is a tunnel to the engine on the host."""
-
-    def __init__(self, host: Host, address: str, port: int) -> None:
-        self._host, self._address, self._port = host, address, port
-        self.deadline = _Deadline()
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, **_: Any) -> _TunnelStream:
-        import httpcore
-
-        try:
-            tunnel = self._host.open_tunnel(self._address, self._port)
-        except SpecopsError as error:  # refused (nothing listens) or the SSH connection is gone
-            raise httpcore.ConnectError(error.message) from error
-        return _TunnelStream(tunnel, self.deadline)
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None, **_: Any) -> _TunnelStream:
-        import httpcore
-
-        raise httpcore.UnsupportedProtocol("the engine is reached over TCP only")
-
-    def sleep(self, seconds: float) -> None:
-        import time
-
-        time.sleep(seconds)
-
-
-class _TunnelStream:
-    """httpcore NetworkStream (duck-typed) over a socket-like tunnel: an SSH channel or a TCP socket."""
-
-    def __init__(self, tunnel: Tunnel, deadline: _Deadline | None = None) -> None:
-        self._tunnel, self._deadline = tunnel, deadline or _Deadline()
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        import httpcore
-
-        self._tunnel.settimeout(self._deadline.remaining(timeout))
-        try:
-            return self._tunnel.recv(max_bytes)
-        except TimeoutError as error:  # socket.timeout is TimeoutError; paramiko raises it too
-            raise httpcore.ReadTimeout(str(error) or "read timed out") from error
-        except OSError as error:
-            raise httpcore.ReadError(str(error) or type(error).__name__) from error
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        import httpcore
-
-        if not buffer:
-            return
-        self._tunnel.settimeout(timeout)
-        try:
-            self._tunnel.sendall(buffer)
-        except TimeoutError as error:
-            raise httpcore.WriteTimeout(str(error) or "write timed out") from error
-        except OSError as error:
-            raise httpcore.WriteError(str(error) or type(error).__name__) from error
-
-    def close(self) -> None:
-        self._tunnel.close()
-
-    def start_tls(self, ssl_context: object, server_hostname: str | None = None, timeout: float | None = None) -> Self:
-        import httpcore
-
-        raise httpcore.UnsupportedProtocol("TLS to the engine is not used: the SSH tunnel already encrypts")
-
-    def get_extra_info(self, info: str) -> Any:
-        return None

@@ -13,7 +13,7 @@ from typing import Any
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.engine.readiness import Readiness, journal_position, unit_problems, wait_ready
-from specops.engine.smoke import SmokeResult, run_smoke, with_cause
+from specops.engine.smoke import SmokeResult, run_smoke, smoke_line, with_cause
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops.unit import restart
@@ -56,8 +56,10 @@ def restart_and_gate(
     do_restart: bool = True,
     cursor: str | None = None,
     cancel: threading.Event | None = None,
+    speedup_baseline: dict[str, Any] | None = None,
 ) -> GateResult:
-    """Restart (unless the caller already did), wait until ready or a known failure, then run the smoke gate."""
+    """Restart (unless the caller already did), wait until ready or a known failure, then run the smoke gate.
+    `previous_figures`: the regression baseline; `speedup_baseline`: the profile's baseline_release figures."""
     if do_restart:
         cursor = journal_position(host)
         reporter.event(Event(spec.name, "restart", f"restarting {spec.unit_name}"))
@@ -76,9 +78,11 @@ def restart_and_gate(
     reporter.event(Event(spec.name, "smoke", "running the smoke gate"))
     client = EngineClient(host, spec)
     try:
-        smoke = run_smoke(client, profile, spec, previous_figures)
+        smoke = run_smoke(client, profile, spec, previous_figures, baseline=speedup_baseline)
     finally:
         client.close()
     if not smoke.passed:
         smoke = with_cause(smoke, unit_problems(host, spec))
+    reporter.event(Event(spec.name, "smoke", smoke_line(smoke), level="info" if smoke.passed else "error",
+                         data={"figures": dict(smoke.figures)}))  # fmt: skip
     return GateResult(readiness, smoke)

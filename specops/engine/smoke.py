@@ -11,20 +11,31 @@ max_new_tokens. Gates (docs/smoke.md):
   tokens        completion_tokens == max_new_tokens (ignore_eos: every token must come)
   tokens-per-s  completion_tokens / e2e_latency >= smoke.min_tokens_per_s
   accept-length meta_info.spec_accept_length >= smoke.min_accept_length
-  output        not degenerate: not empty, not one character or one token repeated (`!!!!`, `the the the`)
-  regression    tokens/s and accept length within smoke.max_regression_pct of the previous verified release
+  output        not degenerate (specops.engine.degenerate): not empty, no `!!!!`, no dominant token (a loop
+                of words only warns: greedy decoding with ignore_eos loops on healthy models too)
+Then, unless the greedy answer already failed, `smoke.sampled_requests` concurrent streamed requests at the
+profile's temperature > 0 and top_p (specops.engine.sampled):
+  sampled-requests  every stream completes (no error event, no abort)
+  sampled-output    no answer is degenerate: the loops a sampling bug writes
+Compared with earlier releases (specops.engine.smoke_compare):
+  regression    tokens/s, accept length and sampled tokens/s within smoke.max_regression_pct of the previous
+                verified release of this profile
+  ttft          sampled TTFT p50 within smoke.max_ttft_regression_pct of it (p99: a warning)
+  speedup       tokens/s against smoke.baseline_release (only when named; a gate with smoke.min_speedup)
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
+from specops.engine.degenerate import degenerate_reason, loop_reason
+from specops.engine.sampled import run_sampled, skipped_gates
 from specops.engine.signatures import Match, primary_cause
+from specops.engine.smoke_compare import regression_gate, speedup_gate, ttft_gate
+from specops.engine.smoke_types import Gate, SmokeFigures, finite
 from specops.errors import SpecopsError
 
 if TYPE_CHECKING:
@@ -33,47 +44,7 @@ if TYPE_CHECKING:
     from specops.engine.client import EngineClient
 
 TEXT_HEAD_CHARS = 80
-DOMINANT_TOKEN_SHARE = 0.5  # one token making up more than half of the output is a loop, not language
-MIN_TOKENS_FOR_SHARE = 4
-
-
-class SmokeFigures(TypedDict, total=False):
-    """What one smoke measured; recorded in the release manifest (`gates.smoke.figures`) as this JSON object,
-    and read back as the next smoke's regression baseline."""
-
-    server_version: str | None
-    speculative_algorithm: str | None
-    draft_model_path: str | None
-    num_draft_tokens: int | None
-    avg_spec_accept_length: float | None
-    served_models: list[str]
-    completion_tokens: int
-    e2e_latency: float
-    tokens_per_s: float
-    accept_length: float | None
-    spec_verify_ct: int | None
-    finish_reason: str | None
-    text_head: str
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One check of the smoke test; `observed`/`expected` are short texts for the table."""
-
-    id: str
-    ok: bool
-    observed: str
-    expected: str
-    detail: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "ok": self.ok,
-            "observed": self.observed,
-            "expected": self.expected,
-            "detail": self.detail,
-        }
+ANSWER_GATES = ("sampled-output", "sampled-requests")  # their detail names requests
 
 
 @dataclass(frozen=True)
@@ -85,18 +56,24 @@ class SmokeResult:
     figures: SmokeFigures
     cause: Match | None = None
     problems: list[Match] = field(default_factory=list)
+    sampled: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed_gates(self) -> list[Gate]:
         return [gate for gate in self.gates if not gate.ok]
 
     @property
+    def warnings(self) -> list[Gate]:
+        return [gate for gate in self.gates if gate.ok and gate.warn]
+
+    @property
     def reason(self) -> str:
-        """One line: which gates failed and, when the journal knows, why."""
+        """One line: which gates failed and, when the journal knows, why (or the warnings of a pass)."""
         if self.passed:
-            return "all smoke gates passed"
+            warned = "; ".join(f"{gate.id}: {gate.detail.removeprefix('warning: ')}" for gate in self.warnings)
+            return "all smoke gates passed" + (f" (warning: {warned})" if warned else "")
         text = "smoke gate failed: " + "; ".join(
-            f"{gate.id} {gate.observed} (want {gate.expected})" for gate in self.failed_gates
+            f"{gate.id} {gate.observed} (want {gate.expected})" + _first_answer(gate) for gate in self.failed_gates
         )
         return text + (f"; cause: {self.cause.summary}" if self.cause else "")
 
@@ -106,8 +83,18 @@ class SmokeResult:
             "reason": self.reason,
             "gates": [gate.to_json() for gate in self.gates],
             "figures": self.figures,
+            "sampled": self.sampled,
             "cause": self.cause.to_json() if self.cause else None,
         }
+
+
+def _first_answer(gate: Gate) -> str:
+    """For a gate about answers, the first one it names (which request, the loop, an excerpt), so a deploy's
+    one-line cause shows what the users would have read."""
+    if gate.id not in ANSWER_GATES or not gate.detail:
+        return ""
+    first, *others = gate.detail.split("; request ")
+    return f": {first}" + (f" (and {len(others)} more)" if others else "")
 
 
 def run_smoke(
@@ -116,21 +103,49 @@ def run_smoke(
     spec: HostSpec,
     previous: dict[str, Any] | None,
     *,
+    baseline: dict[str, Any] | None = None,
     journal_problems: Sequence[Match] = (),
 ) -> SmokeResult:
-    """Run the gates against the running server. `previous`: the figures of the previous verified release.
-    `journal_problems`: signatures from the unit's journal (readiness.unit_problems) to name a failure's cause."""
+    """Run the gates against the running server. `previous`: the figures of the last verified release of this
+    profile; `baseline`: those of the profile's baseline_release, for the speed-up. `journal_problems`:
+    signatures from the unit's journal (readiness.unit_problems) to name a failure's cause."""
     figures: SmokeFigures = {}
     gates: list[Gate] = []
+    sampled: list[dict[str, Any]] = []
     try:
-        gates += _server_gates(client, profile, spec, figures)
-        gates += _generation_gates(client, profile, figures)
+        server, info = _server_gates(client, profile, spec, figures)
+        gates += server + _generation_gates(client, profile, figures)
+        gates += _sampled_gates(client, profile, info, figures, gates, sampled)
     except SpecopsError as error:
         gates.append(Gate("api", False, "no answer", "SGLang's HTTP API answers", error.message))
-    gates.append(_regression_gate(figures, profile, previous))
+    gates.append(regression_gate(figures, profile, previous))
+    gates += [
+        gate for gate in (ttft_gate(figures, profile, previous), speedup_gate(figures, profile, baseline)) if gate
+    ]
     passed = all(gate.ok for gate in gates)
     cause = None if passed else primary_cause(journal_problems)
-    return SmokeResult(passed, gates, figures, cause, list(journal_problems))
+    return SmokeResult(passed, gates, figures, cause, list(journal_problems), sampled)
+
+
+def smoke_line(result: SmokeResult) -> str:
+    """One line for the live view and the phase lines: the verdict and the headline figures."""
+    figures = result.figures
+    parts = []
+    if isinstance(figures.get("tokens_per_s"), int | float):
+        accept = finite(figures.get("accept_length"))
+        parts.append(f"{figures['tokens_per_s']:g} tok/s" + (f", accept {accept:.2f}" if accept is not None else ""))
+    if figures.get("sampled_requests"):
+        p50, p99 = finite(figures.get("ttft_p50_s")), finite(figures.get("ttft_p99_s"))
+        ttft = f"TTFT p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, " if p50 is not None and p99 is not None else ""
+        parts.append(f"{figures['sampled_requests']} sampled at temperature {figures.get('sampled_temperature')}: "
+                     f"{ttft}{figures.get('sampled_tokens_per_s')} tok/s")  # fmt: skip
+    speedup = finite(figures.get("speedup_vs_baseline"))
+    if speedup is not None:
+        parts.append(f"{speedup:.2f}x release {figures.get('baseline_release')}")
+    verdict = "smoke passed" if result.passed else "smoke failed: " + ", ".join(g.id for g in result.failed_gates)
+    warned = [gate.id for gate in result.warnings]
+    verdict += f" (warning: {', '.join(warned)})" if warned else ""
+    return verdict + (" - " + "; ".join(parts) if parts else "")
 
 
 def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeResult:
@@ -139,7 +154,9 @@ def with_cause(result: SmokeResult, journal_problems: Sequence[Match]) -> SmokeR
     return replace(result, cause=cause, problems=list(journal_problems))
 
 
-def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figures: SmokeFigures) -> list[Gate]:
+def _server_gates(
+    client: EngineClient, profile: Profile, spec: HostSpec, figures: SmokeFigures
+) -> tuple[list[Gate], dict[str, Any]]:
     info = client.server_info()
     states = _as_list(info.get("internal_states")) or [{}]
     figures.update(
@@ -168,7 +185,26 @@ def _server_gates(client: EngineClient, profile: Profile, spec: HostSpec, figure
     if spec.served_model_name:
         ok = spec.served_model_name in served
         gates.append(Gate("served-model", ok, ", ".join(served) or "none", spec.served_model_name))
-    return gates
+    return gates, info
+
+
+def _sampled_gates(
+    client: EngineClient, profile: Profile, info: dict[str, Any], figures: SmokeFigures, greedy: list[Gate],
+    answers: list[dict[str, Any]],
+) -> list[Gate]:  # fmt: skip
+    """The concurrent sampled requests, unless the profile sends none or the greedy answer already failed (a
+    build that cannot decode greedily needs no sampling to be rejected, and a crawling one would take long)."""
+    smoke = profile.smoke
+    if smoke.sampled_requests == 0:
+        return []
+    if not all(gate.ok for gate in greedy if gate.id in ("output", "tokens")):
+        return skipped_gates("the greedy request already failed")
+    # a server started with --incremental-streaming-output (older: --stream-output) streams only what is new
+    incremental = info.get("incremental_streaming_output") is True or info.get("stream_output") is True
+    run = run_sampled(client, smoke, incremental=incremental)
+    figures.update(run.figures(smoke))
+    answers += [answer.to_json() for answer in run.answers]
+    return run.gates(smoke)
 
 
 def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigures) -> list[Gate]:
@@ -180,10 +216,10 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
     meta = meta if isinstance(meta, dict) else {}
     raw_text = body.get("text")
     text = raw_text if isinstance(raw_text, str) else ""
-    tokens = int(_finite(meta.get("completion_tokens")) or 0)
-    latency = _finite(meta.get("e2e_latency")) or wall
+    tokens = int(finite(meta.get("completion_tokens")) or 0)
+    latency = finite(meta.get("e2e_latency")) or wall
     tokens_per_s = tokens / latency if latency > 0 else 0.0
-    accept = _finite(meta.get("spec_accept_length"))
+    accept = finite(meta.get("spec_accept_length"))
     figures.update(
         SmokeFigures(
             completion_tokens=tokens,
@@ -197,7 +233,7 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
             text_head=text[:TEXT_HEAD_CHARS],
         )
     )
-    degenerate = degenerate_reason(text, body.get("output_ids"))
+    degenerate = degenerate_reason(text, body.get("output_ids"), loops=False)
     return [
         Gate("tokens", tokens == smoke.max_new_tokens, str(tokens), f"{smoke.max_new_tokens} tokens"),
         Gate(
@@ -207,21 +243,23 @@ def _generation_gates(client: EngineClient, profile: Profile, figures: SmokeFigu
             f">= {smoke.min_tokens_per_s:g} tok/s",
         ),
         _accept_gate(None if accept is None else float(accept), smoke.min_accept_length),
-        Gate("output", not degenerate, repr(text[:24]) + ("…" if len(text) > 24 else ""), "real text", degenerate),
+        _output_gate(text, degenerate),
     ]
+
+
+def _output_gate(text: str, degenerate: str) -> Gate:
+    """The greedy answer: empty, `!!!!` or one dominant token fail; a repetition loop only warns. Greedy decoding
+    of a raw prompt with ignore_eos loops on healthy models too (past the answer's end the most likely next
+    words are the ones just written), so a loop there is no verdict; at temperature > 0 it is (sampled-output)."""
+    shown = repr(text[:24]) + ("…" if len(text) > 24 else "")
+    if degenerate:
+        return Gate("output", False, shown, "real text", degenerate)
+    loop = loop_reason(text)
+    return Gate("output", True, shown, "real text", f"warning: {loop}" if loop else "", warn=bool(loop))
 
 
 def _as_list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _finite(value: object) -> float | None:
-    """A number the engine reported, or None for anything else (a string, a list, NaN, infinity): an engine
-    that answers the wrong type must fail a gate, not crash the gate."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def _accept_gate(accept: float | None, minimum: float) -> Gate:
@@ -234,41 +272,3 @@ def _accept_gate(accept: float | None, minimum: float) -> Gate:
             "meta_info has no spec_accept_length: is speculative decoding on?",
         )
     return Gate("accept-length", accept >= minimum, f"{accept:.2f}", f">= {minimum:g}")
-
-
-def _regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] | None) -> Gate:
-    """Tokens/s and accept length may drop at most max_regression_pct below the previous verified release."""
-    allowed = profile.smoke.max_regression_pct
-    expected = f"within {allowed:g}% of the previous release"
-    if not previous:
-        return Gate("regression", True, "no previous verified release", expected, "skipped")
-    drops = []
-    observed = []
-    for key, unit in (("tokens_per_s", "tok/s"), ("accept_length", "accept")):
-        before, now = previous.get(key), figures.get(key)
-        if not isinstance(before, int | float) or before <= 0 or not isinstance(now, int | float):
-            continue
-        drop = (before - now) / before * 100
-        observed.append(f"{now:g} {unit} vs {before:g} ({-drop:+.0f}%)")
-        if drop > allowed:
-            drops.append(f"{key} dropped {drop:.0f}%")
-    if not observed:
-        return Gate("regression", True, "no comparable figures", expected, "skipped")
-    return Gate("regression", not drops, "; ".join(observed), expected, "; ".join(drops))
-
-
-def degenerate_reason(text: str, output_ids: object = None) -> str:
-    """Why an output is not language ("" when it looks fine): empty, one character repeated (`!!!!!!!!`), or one
-    token/word making up most of it (`the the the the`). A varied but repetitive answer is not flagged."""
-    stripped = text.strip()
-    if not stripped:
-        return "the output is empty"
-    if len(set(stripped)) == 1 and len(stripped) > 1:
-        return f"one character repeated: {stripped[0]!r} x{len(stripped)}"
-    ids = [item for item in output_ids if isinstance(item, int)] if isinstance(output_ids, list) else []
-    for units, what in ((ids, "token id"), (stripped.split(), "word")):
-        if len(units) >= MIN_TOKENS_FOR_SHARE:
-            unit, count = Counter(units).most_common(1)[0]
-            if count / len(units) > DOMINANT_TOKEN_SHARE:
-                return f"one {what} is {count} of {len(units)}: {unit!r}"
-    return ""

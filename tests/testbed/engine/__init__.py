@@ -8,6 +8,8 @@ patches are unified diffs against that folder, applied from inside it with `patc
   DDTREE launch captures the target's aux hidden states (without it: feature-dim mismatch, `!!!!`).
 * `RENUMBER_PATCH`: inserts DSPARK after DDTREE, shifting the `auto()` values of the later members
   (for the doctor's enum-stability check). The two patches touch separate hunks and apply in any order.
+* `SAMPLING_LOOP_PATCH`: breaks the build the way a sampling bug does: answers at temperature > 0 decode a
+  repetition loop, greedy ones stay fine (sglang/srt/sampling.py). Applies with either of the others.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ENGINE_DIR = Path(__file__).resolve().parent
 BUILD_PYTHON = ENGINE_DIR / "build" / "python"
 DDTREE_PATCH = ENGINE_DIR / "ddtree.patch"
 RENUMBER_PATCH = ENGINE_DIR / "renumber.patch"
+SAMPLING_LOOP_PATCH = ENGINE_DIR / "sampling_loop.patch"
 
 
 def copy_build(dest: Path, patches: Iterable[Path] = ()) -> Path:

@@ -157,7 +157,7 @@ def use_scene(monkeypatch: pytest.MonkeyPatch, scene: DeployScene, hosts: list[R
 
     verdicts = list(smokes)
 
-    def run_smoke(*args: object) -> SmokeResult:
+    def run_smoke(*args: object, **kwargs: object) -> SmokeResult:
         return smoke(verdicts.pop(0) if len(verdicts) > 1 else verdicts[0])
 
     monkeypatch.setattr(specops.host.ssh, "connect", connect)

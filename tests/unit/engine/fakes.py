@@ -86,3 +86,22 @@ class CannedTunnel:
 
     def close(self) -> None:
         self.closed = True
+
+
+def sse_route(events: list[Any], status: int = 200) -> Route:
+    """A streamed /generate answer as SGLang sends it: `data: {json}` events, then `data: [DONE]`."""
+    lines = [f"data: {json.dumps(event)}\n\n" for event in events]
+    return status, ("".join(lines) + "data: [DONE]\n\n").encode()
+
+
+def sampled_events(text: str, latency: float = 0.05) -> list[dict[str, Any]]:
+    """SGLang's cumulative stream events for `text`, one word per decode step; the last one finishes."""
+    words = text.split()
+    events: list[dict[str, Any]] = []
+    for step in range(1, len(words) + 1):
+        meta: dict[str, Any] = {"completion_tokens": step, "finish_reason": None}
+        if step == len(words):
+            meta.update(finish_reason={"type": "stop"}, e2e_latency=latency, spec_accept_length=3.0)
+        events.append({"text": " " + " ".join(words[:step]), "output_ids": list(range(1000, 1000 + step)),
+                       "meta_info": meta})  # fmt: skip
+    return events

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from specops.config.inventory import HostSpec
-from specops.config.profile import Profile
+from specops.config.profile import DEFAULT_SAMPLED_PROMPTS, Profile
 from specops.engine.client import EngineClient
 from specops.engine.signatures import match
 from specops.engine.smoke import degenerate_reason, run_smoke, with_cause
 from specops.host.recording import RecordingHost
-from tests.unit.engine.fakes import CannedServer, json_route
+from tests.unit.engine.fakes import CannedServer, json_route, sampled_events, sse_route
 
 GOOD_TEXT = " the model drafts a block of tokens and the target verifies"
 MISMATCH_LINE = (
@@ -34,7 +34,7 @@ def _serve(server: CannedServer, body: dict[str, Any], algorithm: str = "DDTREE"
             "speculative_num_draft_tokens": 16, "internal_states": [{"avg_spec_accept_length": 3.2}]}  # fmt: skip
     server.add("GET", info_path, json_route(info))
     server.add("GET", "/v1/models", json_route({"object": "list", "data": [{"id": "qwen-test"}]}))
-    server.add("POST", "/generate", json_route(body))
+    server.add("POST", "/generate", json_route(body), sse_route(sampled_events(GOOD_TEXT)))
 
 
 def _smoke(host: RecordingHost, spec: HostSpec, profile: Profile, previous: dict[str, Any] | None = None):
@@ -51,13 +51,19 @@ def test_healthy_server_passes_every_gate(host, server, spec, ddtree) -> None:
     result = _smoke(host, spec, ddtree)
     assert result.passed, result.reason
     assert _gates(result) == {"algorithm": True, "served-model": True, "tokens": True, "tokens-per-s": True,
-                              "accept-length": True, "output": True, "regression": True}  # fmt: skip
+                              "accept-length": True, "output": True, "sampled-requests": True,
+                              "sampled-output": True, "regression": True, "ttft": True}  # fmt: skip
     assert result.figures["tokens_per_s"] == 100.0
     assert result.figures["accept_length"] == 3.2
     assert result.figures["server_version"] == "0.5.99"
     posted = [json.loads(body) for method, _, body in server.requests if method == "POST"]
-    assert posted == [{"text": "Explain.", "stream": False,
-                       "sampling_params": {"temperature": 0.0, "max_new_tokens": 8, "ignore_eos": True}}]  # fmt: skip
+    assert posted[0] == {"text": "Explain.", "stream": False,
+                         "sampling_params": {"temperature": 0.0, "max_new_tokens": 8, "ignore_eos": True}}  # fmt: skip
+    sampling = {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 128}
+    assert sorted(item["text"] for item in posted[1:]) == sorted(DEFAULT_SAMPLED_PROMPTS)
+    assert all(item["stream"] is True and item["sampling_params"] == sampling for item in posted[1:])
+    assert result.figures["sampled_requests"] == 4 and result.figures["sampled_completion_tokens"] == 4 * 11
+    assert [answer["request"] for answer in result.sampled] == [1, 2, 3, 4]
     assert host.calls[0].kind == "tunnel" and host.calls[0].path == "127.0.0.1:30000"
 
 
@@ -134,7 +140,7 @@ def test_degenerate_outputs(text: str, ids: list[int] | None, why: str) -> None:
     "text",
     [
         "The sky is blue because molecules scatter short wavelengths of sunlight more than long ones.",
-        GOOD_TEXT * 8,  # the test engine's periodic text: varied words, long repetition period
+        GOOD_TEXT * 2,  # a sentence said twice is no loop (loops: docs/smoke.md, tests/unit/engine/test_degenerate.py)
         "Yes. Yes, it is.",
     ],
 )

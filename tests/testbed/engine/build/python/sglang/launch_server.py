@@ -13,6 +13,8 @@ Env knobs (all optional; tests use them to stay fast or to provoke failures):
   SGLANG_TESTENGINE_CRASH_AFTER_LOAD   if set, raise RuntimeError(<value>) right after the weights load
   SGLANG_TESTENGINE_TORCHCODEC         fatal (default: a broken torchcodec kills start-up), warn (log
                                        upstream's "Ignore import error" line and go on) or skip
+  SGLANG_TESTENGINE_SAMPLED_LOOP       1: answers at temperature > 0 decode a repetition loop, greedy ones
+                                       stay fine; 0: never; unset: the build decides (sampling_loop.patch)
 """
 
 from __future__ import annotations

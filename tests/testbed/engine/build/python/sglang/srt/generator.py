@@ -1,7 +1,7 @@
 """The fake forward pass: deterministic text at a configurable speed, with SGLang's spec counters.
 
-Text comes from a fixed word list seeded by the prompt, so the same request always gives the same
-answer. A useless draft (the DDTREE-without-patch case) yields token 0 (`!` in Qwen vocabularies)
+Text comes from a fixed word list seeded by the prompt, so the same greedy request always gives the same
+answer; at temperature > 0 it varies per request (sglang/srt/sampling.py, with its sampling-dependent fault). A useless draft (the DDTREE-without-patch case) yields token 0 (`!` in Qwen vocabularies)
 at a crawl with accept length 1.0, which is what operators saw on the broken hosts.
 """
 
@@ -11,18 +11,34 @@ import dataclasses
 import hashlib
 import math
 import os
+import random
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 
 from sglang.srt.model_loader import LoadedModel
+from sglang.srt.sampling import LOOP_AFTER_TOKENS, sampled_loop
 from sglang.srt.testengine_log import log
+
+LOOP_PHRASE_TOKENS = 4
 
 CORPUS = (
     "the model drafts a block of tokens and the target verifies them in one pass while the scheduler "
     "keeps the cache warm so every accepted token saves a step of decoding on the device"
 )
 WORDS = tuple(CORPUS.split())
+
+
+def _distinct_words(ids: list[int], count: int) -> list[int]:
+    """The first `count` ids naming different words: a loop phrase like "lit the lamp and", never "the the"."""
+    phrase: list[int] = []
+    for index in ids:
+        if WORDS[index] not in {WORDS[i] for i in phrase}:
+            phrase.append(index)
+        if len(phrase) == count:
+            break
+    return phrase or [0]
 
 
 def _env_float(name: str, default: float) -> float:
@@ -58,7 +74,9 @@ class Generator:
     def speculative(self) -> bool:
         return self.model.accept_length is not None
 
-    def generate(self, prompt: str, max_new_tokens: int, record: bool = True) -> dict[str, object]:
+    def generate(
+        self, prompt: str, max_new_tokens: int, record: bool = True, temperature: float = 0.0
+    ) -> dict[str, object]:
         """Return SGLang's /generate body for one prompt (finish_reason is always `length`).
 
         Health-check requests pass record=False: their single token comes from prefill, so upstream
@@ -66,32 +84,61 @@ class Generator:
         """
         start = time.monotonic()
         count = max(1, max_new_tokens)
-        output_ids, text = self._tokens(prompt, count)
-        verify_ct = self._verify_count(count)
+        output_ids, pieces = self._tokens(prompt, count, temperature)
         time.sleep(count / self.tokens_per_second)
+        return self._body(prompt, output_ids, "".join(pieces), start, record, finished=True)
+
+    def stream(self, prompt: str, max_new_tokens: int, temperature: float = 0.0) -> Iterator[dict[str, object]]:
+        """SGLang's streamed /generate events: one per verify step (accept-length tokens), each with the whole
+        text and ids so far and the running completion_tokens; the last one finishes with e2e_latency and
+        the spec counters. The first event comes after one step's time (prefill plus the first decode)."""
+        start = time.monotonic()
+        count = max(1, max_new_tokens)
+        output_ids, pieces = self._tokens(prompt, count, temperature)
+        per_step = max(1, round(self.model.accept_length or 1.0))
+        done = 0
+        while done < count:
+            step = min(per_step, count - done)
+            time.sleep(step / self.tokens_per_second)
+            done += step
+            yield self._body(prompt, output_ids[:done], "".join(pieces[:done]), start, done == count, done == count)
+
+    def _body(
+        self, prompt: str, output_ids: list[int], text: str, start: float, record: bool, finished: bool
+    ) -> dict[str, object]:
+        count = len(output_ids)
         latency = time.monotonic() - start
         prompt_tokens = max(1, len(prompt.split()))
-        if record:
-            self._record(prompt_tokens, count, verify_ct, latency)
         meta: dict[str, object] = {
             "id": uuid.uuid4().hex,
-            "finish_reason": {"type": "length", "length": count},
+            "finish_reason": {"type": "length", "length": count} if finished else None,
             "prompt_tokens": prompt_tokens,
             "completion_tokens": count,
             "cached_tokens": 0,
             "weight_version": "default",
-            "e2e_latency": latency,
         }
-        if self.speculative:
-            meta.update(self._spec_meta(count, verify_ct))
+        if finished:
+            verify_ct = self._verify_count(count)
+            if record:
+                self._record(prompt_tokens, count, verify_ct, latency)
+            meta["e2e_latency"] = latency
+            if self.speculative:
+                meta.update(self._spec_meta(count, verify_ct))
         return {"text": text, "output_ids": output_ids, "meta_info": meta}
 
-    def _tokens(self, prompt: str, count: int) -> tuple[list[int], str]:
+    def _tokens(self, prompt: str, count: int, temperature: float) -> tuple[list[int], list[str]]:
+        """Token ids and the text piece of each. Greedy: fixed by the prompt. Sampling: different every time,
+        or, with the sampled-loop fault, a few words then one phrase over and over."""
         if not self.model.draft_useful:
-            return [0] * count, "!" * count
+            return [0] * count, ["!"] * count
         seed = int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "little")
-        ids = [(seed + 7919 * i) % len(WORDS) for i in range(count)]
-        return [1000 + i for i in ids], " " + " ".join(WORDS[i] for i in ids)
+        rng = random.Random(seed if temperature <= 0 else seed ^ random.getrandbits(64))
+        ids = [rng.randrange(len(WORDS)) for _ in range(count)]
+        if temperature > 0 and sampled_loop():
+            phrase = _distinct_words(ids[LOOP_AFTER_TOKENS:], LOOP_PHRASE_TOKENS)
+            ids = ids[:LOOP_AFTER_TOKENS] + [phrase[i % len(phrase)] for i in range(max(0, count - LOOP_AFTER_TOKENS))]
+            ids = ids[:count]
+        return [1000 + i for i in ids], [" " + WORDS[i] for i in ids]
 
     def _verify_count(self, count: int) -> int:
         accept = self.model.accept_length or 1.0

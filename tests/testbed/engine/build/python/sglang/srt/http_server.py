@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from sglang.srt.generator import Generator
+from sglang.srt.sampling import temperature_of
 from sglang.srt.server_args import ServerArgs, server_args_dict
 from sglang.srt.testengine_log import uvicorn_log
 from sglang.version import __version__
@@ -189,8 +191,30 @@ class Handler(BaseHTTPRequestHandler):
             return
         prompt = body.get("text") or " ".join(str(i) for i in body.get("input_ids") or [])
         params = body.get("sampling_params") or {}
-        result = self.state.generator.generate(str(prompt), int(params.get("max_new_tokens", 128)))
+        tokens, temperature = int(params.get("max_new_tokens", 128)), temperature_of(params)
+        if body.get("stream"):
+            self._stream(self.state.generator.stream(str(prompt), tokens, temperature=temperature))
+            return
+        result = self.state.generator.generate(str(prompt), tokens, temperature=temperature)
         self._json(200, result)
+
+    def _stream(self, events: Iterator[dict[str, Any]]) -> None:
+        """SGLang's StreamingResponse: `data: {json}` events then `data: [DONE]`, as text/event-stream in HTTP/1.1
+        chunks (uvicorn's framing for a body of unknown length), each written as soon as it is made."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for event in events:
+            self._chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
+        self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        uvicorn_log(f'{self.client_address[0]}:{self.client_address[1]} - "POST {self.path} HTTP/1.1" 200 OK')
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
 
 def make_server(state: EngineState) -> ThreadingHTTPServer:
