@@ -76,7 +76,6 @@ def initial_deploy(scene: Scene) -> str:
 def _overhead(scene: Scene, extras: Extras, key: str, wall: float, found: dict[str, Any]) -> float:
     gates = float(found["phases"]["gates"])
     extras.add(key, "wall", wall)
-    extras.add(key, "gates", gates)
     for phase, seconds in found["phases"].items():
         extras.add(key, f"phase {phase}", float(seconds))
     return wall - gates
