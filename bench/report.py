@@ -103,14 +103,14 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, body: str) -> None:
-    """Replace the text between the markers in `path`; append a `## Doctor` section holding them if absent."""
+def write_section(path: Path, body: str, begin: str = BEGIN, end: str = END, heading: str = "Doctor") -> None:
+    """Replace the text between the markers in `path`; append a `## {heading}` section holding them if absent."""
     text = path.read_text(encoding="utf-8") if path.exists() else "# Performance\n"
-    block = f"{BEGIN}\n{body}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
+    block = f"{begin}\n{body}{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        tail = rest.split(end, 1)[1]
         text = head + block + tail
     else:
-        text = text.rstrip("\n") + f"\n\n## Doctor\n\n{block}\n"
+        text = text.rstrip("\n") + f"\n\n## {heading}\n\n{block}\n"
     path.write_text(text, encoding="utf-8")

@@ -99,11 +99,13 @@ RATIOS = (
 )
 
 
-def run_rounds(cases: list[Case], rounds: int, cgroups: Sequence[Path], log: Log) -> Samples:
-    """One untimed warm-up of every case, then `rounds` timed rounds in rotating order."""
-    for case in cases:
-        case.run()
-    log("warm-up done")
+def run_rounds(cases: list[Case], rounds: int, cgroups: Sequence[Path], log: Log, warm_up: bool = True) -> Samples:
+    """One untimed warm-up of every case (unless the caller did its own), then `rounds` timed rounds in
+    rotating order."""
+    if warm_up:
+        for case in cases:
+            case.run()
+        log("warm-up done")
     samples = Samples()
     for number in range(rounds):
         shift = number % len(cases)

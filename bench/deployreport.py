@@ -1,0 +1,139 @@
+"""The deploy benchmark's markdown: machine, cases, goals, per-round ratios, exec count, what is excluded.
+
+Written to stdout and, with `--write FILE`, between the deploy-bench markers (a "## Deploy" section at the end
+when they are missing), so the figures in the docs are always a pasted run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bench import execcount
+from bench.cases import Case
+from bench.deploycases import Extras
+from bench.report import RunInfo
+from bench.rounds import Samples, Summary
+
+BEGIN = "<!-- BEGIN deploy-bench -->"
+END = "<!-- END deploy-bench -->"
+
+
+@dataclass(frozen=True)
+class Goal:
+    label: str
+    key: str
+    limit: float
+
+
+GOALS = (
+    Goal("deploy overhead of a one-line change (console script, wall − gates)", "cli", 1.5),
+    Goal("crash at start-up named on screen after its journal line", "crash", 1.0),
+)
+
+
+def _range(values: Sequence[float], unit: str = "", digits: int = 3) -> tuple[str, str]:
+    summary = Summary.of(values)
+    return f"{summary.median:.{digits}f}{unit}", f"{summary.low:.{digits}f}–{summary.high:.{digits}f}{unit}"
+
+
+def _per_round(tops: Sequence[float], bottoms: Sequence[float]) -> list[float]:
+    return [top / bottom for top, bottom in zip(tops, bottoms, strict=True)]
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return " / ".join(f"{value:.2f}" for value in load)
+
+
+def header(info: RunInfo) -> list[str]:
+    return [
+        f"Run `python -m bench.deploy_bench --rounds {info.rounds}` on {info.date}.",
+        "",
+        f"- machine: {info.machine}; {info.versions}",
+        f"- load average (1/5/15 min): {_load(info.load_before)} before, {_load(info.load_after)} after",
+        "- 1 test host (systemd + OpenSSH in namespaces on the same machine, veth network); 1 untimed warm-up, "
+        f"then {info.rounds} interleaved rounds (the first case moves on by one each round); ratios are per "
+        "round, then the median",
+    ]
+
+
+def case_table(cases: list[Case], samples: Samples) -> list[str]:
+    lines = ["", "| case | median s | min s | max s | operator CPU s | host's CPU s |"]
+    lines.append("|---|---:|---:|---:|---:|---:|")
+    for case in cases:
+        wall = Summary.of(samples.wall[case.key])
+        cpu = Summary.of(samples.operator_cpu[case.key]).median
+        host_cpu = Summary.of(samples.hosts_cpu[case.key]).median
+        lines.append(f"| {case.label} | {wall.median:.3f} | {wall.low:.3f} | {wall.high:.3f} | {cpu:.2f} "
+                     f"| {host_cpu:.2f} |")  # fmt: skip
+    return lines
+
+
+def goal_table(samples: Samples) -> list[str]:
+    wall, cpu = samples.wall, samples.operator_cpu
+    lines = ["", "| goal | limit | median | min–max | verdict |", "|---|---:|---:|---:|---|"]
+    for goal in GOALS:
+        median, spread = _range(wall[goal.key], " s", 2)
+        verdict = "met" if Summary.of(wall[goal.key]).median <= goal.limit else "MISSED"
+        lines.append(f"| {goal.label} | ≤ {goal.limit:g} s | {median} | {spread} | {verdict} |")
+    references = [
+        ("deploy overhead in-process (no interpreter start-up, imports done)", wall["in"], " s"),
+        ("start-up share: console-script overhead − in-process overhead (same round)",
+         [a - b for a, b in zip(wall["cli"], wall["in"], strict=True)], " s"),
+        ("start-up share in operator CPU: console script − in-process (same round; steadier under load)",
+         [a - b for a, b in zip(cpu["cli"], cpu["in"], strict=True)], " CPU-s"),
+        ("specops overhead (console script) / by hand (same round)", _per_round(wall["cli"], wall["hand"]), "×"),
+        ("specops overhead (in-process) / by hand (same round)", _per_round(wall["in"], wall["hand"]), "×"),
+    ]  # fmt: skip
+    for label, values, unit in references:
+        median, spread = _range(values, unit, 2)
+        lines.append(f"| {label} | — | {median} | {spread} | reference |")
+    return lines
+
+
+def figure_table(extras: Extras) -> list[str]:
+    names = {"cli": "console script", "in": "in-process", "hand": "by hand", "crash": "crashing build"}
+    lines = ["", "Parts of the cases (seconds unless said otherwise):", "", "| case | figure | median | min–max |",
+             "|---|---|---:|---:|"]  # fmt: skip
+    for key, figures in extras.values.items():
+        for name, values in figures.items():
+            median, spread = _range(values, digits=0 if name in ("execs", "tunnels", "connections") else 3)
+            lines.append(f"| {names.get(key, key)} | {name} | {median} | {spread} |")
+    return lines
+
+
+def exec_section(extras: Extras) -> list[str]:
+    count = extras.last_count
+    if count is None:
+        return []
+    lines = ["", f"SSH execs of the last in-process deploy: {len(count.execs)} execs, {len(count.tunnels)} tunnel "
+             f"channels (HTTP to the engine), {count.connections} connections; each exec under the last phase event "
+             "before it opened:",
+             "", "| phase | execs | commands |", "|---|---:|---|"]  # fmt: skip
+    lines += [f"| {phase} | {number} | {shown} |" for phase, number, shown in execcount.phase_table(count)]
+    return lines
+
+
+def excluded(samples: Samples, extras: Extras) -> list[str]:
+    gates, _ = _range(extras.values["cli"]["phase gates"], " s", 2)
+    restart, _ = _range(extras.values["hand"]["restart"], " s", 2)
+    seen = extras.restart_in_gates
+    inside = sum(1 for value in seen if value)
+    where = (
+        f"the exec that restarts the unit opened inside the gates phase in {inside} of {len(seen)} rounds"
+        if any(value is not None for value in seen)
+        else "no exec's command line showed the restart (it may ride in a batched request)"
+    )
+    return [
+        "",
+        f"Excluded: for specops, the `gates` phase as `--json` reports it (median {gates}: the engine's start-up, "
+        f"readiness and the smoke generation; {where}). By hand: everything after `systemctl restart` returned "
+        f"(the engine's start-up, waited for untimed before the next case); the restart command itself (stopping "
+        f"the old engine, starting the new process) is included, median {restart}.",
+    ]
+
+
+def render(info: RunInfo, cases: list[Case], samples: Samples, extras: Extras) -> str:
+    lines = [*header(info), *case_table(cases, samples), *goal_table(samples), *excluded(samples, extras)]
+    lines += [*figure_table(extras), *exec_section(extras)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,152 @@
+"""Counting the SSH channels one in-process deploy opens, with the phase each one belongs to.
+
+Why at paramiko's level: every exec, put and get of specops's SSH host is a "session" channel and every
+HTTP request to the engine rides a "direct-tcpip" channel, whichever specops function opens it, so wrapping
+`paramiko.Transport.open_channel` (and `Channel.exec_command` for the command line, `SSHClient.connect` for
+connections) counts exactly what reaches the host's sshd, including the lock's heartbeat thread. The
+deploy's phase events come from the reporter `--json` uses (`specops.events.NullReporter`): a channel
+belongs to the last event emitted before it opened. Steps without an event of their own count with the
+event before them (listed by command, so the attribution can be checked).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import paramiko
+
+from specops import events
+
+RECORD_ATTRIBUTE = "_deploy_bench_record"
+BEFORE = "(before the first phase event: connect, lock, listing)"
+_SECRETISH = re.compile(r"[0-9a-fA-F-]{20,}|[A-Za-z0-9_-]{32,}")  # lock tokens and the like: never shown
+
+
+@dataclass
+class Channel:
+    kind: str  # "session" (an exec) or "direct-tcpip" (a tunnel, e.g. an HTTP request to the engine)
+    phase: str
+    at: float
+    command: str = ""
+
+
+@dataclass
+class ExecCount:
+    """What one deploy opened; filled while `counting()` is active."""
+
+    connections: int = 0
+    channels: list[Channel] = field(default_factory=list)
+    phase_events: list[tuple[float, str]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def execs(self) -> list[Channel]:
+        return [channel for channel in self.channels if channel.kind == "session"]
+
+    @property
+    def tunnels(self) -> list[Channel]:
+        return [channel for channel in self.channels if channel.kind != "session"]
+
+    def phase_now(self) -> str:
+        return self.phase_events[-1][1] if self.phase_events else BEFORE
+
+    def by_phase(self) -> dict[str, list[Channel]]:
+        """Execs grouped by phase, phases in the order they happened."""
+        grouped: dict[str, list[Channel]] = {}
+        for channel in self.execs:
+            grouped.setdefault(channel.phase, []).append(channel)
+        return grouped
+
+    def first_exec_after(self, phase: str) -> float | None:
+        starts = [at for at, name in self.phase_events if name == phase]
+        return starts[0] if starts else None
+
+
+def command_label(wire: str) -> str:
+    """A short, secret-free name for an exec: the command without specops's `timeout`/`env` prefix, inline
+    scripts shown as <script>, long or token-like words left out."""
+    try:
+        words = shlex.split(wire)
+    except ValueError:
+        return "<unparsable command>"
+    if words[:2] == ["timeout", "-k"]:
+        words = words[4:]
+    if words[:1] == ["env"]:
+        words = words[1:]
+        while words and "=" in words[0]:
+            words = words[1:]
+    shown: list[str] = []
+    for word in words[:5]:
+        if "\n" in word or len(word) > 60:
+            shown.append("<script>")
+        elif _SECRETISH.fullmatch(word):
+            shown.append("***")
+        else:
+            shown.append(word.rsplit("/", 1)[-1] if not shown and word.startswith("/") else word)
+    return " ".join(shown)
+
+
+@contextmanager
+def counting() -> Iterator[ExecCount]:
+    """Count channels, connections and phase events until the block ends (patches undone afterwards)."""
+    found = ExecCount()
+    open_channel = paramiko.Transport.open_channel
+    exec_command = paramiko.Channel.exec_command
+    connect = paramiko.SSHClient.connect
+    null_event = events.NullReporter.event
+
+    def counted_open(transport: paramiko.Transport, kind: str, *args: Any, **kwargs: Any) -> paramiko.Channel:
+        channel = open_channel(transport, kind, *args, **kwargs)
+        with found._lock:
+            found.channels.append(Channel(kind, found.phase_now(), time.time()))
+            setattr(channel, RECORD_ATTRIBUTE, found.channels[-1])
+        return channel
+
+    def counted_exec(channel: paramiko.Channel, command: str | bytes) -> None:
+        record = getattr(channel, RECORD_ATTRIBUTE, None)
+        if isinstance(record, Channel):
+            record.command = command_label(command.decode() if isinstance(command, bytes) else command)
+        exec_command(channel, command)
+
+    def counted_connect(client: paramiko.SSHClient, *args: Any, **kwargs: Any) -> None:
+        with found._lock:
+            found.connections += 1
+        connect(client, *args, **kwargs)
+
+    def noted_event(reporter: events.NullReporter, event: events.Event) -> None:
+        if event.phase != events.DONE_PHASE:
+            with found._lock:
+                found.phase_events.append((event.at, event.phase))
+        null_event(reporter, event)
+
+    patches: list[tuple[object, str, object]] = [
+        (paramiko.Transport, "open_channel", counted_open), (paramiko.Channel, "exec_command", counted_exec),
+        (paramiko.SSHClient, "connect", counted_connect), (events.NullReporter, "event", noted_event),
+    ]  # fmt: skip
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, replacement in patches:
+        setattr(owner, name, replacement)
+    try:
+        yield found
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+
+
+def phase_table(found: ExecCount) -> list[tuple[str, int, str]]:
+    """(phase, execs, their commands with repeats folded: `journalctl ... ×4`) in the order they happened."""
+    rows = []
+    for phase, channels in found.by_phase().items():
+        folded: dict[str, int] = {}
+        for channel in channels:
+            folded[channel.command or "?"] = folded.get(channel.command or "?", 0) + 1
+        shown = "; ".join(f"`{name}`" + (f" ×{count}" if count > 1 else "") for name, count in folded.items())
+        rows.append((phase, len(channels), shown))
+    return rows
