@@ -181,21 +181,18 @@ class Watch:
         return "passed", "healthy for " + str(self.record["window_s"]) + " s after verified: the guard stopped watching"
 
 
-def stop_on_sigterm() -> None:
-    """`systemctl stop` (the next deploy's disarm) ends the watch through the `finally` that records it."""
+def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[str, Any]:
     import signal
 
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-
-
-def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[str, Any]:
     watch = Watch(service_dir, unit, release, *settings)
     watch.save()
-    stop_on_sigterm()
+    # `systemctl stop` (the next deploy's disarm) ends the watch through the `finally` that records it
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     state, reason = "stopped", "stopped before its deadline (a later deploy or rollback replaces the watch)"
     try:
         state, reason = watch.run()
     finally:
+        signal.signal(signal.SIGTERM, previous)
         watch.save(state=state, reason=reason)
         if state not in ("rolled-back", "stopped"):  # a rollback audits itself (this reason); a stop, its deploy
             append_audit(service_dir, {"when": utc(time.time()), "who": "specops guard", "action": "watch",
