@@ -13,6 +13,8 @@ Env knobs (all optional; tests use them to stay fast or to provoke failures):
   SGLANG_TESTENGINE_CRASH_AFTER_LOAD   if set, raise RuntimeError(<value>) right after the weights load
   SGLANG_TESTENGINE_TORCHCODEC         fatal (default: a broken torchcodec kills start-up), warn (log
                                        upstream's "Ignore import error" line and go on) or skip
+  SGLANG_TESTENGINE_HANG_AFTER_SECONDS / _REQUESTS  hang later (sglang/srt/testengine_faults.py), also
+                                       settable per build in sglang/testengine_env.json
 """
 
 from __future__ import annotations
@@ -116,6 +118,9 @@ def launch_server(args: ServerArgs) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from sglang.srt.testengine_faults import apply_build_env
+
+    apply_build_env()
     words = sys.argv[1:] if argv is None else argv
     args = parse_server_args(words)
     check_against_upstream(words)
