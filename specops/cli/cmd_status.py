@@ -94,7 +94,9 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
             f"{found.figures.get('accept_length', '-')}"
         )
     watch = found.watch or {}
-    if watch.get("state") in ("rolled-back", "rollback-failed"):
+    if (watch.get("state") == "rolled-back" and watch.get("rolled_back_to") == found.current) or (
+        watch.get("state") == "rollback-failed" and watch.get("release") == found.current
+    ):
         lines.append(f"[yellow]guard[/] ({watch.get('state')}): {escape(str(watch.get('reason')))}")
     if found.drift is not None:
         changes = escape(", ".join(found.drift)) or "unchanged"

@@ -118,27 +118,6 @@ def heartbeat(lock_dir: str, stop: threading.Event) -> None:
             return
 
 
-def roll_back(service_dir: str, unit: str, lock_dir: str, release: str, reason: str) -> tuple[str, str] | None:
-    """Roll back under the deploy lock: (state, reason), or None when the lock is busy (try again later)."""
-    import subprocess
-
-    token = take_lock(lock_dir, release)
-    if token is None:
-        return None
-    stop = threading.Event()
-    threading.Thread(target=heartbeat, args=(lock_dir, stop), daemon=True).start()
-    try:
-        if current_id(service_dir) != release:
-            return "ended", "current changed before the guard could roll back: nothing left to watch"
-        op_rollback(service_dir, unit, "", reason)
-        return "rolled-back", reason
-    except (Refused, OSError, ValueError, subprocess.SubprocessError) as error:
-        return "rollback-failed", reason + "; the rollback failed: " + str(error)
-    finally:
-        stop.set()
-        release_lock(lock_dir, token)
-
-
 class Watch:
     """One window: its record (what .specops-watch.json holds), the probe settings, and the loop."""
 
@@ -158,6 +137,27 @@ class Watch:
         self.record.update(changes)
         write_json_atomic(os.path.join(self.service_dir, WATCH_FILE), self.record)
 
+    def roll_back(self, reason: str) -> tuple[str, str] | None:
+        """Roll back under the deploy lock: (state, reason), or None when the lock is busy (try again later).
+        The record keeps where to (`rolled_back_to`): `status` names the guard's rollback while that serves."""
+        import subprocess
+
+        token = take_lock(self.lock_dir, self.release)
+        if token is None:
+            return None
+        stop = threading.Event()
+        threading.Thread(target=heartbeat, args=(self.lock_dir, stop), daemon=True).start()
+        try:
+            if current_id(self.service_dir) != self.release:
+                return "ended", "current changed before the guard could roll back: nothing left to watch"
+            self.record["rolled_back_to"] = op_rollback(self.service_dir, self.unit, "", reason)["current"]
+            return "rolled-back", reason
+        except (Refused, OSError, ValueError, subprocess.SubprocessError) as error:
+            return "rollback-failed", reason + "; the rollback failed: " + str(error)
+        finally:
+            stop.set()
+            release_lock(self.lock_dir, token)
+
     def run(self) -> tuple[str, str]:
         starter = lock_token(self.lock_dir)  # the deploy that started the watch: it lets go in a moment
         misses, last = 0, ""
@@ -174,7 +174,7 @@ class Watch:
                 into = int(time.time() - self.started)
                 reason = ("guard: release " + self.release + " failed its watch " + str(into) + " s after verified: "
                           "/health_generate " + failed + " (" + str(misses) + " times in a row)")  # fmt: skip
-                done = roll_back(self.service_dir, self.unit, self.lock_dir, self.release, reason)
+                done = self.roll_back(reason)
                 if done is not None:
                     return done
             time.sleep(max(0.0, min(self.interval, self.deadline - time.time())))

@@ -116,6 +116,7 @@ def test_a_hung_engine_is_rolled_back_under_the_lock_and_marked_bad(
     listed = {r["id"]: r for r in op_list(str(service))["releases"]}
     assert listed[NEW]["bad"]["reason"] == "rolled back: " + reason
     assert (_record(service)["state"], _record(service)["reason"]) == ("rolled-back", reason)
+    assert _record(service)["rolled_back_to"] == OLD
 
 
 def test_a_refused_connection_counts_as_a_failure(
