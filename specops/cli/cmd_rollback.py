@@ -18,10 +18,13 @@ def rollback(
     ctx: typer.Context,
     host: HostArg,
     to: Annotated[str | None, typer.Option("--to", help="Release id (default: the last verified one).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Allow a --to release that is marked bad.")] = False,
     lock_wait: LockWaitOpt = 0.0,
     json_output: JsonOpt = False,
 ) -> None:
-    """Put a verified release back, restart, and prove it with the readiness and smoke gates."""
+    """Put a verified release back, restart, and prove it with the readiness and smoke gates.
+
+    The release it leaves is marked bad (never a rollback target again; `releases HOST --unmark-bad ID`)."""
     from specops.deploy.manual_rollback import manual_rollback
 
     app_state = state(ctx)
@@ -32,7 +35,7 @@ def rollback(
         _check_release_id(to)  # before connecting or locking anything
     with deploy_reporter(as_json, app_state.verbose) as reporter, app_state.connect(spec) as connection:
         result = manual_rollback(connection, spec, profile_resolver(config, host, None), to, reporter,
-                                 lock_wait_s=lock_wait)  # fmt: skip
+                                 lock_wait_s=lock_wait, force=force)  # fmt: skip
     if as_json:
         print_json(result.to_json())
     else:

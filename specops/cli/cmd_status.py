@@ -56,7 +56,8 @@ STATUS_COLUMNS = ("RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH"
 def _status_row(found: HostStatus) -> list[str]:
     unit = found.unit
     health = "-" if found.health is None else str(found.health)
-    return [found.current or "-", found.profile or "-", "yes" if found.verified else "NO",
+    verified = "NO" if not found.verified else ("yes" if found.watching_left_s is None else "yes, watching")
+    return [found.current or "-", found.profile or "-", verified,
             f"{unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}", unit.get("NRestarts", "-"), health,
             _figure(found.figures.get("tokens_per_s")), _figure(found.figures.get("accept_length")),
             _drift_cell(found.drift)]  # fmt: skip
@@ -84,8 +85,7 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
     lines = [
         f"[bold]{found.host}[/]  {unit_name}: {unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}"
         f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
-        f"current: {found.current or '-'} ({'verified' if found.verified else 'NOT verified'}, profile "
-        f"{found.profile or '-'}){mismatch}",
+        f"current: {found.current or '-'} ({found.verified_text}, profile {found.profile or '-'}){mismatch}",
         f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
     ]
     if found.figures:
@@ -93,6 +93,11 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
             f"last smoke: {found.figures.get('tokens_per_s', '-')} tok/s, accept length "
             f"{found.figures.get('accept_length', '-')}"
         )
+    watch = found.watch or {}
+    if (watch.get("state") == "rolled-back" and watch.get("rolled_back_to") == found.current) or (
+        watch.get("state") == "rollback-failed" and watch.get("release") == found.current
+    ):
+        lines.append(f"[yellow]guard[/] ({watch.get('state')}): {escape(str(watch.get('reason')))}")
     if found.drift is not None:
         changes = escape(", ".join(found.drift)) or "unchanged"
         lines.append(f"environment since {found.current} was deployed: {changes}")
@@ -104,17 +109,29 @@ def releases(
     ctx: typer.Context,
     names: TargetsArg = None,
     all_hosts: AllOpt = False,
+    mark_bad: Annotated[
+        str | None, typer.Option("--mark-bad", metavar="ID", help="Mark this release bad: never a rollback target.")
+    ] = None,
+    unmark_bad: Annotated[
+        str | None, typer.Option("--unmark-bad", metavar="ID", help="Remove a release's bad mark.")
+    ] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why --mark-bad (kept with the mark and audited).")] = "",
     json_output: JsonOpt = False,
 ) -> None:
-    """Releases kept on each host: id, age, profile, verified, current (rollback targets are the verified ones).
+    """Releases kept on each host: id, age, profile, verified, current, bad (rollback targets: verified, not bad).
 
-    One host: every release. A group, several hosts or --all: a row per host (current, kept, verified)."""
+    One host: every release. A group, several hosts or --all: a row per host (current, kept, verified, bad).
+    --mark-bad ID / --unmark-bad ID (one host): set or remove the mark that keeps a release from ever being
+    rolled back to; a rollback marks the release it leaves by itself."""
     from specops.ops.status import host_status
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
     single = one_host(config, names or [], all_hosts)
+    if mark_bad is not None or unmark_bad is not None:
+        _change_mark(app_state, single, mark_bad, unmark_bad, reason, as_json)
+        return
     if single is not None:
         spec = config.host(single)
         with app_state.connect(spec) as connection:
@@ -126,7 +143,42 @@ def releases(
         return host_status(host, spec, check_health=False), ExitCode.OK
 
     readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
-    finish(readings, as_json, _releases_json, ("CURRENT", "KEPT", "VERIFIED", "NEWEST"), _releases_row)
+    finish(readings, as_json, _releases_json, ("CURRENT", "KEPT", "VERIFIED", "BAD", "NEWEST"), _releases_row)
+
+
+def _change_mark(
+    app_state: AppState, single: str | None, mark: str | None, unmark: str | None, reason: str, as_json: bool
+) -> None:
+    """`releases HOST --mark-bad ID` / `--unmark-bad ID`: one host, one release, one of the two."""
+    from specops.ops.bad_releases import mark_bad, unmark_bad
+
+    if single is None or (mark is not None and unmark is not None):
+        raise UsageError("--mark-bad and --unmark-bad take one host and one of the two options",
+                         hint="specops releases HOST --mark-bad ID [--reason TEXT]")  # fmt: skip
+    release_id = str(mark if mark is not None else unmark)
+    _check_release_id(release_id)
+    spec = app_state.load_config().host(single)
+    with app_state.connect(spec) as connection:
+        if mark is not None:
+            info = mark_bad(connection, spec, release_id, reason)
+        else:
+            info = unmark_bad(connection, spec, release_id)
+    if as_json:
+        print_json({"host": spec.name, "release": info.id, "bad": info.bad})
+    elif info.bad_reason:
+        stdout_console().print(f"{spec.name}: {info.id} marked bad ({escape(info.bad_reason)})")
+    else:
+        stdout_console().print(f"{spec.name}: {info.id} is not marked bad")
+
+
+def _check_release_id(release_id: str) -> None:
+    from specops.commands.release import check_release_id
+
+    try:
+        check_release_id(release_id)
+    except ValueError:
+        raise UsageError(f"{release_id!r} is not a release id",
+                         hint="`specops releases HOST` lists the release ids") from None  # fmt: skip
 
 
 def _releases_json(found: HostStatus) -> dict[str, object]:
@@ -135,8 +187,9 @@ def _releases_json(found: HostStatus) -> dict[str, object]:
 
 def _releases_row(found: HostStatus) -> list[str]:
     verified = [release["id"] for release in found.releases if release["verified"]]
+    bad = [release["id"] for release in found.releases if release.get("bad")]
     newest = found.releases[-1]["id"] if found.releases else "-"
-    return [found.current or "-", str(len(found.releases)), str(len(verified)), newest]
+    return [found.current or "-", str(len(found.releases)), str(len(verified)), str(len(bad)), newest]
 
 
 def _print_releases(found: HostStatus, as_json: bool) -> None:
@@ -146,12 +199,14 @@ def _print_releases(found: HostStatus, as_json: bool) -> None:
         print_json(_releases_json(found))
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("", "RELEASE", "CREATED", "PROFILE", "VERIFIED"):
+    for column in ("", "RELEASE", "CREATED", "PROFILE", "VERIFIED", "BAD"):
         table.add_column(column)
     for release in found.releases:
         verified = "yes" if release["verified"] else ("unfinished" if not release["complete"] else "no")
+        bad = release.get("bad")
+        mark = f"bad: {bad.get('reason') or '-'}" if isinstance(bad, dict) else ""
         table.add_row("*" if release["current"] else "", release["id"], str(release["created_at"] or "-"),
-                      str(release["profile"] or "-"), verified)  # fmt: skip
+                      str(release["profile"] or "-"), verified, escape(mark))  # fmt: skip
     stdout_console().print(table)
 
 

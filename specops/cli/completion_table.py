@@ -194,10 +194,13 @@ TABLE: dict[str, Any] = {
             "arguments": [{"value": "target", "many": True}],
         },
         "releases": {
-            "help": "Releases kept on each host: id, age, profile, verified, current "
-            "(rollback targets are the verified ones).",
+            "help": "Releases kept on each host: id, age, profile, verified, current, bad "
+            "(rollback targets: verified, not bad).",
             "options": {
                 "--all": {"value": "", "help": "Every host in the inventory."},
+                "--mark-bad": {"value": "any", "help": "Mark this release bad: never a rollback target."},
+                "--unmark-bad": {"value": "any", "help": "Remove a release's bad mark."},
+                "--reason": {"value": "any", "help": "Why --mark-bad (kept with the mark and audited)."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
@@ -218,6 +221,7 @@ TABLE: dict[str, Any] = {
             "help": "Put a verified release back, restart, and prove it with the readiness and smoke gates.",
             "options": {
                 "--to": {"value": "release", "help": "Release id (default: the last verified one)."},
+                "--force": {"value": "", "help": "Allow a --to release that is marked bad."},
                 "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},

@@ -218,6 +218,9 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.cause)}")
         if outcome.rollback is not None:
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.rollback.summary)}")
+        if outcome.watch_s:
+            console.print(f"[bold]{escape(name)}[/]: the guard watches {escape(outcome.release or '-')} for "
+                          f"{outcome.watch_s} s on the host (`specops status {escape(name)}`)")  # fmt: skip
         if outcome.hint and outcome.outcome not in ("deployed", "unchanged"):
             console.print(f"  [cyan]hint:[/] {escape(outcome.hint)}")
 

@@ -3,9 +3,13 @@ specops dies (specops/ops/guard.py arms and disarms it). Here so that a deploy's
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from specops.config.inventory import HostSpec
 
 GUARD_INTERVAL_S = 15
+WATCH_INTERVAL_S = 5  # between two probes of the watch (less when the probe timeout is shorter)
+WATCH_SPARE_S = 1200  # RuntimeMaxSec= beyond the window: the last probe, and a rollback's restart (up to 600 s)
 
 
 def guard_unit(spec: HostSpec) -> str:
@@ -42,7 +46,53 @@ def arm_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
     ]
 
 
+def watch_unit(spec: HostSpec) -> str:
+    return f"specops-watch-{spec.service}"
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """The profile's watch after "verified" (readiness.watch_*), and where the engine answers on the host."""
+
+    window_s: int
+    timeout_s: int
+    failures: int
+    url: str
+
+    @property
+    def interval_s(self) -> int:
+        return max(1, min(WATCH_INTERVAL_S, self.timeout_s))
+
+
+def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings) -> list[str]:
+    """Start the watch (remote/release/watch.py) as a transient service; the deploy does not wait for it."""
+    return [
+        "systemd-run",
+        f"--unit={watch_unit(spec)}",
+        f"--description=specops watch of {release_id} for {spec.unit_name}",
+        f"--property=RuntimeMaxSec={watch.window_s + WATCH_SPARE_S}",
+        "--collect",
+        spec.python,
+        "-I",
+        guard_script_path(spec),
+        "watch",
+        spec.service_dir,
+        spec.unit_name,
+        release_id,
+        str(watch.window_s),
+        watch.url,
+        lock_dir,
+        str(watch.timeout_s),
+        str(watch.failures),
+        str(watch.interval_s),
+    ]
+
+
 def disarm_argvs(spec: HostSpec) -> list[list[str]]:
-    """Stop the timer, then forget its failed runs (both exit non-zero when no guard exists: not an error)."""
-    unit = guard_unit(spec)
-    return [["systemctl", "stop", f"{unit}.timer"], ["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service"]]
+    """Stop the timer and a running watch, then forget their failed runs (they exit non-zero when there is no
+    guard: not an error)."""
+    unit, watch = guard_unit(spec), watch_unit(spec)
+    return [
+        ["systemctl", "stop", f"{unit}.timer", f"{watch}.service"],
+        ["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
+    ]

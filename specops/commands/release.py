@@ -34,17 +34,25 @@ class ReleaseInfo:
     gates: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     is_current: bool = False
+    bad: dict[str, Any] | None = None  # {"reason", "when", "who"}: never a rollback target (remote/release/marks.py)
 
     @property
     def rollback_target(self) -> bool:
-        """Only a complete release with a readable manifest that says verified=true may be rolled back to."""
-        return self.complete and self.verified and self.error is None
+        """Only a complete release with a readable manifest that says verified=true, and not marked bad, may be
+        rolled back to (a bad one only by name, with --force)."""
+        return self.complete and self.verified and self.error is None and self.bad is None
+
+    @property
+    def bad_reason(self) -> str | None:
+        """Why the release is marked bad, None when it is not."""
+        return None if self.bad is None else str(self.bad.get("reason") or "marked bad")
 
 
 @dataclass(frozen=True)
 class Listing:
     current: str | None
     releases: list[ReleaseInfo]
+    watch: dict[str, Any] | None = None  # the guard's last watch after "verified" (remote/release/watch.py)
 
 
 class ReplyError(Exception):
@@ -97,10 +105,20 @@ def prune_argv(spec: HostSpec, keep: int, protect: set[str]) -> list[str]:
     return script_argv(spec, "prune", str(keep), ",".join(sorted(check_release_id(i) for i in protect)))
 
 
-def rollback_argv(spec: HostSpec, target_id: str | None, reason: str) -> list[str]:
-    """Back to `target_id` (or the newest verified release that is not current): switch, unit, restart."""
+def rollback_argv(spec: HostSpec, target_id: str | None, reason: str, force: bool = False) -> list[str]:
+    """Back to `target_id` (or the newest verified release that is neither current nor bad): switch, unit,
+    restart; the release it leaves is marked bad. `force`: a `target_id` marked bad is allowed."""
     target = check_release_id(target_id) if target_id else ""
-    return script_argv(spec, "rollback", spec.unit_name, target, reason)
+    argv = script_argv(spec, "rollback", spec.unit_name, target, reason)
+    return [*argv, "force"] if force else argv
+
+
+def mark_bad_argv(spec: HostSpec, release_id: str, reason: str, who: str) -> list[str]:
+    return script_argv(spec, "mark-bad", check_release_id(release_id), reason, who)
+
+
+def unmark_bad_argv(spec: HostSpec, release_id: str) -> list[str]:
+    return script_argv(spec, "unmark-bad", check_release_id(release_id))
 
 
 def update_manifest_argv(spec: HostSpec, release_id: str) -> list[str]:
@@ -152,7 +170,9 @@ def parse_listing(reply: dict[str, Any]) -> Listing:
     """The `list` reply as a Listing; releases sorted oldest first (ids start with a UTC timestamp)."""
     current = reply.get("current")
     releases = [_release_info(raw, current) for raw in reply.get("releases") or [] if isinstance(raw, dict)]
-    return Listing(current if isinstance(current, str) else None, sorted(releases, key=lambda r: r.id))
+    watch = reply.get("watch")
+    return Listing(current if isinstance(current, str) else None, sorted(releases, key=lambda r: r.id),
+                   watch if isinstance(watch, dict) else None)  # fmt: skip
 
 
 def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
@@ -160,7 +180,7 @@ def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
         value = raw.get(key)
         return value if isinstance(value, str) else None
 
-    gates = raw.get("gates")
+    gates, bad = raw.get("gates"), raw.get("bad")
     return ReleaseInfo(
         id=str(raw.get("id")),
         complete=raw.get("complete") is True,
@@ -173,6 +193,7 @@ def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
         gates=gates if isinstance(gates, dict) else {},
         error=text("error"),
         is_current=raw.get("id") == current,
+        bad=bad if isinstance(bad, dict) else None,
     )
 
 

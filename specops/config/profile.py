@@ -73,6 +73,15 @@ class Readiness(_Strict):
     restart_s: int = Field(default=10, ge=0, le=3600, description="RestartSec=")
     start_limit_burst: int = Field(default=3, ge=1, le=100, description="StartLimitBurst=")
     start_limit_interval_s: int = Field(default=1800, ge=1, le=86400, description="StartLimitIntervalSec=")
+    watch_s: int = Field(
+        default=300, ge=0, le=86400, description='after "verified", the guard watches this long (0: no watch)'
+    )
+    watch_timeout_s: int = Field(
+        default=30, ge=1, le=600, description="watch: a /health_generate probe without an answer by then fails"
+    )
+    watch_failures: int = Field(
+        default=3, ge=1, le=100, description="watch: this many failed probes in a row roll the release back"
+    )
 
 
 DEFAULT_SAMPLED_PROMPTS = (

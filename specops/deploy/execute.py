@@ -169,7 +169,7 @@ class _HostDeploy:
         return {
             "preflight": self._preflight, "unit": self._unit, "guard": self._arm, "switch": self._switch,
             "gates": self._gates, "verified": self._verified, "failed": self._failed, "rollback": self._rollback,
-            "disarm": self._disarm, "disarm-leftover": self._disarm,
+            "disarm": self._disarm, "disarm-leftover": self._disarm, "watch": self._watch,
         }[name]  # fmt: skip
 
     def _push(self, session: PushSession) -> None:
@@ -215,6 +215,13 @@ class _HostDeploy:
     def _disarm(self) -> None:
         guard.disarm(self.host, self.spec)
 
+    def _watch(self) -> None:
+        # After the disarm: the guard hands over to its watch, and this deploy returns without waiting for it.
+        watch = guard.watch_settings(self.spec, self.profile)
+        if watch is not None:
+            guard.start_watch(self.host, self.spec, self.steps.release, lock.lock_root(), watch)
+            self.outcome.watch_s = watch.window_s
+
     def _switch(self) -> None:
         switch_current(self.host, self.spec, self.steps.release)
         self.outcome.release = self.steps.release
@@ -230,7 +237,8 @@ class _HostDeploy:
     def _verified(self) -> None:
         assert self.gates is not None
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        changes = {"verified": True, "verified_at": now, "gates": self.gates.to_json()}
+        # proven again: a release marked bad (reused with this exact tree) is a rollback target again
+        changes = {"verified": True, "verified_at": now, "gates": self.gates.to_json(), "bad": None}
         update_manifest(self.host, self.spec, self.steps.release, changes)
         self.outcome.outcome = Outcome.DEPLOYED
         protect = {self.steps.release} | ({self.steps.rollback_to} if self.steps.rollback_to else set())

@@ -23,17 +23,20 @@ def manual_rollback(
     *,
     lock_wait_s: float = 0.0,
     command: str | None = None,
+    force: bool = False,
 ) -> RollbackResult:
     """Take the lock (or raise LockHeld), roll back and gate, audit the outcome, release the lock.
 
-    `command` is what the lock's holder record shows (default: this process's command line)."""
+    `command` is what the lock's holder record shows (default: this process's command line); `force` allows a
+    `target_id` marked bad. The release left is marked bad with this rollback as the reason."""
     holder = lock.LockHolder.current(command)
 
     def say(text: str) -> None:
         reporter.event(Event(spec.name, "lock", text))
 
     with lock.acquire(host, holder, wait_s=lock_wait_s, on_event=say) as held:
-        result = rollback_host(host, spec, profile_for, target_id, "specops rollback", reporter)
+        reason = f"specops rollback by {holder.who}"
+        result = rollback_host(host, spec, profile_for, target_id, reason, reporter, force=force)
         entry = audit.new_entry(
             "rollback",
             outcome="verified" if result.ok else "failed",
@@ -41,6 +44,7 @@ def manual_rollback(
             to_release=result.to_release,
             gates=result.gates.to_json() if result.gates else {},
             message=result.summary,
+            forced=force,
         )
         if held.takeover_note:  # a killed deploy's lock, taken over: the log says whose and why
             entry["lock_taken_over"] = held.takeover_note

@@ -61,6 +61,7 @@ class HostOutcome:
     preflight: list[CheckResult] = field(default_factory=list)
     push: PushFigures | None = None
     lock_taken_over: str = ""  # whose lock this deploy took over, and why ("" when the lock was free)
+    watch_s: int = 0  # the guard's watch after "verified", running on the host when the deploy returned
 
     @property
     def ok(self) -> bool:
@@ -75,4 +76,5 @@ class HostOutcome:
             "gates": self.gates.to_json() if self.gates else None,
             "rollback": self.rollback.to_json() if self.rollback else None,
             "preflight": [r.to_json() for r in self.preflight if r.status in (Status.FAIL, Status.ERROR)],
+            "watch_s": self.watch_s or None,
         }  # fmt: skip

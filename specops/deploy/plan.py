@@ -27,6 +27,7 @@ from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
 from specops.deploy import step_commands as cmds
 from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
+from specops.ops.guard import watch_settings
 from specops.ops.lock import lock_root
 from specops.ops.release import identical_release
 
@@ -219,6 +220,11 @@ def _deploy_steps(
                           phase="rollback"))  # fmt: skip
     if guard:
         steps.append(Step("disarm", "disarm the rollback guard", tuple(cmds.disarm_commands(spec)), ok))
+    watch = watch_settings(spec, profile) if guard else None
+    if watch is not None:
+        summary = (f"the guard keeps watching {release_id} for {watch.window_s} s: {watch.failures} failed "
+                   f"/health_generate in a row roll it back")  # fmt: skip
+        steps.append(Step("watch", summary, tuple(cmds.watch_commands(spec, release_id, watch)), passed))
     return steps
 
 

@@ -31,13 +31,15 @@ class RollbackResult:
     to_release: str | None = None
     gates: GateResult | None = None
     error: str | None = None
+    marked_bad: str | None = None  # the release the rollback left, now never a rollback target
 
     @property
     def summary(self) -> str:
         if self.error:
             return f"rollback failed: {self.error}"
         verdict = "verified" if self.ok else f"NOT healthy: {self.gates.cause if self.gates else '?'}"
-        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}"
+        marked = f"; {self.marked_bad} marked bad" if self.marked_bad else ""
+        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +48,7 @@ class RollbackResult:
             "to": self.to_release,
             "gates": self.gates.to_json() if self.gates else None,
             "error": self.error,
+            "marked_bad": self.marked_bad,
         }
 
 
@@ -59,14 +62,16 @@ def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
 
 
 def rollback_host(
-    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reason: str, reporter: Reporter
-) -> RollbackResult:
-    """Switch back, restart, gate. Never raises for a host-side refusal: the result says what happened."""
+    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reason: str, reporter: Reporter,
+    *, force: bool = False,
+) -> RollbackResult:  # fmt: skip
+    """Switch back, restart, gate. Never raises for a host-side refusal: the result says what happened. The host
+    marks the release it leaves bad; `force` allows a `target_id` that is marked bad itself."""
     listing = read_listing(host, spec)
     cursor = journal_position(host)
     reporter.event(Event(spec.name, "rollback", f"rolling back ({reason})"))
     try:
-        reply = rollback_release(host, spec, target_id, reason)
+        reply = rollback_release(host, spec, target_id, reason, force=force)
     except SpecopsError as error:
         return RollbackResult(False, listing.current, None, None, error.message)
     to_id = str(reply.get("current"))
@@ -75,4 +80,6 @@ def rollback_host(
     gates = restart_and_gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor)
     if gates.passed:
         update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
-    return RollbackResult(gates.passed, reply.get("previous"), to_id, gates)
+    marked = reply.get("marked_bad")
+    return RollbackResult(gates.passed, reply.get("previous"), to_id, gates,
+                          marked_bad=marked if isinstance(marked, str) else None)  # fmt: skip

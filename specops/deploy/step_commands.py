@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from specops.commands import journal, units
 from specops.commands import release as release_cmd
-from specops.commands.guard import arm_argv, disarm_argvs, guard_script_path, schema_argv
+from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, guard_script_path, schema_argv, watch_argv
 from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -116,6 +116,11 @@ def disarm_commands(spec: HostSpec) -> list[HostCommand]:
     return [run(argv, note="exits non-zero when no guard exists") for argv in disarm_argvs(spec)]
 
 
+def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings) -> list[HostCommand]:
+    note = "the deploy returns; the watch runs on the host (`specops status` shows it)"
+    return [run(watch_argv(spec, release_id, lock_root(), watch), note=note)]
+
+
 def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
     return [run(release_cmd.switch_argv(spec, release_id))]
 
@@ -149,7 +154,7 @@ def restart_commands(spec: HostSpec) -> list[HostCommand]:
 
 def verified_commands(spec: HostSpec, release_id: str, protect: set[str]) -> list[HostCommand]:
     return [
-        manifest_update(spec, release_id, '{"verified": true, "verified_at": ..., "gates": ...}'),
+        manifest_update(spec, release_id, '{"verified": true, "verified_at": ..., "gates": ..., "bad": null}'),
         run(release_cmd.prune_argv(spec, spec.keep_releases, protect)),
     ]
 

@@ -14,13 +14,23 @@ from __future__ import annotations
 
 import re
 
-from specops.commands.guard import GUARD_INTERVAL_S, arm_argv, guard_script_path, guard_unit, schema_argv
+from specops.commands.guard import (
+    GUARD_INTERVAL_S,
+    WatchSettings,
+    arm_argv,
+    disarm_argvs,
+    guard_script_path,
+    guard_unit,
+    schema_argv,
+    watch_argv,
+)
 from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
 from specops.host.base import Host
 from specops.ops.hostdata import GUARD_SCHEMA, SCHEMA_KEY, check_schema
-from specops.remote.bundle import release_script
+from specops.remote.bundle import guard_source
 
-__all__ = ["GUARD_INTERVAL_S", "arm", "disarm", "guard_script_path", "guard_unit"]
+__all__ = ["GUARD_INTERVAL_S", "arm", "disarm", "guard_script_path", "guard_unit", "start_watch", "watch_settings"]
 TIMEOUT_S = 60.0
 HEADER = "# specops rollback guard, schema {}\n"
 _HEADER_LINE = re.compile(r"# specops rollback guard, schema (\d+)$")
@@ -36,8 +46,9 @@ def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> None
 
 
 def guard_script() -> str:
-    """The release script headed by the guard's schema line (what `arm` writes to the host)."""
-    return HEADER.format(GUARD_SCHEMA) + release_script()
+    """The release script and the guard's own ops (guard, watch), headed by the guard's schema line (what `arm`
+    writes to the host)."""
+    return HEADER.format(GUARD_SCHEMA) + guard_source()
 
 
 def armed_schema(host: Host, spec: HostSpec) -> int | None:
@@ -52,8 +63,26 @@ def armed_schema(host: Host, spec: HostSpec) -> int | None:
 
 
 def disarm(host: Host, spec: HostSpec) -> None:
-    """Stop the timer and forget failed runs; a no-op when no guard exists (systemctl then exits non-zero:
-    "not loaded", which is why these two are not checked)."""
-    unit = guard_unit(spec)
-    host.run(["systemctl", "stop", f"{unit}.timer"], timeout=TIMEOUT_S, check=False)
-    host.run(["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service"], timeout=TIMEOUT_S, check=False)
+    """Stop the timer and a running watch, and forget failed runs; a no-op when no guard exists (systemctl then
+    exits non-zero: "not loaded", which is why these are not checked)."""
+    for argv in disarm_argvs(spec):
+        host.run(argv, timeout=TIMEOUT_S, check=False)
+
+
+def watch_settings(spec: HostSpec, profile: Profile) -> WatchSettings | None:
+    """The profile's watch after "verified" for this host; None when readiness.watch_s is 0 (no watch)."""
+    from specops.engine.client import engine_address  # httpx itself is imported only by a client
+
+    readiness = profile.readiness
+    if readiness.watch_s == 0:
+        return None
+    address = engine_address(spec)
+    shown = f"[{address}]" if ":" in address else address
+    url = f"http://{shown}:{spec.port}/health_generate"
+    return WatchSettings(readiness.watch_s, readiness.watch_timeout_s, readiness.watch_failures, url)
+
+
+def start_watch(host: Host, spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings) -> None:
+    """Hand the verified release to the guard's watch (remote/release/watch.py) on the host, and return: the
+    window runs there, without this process. Called after `disarm`, which stopped any earlier watch."""
+    host.run(watch_argv(spec, release_id, lock_dir, watch), timeout=TIMEOUT_S)

@@ -265,9 +265,13 @@ def _run_script(
     return checked_reply(host, reply)
 
 
-def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: str) -> dict[str, Any]:
-    """Host side does it in one step: `current` back to target (or the newest verified), its unit, restart."""
-    return _run_script(host, spec, cmd.rollback_argv(spec, target_id, reason), timeout=SCRIPT_TIMEOUT_S + 600)
+def rollback_release(
+    host: Host, spec: HostSpec, target_id: str | None, reason: str, *, force: bool = False
+) -> dict[str, Any]:
+    """Host side does it in one step: `current` back to target (or the newest verified, not bad), its unit,
+    restart, and the release it left marked bad. `force`: a target marked bad is allowed."""
+    argv = cmd.rollback_argv(spec, target_id, reason, force=force)
+    return _run_script(host, spec, argv, timeout=SCRIPT_TIMEOUT_S + 600)
 
 
 def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] | None:

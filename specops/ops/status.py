@@ -36,6 +36,25 @@ class HostStatus:
     # what changed on the host since `current` was deployed (its recorded fingerprint against a fresh probe):
     # None when not checked or nothing was recorded, [] when nothing drifted
     drift: list[str] | None = None
+    # the guard's last watch after "verified" (release, state, deadline, left_s, failures, reason), None: never
+    watch: dict[str, Any] | None = None
+
+    @property
+    def watching_left_s(self) -> int | None:
+        """Seconds the guard still watches `current` (the host's clock), None when it does not watch it now."""
+        watch = self.watch or {}
+        left = watch.get("left_s")
+        if watch.get("state") != "watching" or watch.get("release") != self.current or not isinstance(left, int):
+            return None
+        return left if left > 0 else None
+
+    @property
+    def verified_text(self) -> str:
+        """`verified`, `verified, watching (2 min left)` or `NOT verified`."""
+        if not self.verified:
+            return "NOT verified"
+        left = self.watching_left_s
+        return "verified" if left is None else f"verified, watching ({_duration(left)} left)"
 
     @property
     def healthy(self) -> bool:
@@ -48,6 +67,10 @@ class HostStatus:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
 
 
 def running_release(host: Host, spec: HostSpec, pid: str) -> str | None:
@@ -80,6 +103,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
     return HostStatus(
         host=spec.name,
         drift=drift,
+        watch=listing.watch,
         current=listing.current,
         running_release=running,
         uses_current=(running == listing.current) if running else None,
@@ -96,6 +120,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
                 "verified": r.verified,
                 "complete": r.complete,
                 "current": r.id == listing.current,
+                "bad": r.bad,
             }
             for r in listing.releases
         ],

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from specops.commands import journal, lock, release
-from specops.commands.guard import arm_argv, disarm_argvs, schema_argv
+from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, schema_argv, watch_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.host.base import checked_argv, wire_command
@@ -77,6 +77,13 @@ def remote_argvs(spec: HostSpec) -> dict[str, list[str]]:
         "probe": probe_argv(spec.python),
         "guard schema": schema_argv(spec),
         "guard arm": arm_argv(spec, f"{spec.service_dir}/lock", 90),
+        "guard watch": watch_argv(
+            spec,
+            "20261130T021407Z-3f9c2a1b7d4e",
+            f"{spec.service_dir}/lock",
+            WatchSettings(300, 30, 3, f"http://{spec.listen}:{spec.port}/health_generate"),
+        ),
+        "release mark bad": release.mark_bad_argv(spec, "20261130T021407Z-3f9c2a1b7d4e", "a reason", "who@where"),
         "lock": lock.lock_argv("acquire", f"{spec.service_dir}/lock", "token", 90),
         "audit read": ["sh", "-c", audit.READ_SCRIPT, "specops-audit", audit.host_audit_path(spec), "20"],
     }

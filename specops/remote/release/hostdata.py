@@ -7,6 +7,7 @@ a downgrade) must know what it is reading. Every file specops writes on a host c
 
   releases/<id>/manifest.json        MANIFEST_SCHEMA  (the push; gates and `verified` merged in later)
   .release-summaries/<id>.json       SUMMARY_SCHEMA   (a cache of the manifest's listing keys)
+  .specops-watch.json                WATCH_SCHEMA     (the guard's watch after "verified")
   .verified-hashes.json              HASHES_SCHEMA    (a cache: inode -> size, mtime, sha256 of verified files)
   <lock root>/holder.json            HOLDER_SCHEMA    (who holds the deploy lock)
   audit.jsonl, one per line          AUDIT_SCHEMA     (the audit log)
@@ -23,11 +24,15 @@ import re
 
 SCHEMA_KEY = "schema"
 MANIFEST_SCHEMA = 2  # 2: the tree hash holds each file's mode as on the host (script.file_kind)
-SUMMARY_SCHEMA = 1
+# 2: carries a release's `bad` mark (marks.py). Only a summary WITH a mark is written as 2, so an older specops
+# refuses exactly the hosts where it would otherwise roll back to a bad release.
+SUMMARY_SCHEMA = 2
+PLAIN_SUMMARY_SCHEMA = 1
 HASHES_SCHEMA = 1
 HOLDER_SCHEMA = 1
 AUDIT_SCHEMA = 1
 GUARD_SCHEMA = 1
+WATCH_SCHEMA = 1
 RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # no "/", no leading "."
 
 

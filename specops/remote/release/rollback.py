@@ -1,26 +1,23 @@
-"""Host side of rollback, and the guard that rolls back when the deploying specops dies.
+"""Host side of rollback (the guard's ops, which use it, are in guard.py and watch.py).
 
 Part of the host-side script (see release_remote.py): stdlib only, Python 3.8+, run by the host's own
-interpreter. Two ops:
+interpreter. One op:
 
-  rollback SERVICE_DIR UNIT TARGET_ID REASON
-      point `current` at TARGET_ID (or, when empty, the newest verified release that is not current), put
+  rollback SERVICE_DIR UNIT TARGET_ID REASON [force]
+      point `current` at TARGET_ID (or, when empty, the newest verified release that is neither current nor
+      marked bad; a bad TARGET_ID only with `force`), mark the release it leaves bad (marks.py), put
       back the unit text recorded in its manifest, daemon-reload, reset-failed (so a deliberate restart never
       counts against StartLimitBurst=), restart the unit, append to audit.jsonl.
-  guard SERVICE_DIR UNIT LOCK_DIR STALE_AFTER_S
-      run by a systemd timer that the deploy arms before it switches `current`: while the deploy's lock
-      heartbeat is fresh it does nothing; if the lock is gone or stale (the CLI was killed) and `current` is
-      not verified, it rolls back. This is why a `kill -9` at any phase still leaves a verified release serving.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
 from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, Refused, checked_release_id
+from specops.remote.release.marks import mark_left_release
 from specops.remote.release.script import (
     current_id,
     op_list,
@@ -31,18 +28,25 @@ from specops.remote.release.script import (
 UNIT_DIR = "/etc/systemd/system"
 
 
-def rollback_target(service_dir: str, wanted: str) -> str:
-    """The release to go back to: the one asked for (it must be a rollback target) or the newest verified."""
+def rollback_target(service_dir: str, wanted: str, force: bool = False) -> str:
+    """The release to go back to: the one asked for (it must be a rollback target; a bad one only with `force`)
+    or the newest verified release that is neither current nor marked bad."""
     releases = op_list(service_dir)["releases"]
     usable = [r["id"] for r in releases if r["complete"] and r["verified"] and not r.get("error")]
+    bad = {r["id"]: r["bad"] for r in releases if isinstance(r.get("bad"), dict)}
     current = current_id(service_dir)
     if wanted:
         if wanted not in usable:
             raise Refused("target", "release " + wanted + " is not a verified, complete release on this host")
+        if wanted in bad and not force:
+            why = str(bad[wanted].get("reason") or "no reason recorded")
+            raise Refused("bad", "release " + wanted + " is marked bad (" + why + "): pass --force to roll back to it")
         return str(wanted)
-    candidates = [release_id for release_id in usable if release_id != current]
+    candidates = [release_id for release_id in usable if release_id != current and release_id not in bad]
     if not candidates:
-        raise Refused("no-target", "no verified release other than the current one to roll back to")
+        raise Refused(
+            "no-target", "no verified release other than the current one (and not marked bad) to roll back to"
+        )
     return str(candidates[-1])
 
 
@@ -74,13 +78,15 @@ def append_audit(service_dir: str, entry: dict[str, Any]) -> None:
         os.close(descriptor)
 
 
-def op_rollback(service_dir: str, unit: str, target: str, reason: str) -> dict[str, Any]:
+def op_rollback(service_dir: str, unit: str, target: str, reason: str, force: str = "") -> dict[str, Any]:
     import datetime  # here, not at the top: every `list` and `receive` would pay for these imports
     import socket
     import subprocess
 
-    release_id = rollback_target(service_dir, checked_release_id(target, empty_ok=True))
+    release_id = rollback_target(service_dir, checked_release_id(target, empty_ok=True), force == "force")
     switched = op_switch(service_dir, release_id)
+    who = "specops@" + socket.gethostname()
+    marked = mark_left_release(service_dir, switched["previous"], release_id, reason, who)  # kept if restart fails
     unit_changed = restore_unit(service_dir, release_id, unit)
     subprocess.run(["systemctl", "daemon-reload"], check=True, timeout=120)
     # A deliberate restart: forget the start-rate counter first, so rollbacks never end in start-limit-hit.
@@ -89,27 +95,13 @@ def op_rollback(service_dir: str, unit: str, target: str, reason: str) -> dict[s
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (3.8)
     append_audit(
         service_dir,
-        {"when": when, "who": "specops@" + socket.gethostname(), "action": "rollback", "from": switched["previous"],
-         "to": release_id, "outcome": "restarted", "message": reason, "unit_restored": unit_changed},
+        {"when": when, "who": who, "action": "rollback", "from": switched["previous"],
+         "to": release_id, "outcome": "restarted", "message": reason, "unit_restored": unit_changed,
+         "marked_bad": marked},
     )  # fmt: skip
-    return {"previous": switched["previous"], "current": release_id, "unit_restored": unit_changed}
-
-
-def lock_is_alive(lock_dir: str, stale_after_s: float) -> bool:
-    """The deploy's lock exists and its heartbeat (holder.json's mtime, host clock) is recent."""
-    for name in ("holder.json", ""):
-        try:
-            return time.time() - os.stat(os.path.join(lock_dir, name)).st_mtime <= stale_after_s
-        except OSError:
-            continue
-    return False
-
-
-def op_guard(service_dir: str, unit: str, lock_dir: str, stale_after_s: str) -> dict[str, Any]:
-    if lock_is_alive(lock_dir, float(stale_after_s)):
-        return {"action": "none", "why": "the deploy is alive (fresh lock heartbeat)"}
-    current = current_id(service_dir)
-    if current is not None and read_manifest(os.path.join(service_dir, "releases", current)).get("verified") is True:
-        return {"action": "none", "why": "current release " + current + " is verified"}
-    reason = "guard: the deploy stopped (no lock heartbeat) before release " + str(current) + " was verified"
-    return {"action": "rollback", **op_rollback(service_dir, unit, "", reason)}
+    return {
+        "previous": switched["previous"],
+        "current": release_id,
+        "unit_restored": unit_changed,
+        "marked_bad": marked,
+    }

@@ -12,6 +12,7 @@ Ops (each prints one JSON object on stdout; exit 0 with {"ok": true, ...}, exit 
   switch SERVICE_DIR ID                     point `current` at releases/ID by an atomic rename
   prune SERVICE_DIR KEEP PROTECTED_IDS      remove old releases (comma-separated ids are never removed)
   update-manifest SERVICE_DIR ID            stdin: JSON object merged into manifest.json (atomic rewrite)
+  mark-bad / unmark-bad SERVICE_DIR ID ...  a release that must never be rolled back to (marks.py)
   session SERVICE_DIR                       the listing first, then files/receive requests (release_session.py)
 """
 
@@ -28,15 +29,23 @@ from collections.abc import Callable
 from typing import Any
 
 from specops.remote.release.hostdata import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # re-exported: the client's stage
+from specops.remote.release.hostdata import (
+    PLAIN_SUMMARY_SCHEMA,
+    SCHEMA_KEY,
+    SUMMARY_SCHEMA,
+    WATCH_SCHEMA,
+    checked_release_id,
+    checked_schema,
+)
 from specops.remote.release.hostdata import RELEASE_ID as RELEASE_ID  # re-exported: the client's id check
-from specops.remote.release.hostdata import SCHEMA_KEY, SUMMARY_SCHEMA, checked_release_id, checked_schema
 from specops.remote.release.hostdata import Refused as Refused  # re-exported: the stage checks links by the host's rule
 
 MANIFEST = "manifest.json"
 UNFINISHED = "unfinished"
 SUMMARIES = ".release-summaries"  # <service_dir>/.release-summaries/<id>.json: what `list` reads
+WATCH_FILE = ".specops-watch.json"  # the guard's watch after "verified" (watch.py); `list` reports it
 NOT_HASHED = (MANIFEST, UNFINISHED)
-SUMMARY_KEYS = ("created_at", "profile", "tree_hash", "verified_at", "gates", "deployed_by", "verified")
+SUMMARY_KEYS = ("created_at", "profile", "tree_hash", "verified_at", "gates", "deployed_by", "verified", "bad")
 PROTECTED_MANIFEST_KEYS = ("schema", "id", "tree_hash", "files", "created_at")
 CHUNK = 1 << 20
 MODES_IN_HASH = 2  # the manifest schema from which a file's line carries its full mode, not only the exec bit
@@ -211,7 +220,7 @@ def write_summary(folder: str, manifest: dict[str, Any]) -> None:
     and read in full."""
     record = {key: manifest.get(key) for key in SUMMARY_KEYS}
     record["manifest"] = manifest_stamp(folder)
-    record[SCHEMA_KEY] = SUMMARY_SCHEMA
+    record[SCHEMA_KEY] = SUMMARY_SCHEMA if manifest.get("bad") else PLAIN_SUMMARY_SCHEMA  # hostdata.py: why
     path = summary_path(folder)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_json_atomic(path, record)
@@ -251,9 +260,24 @@ def summary(service_dir: str, release_id: str) -> dict[str, Any]:
     return info
 
 
+def watch_record(service_dir: str) -> dict[str, Any] | None:
+    """The guard's last watch (watch.py) with `left_s` by the host's clock; None when none or unreadable."""
+    import time
+
+    path = os.path.join(service_dir, WATCH_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            record: dict[str, Any] = json.load(handle)  # not an object: the assignment below raises TypeError
+        checked_schema(record, path, WATCH_SCHEMA)  # a newer one: refused (SchemaTooNew), never half-read
+        record["left_s"] = max(0, record["deadline_epoch"] - int(time.time()))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    return record
+
+
 def op_list(service_dir: str) -> dict[str, Any]:
     releases = [summary(service_dir, release_id) for release_id in release_ids(service_dir)]
-    return {"current": current_id(service_dir), "releases": releases}
+    return {"current": current_id(service_dir), "releases": releases, "watch": watch_record(service_dir)}
 
 
 def op_switch(service_dir: str, release_id: str) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from specops.remote.release.hostdata import Refused, checked_release_id
+from specops.remote.release.marks import op_mark_bad, op_unmark_bad
 from specops.remote.release.receive import op_receive
-from specops.remote.release.rollback import op_guard, op_rollback
+from specops.remote.release.rollback import op_rollback
 from specops.remote.release.script import (
     op_list,
     op_prune,
@@ -72,7 +73,8 @@ def op_session(service_dir: str) -> dict[str, Any]:
 
 OPS: dict[str, Callable[..., dict[str, Any]]] = {"list": op_list, "receive": op_receive, "switch": op_switch}
 OPS.update({"prune": op_prune, "update-manifest": op_update_manifest, "session": op_session})
-OPS.update({"rollback": op_rollback, "guard": op_guard})
+OPS.update({"rollback": op_rollback, "mark-bad": op_mark_bad, "unmark-bad": op_unmark_bad})
+# the guard file adds "guard" and "watch" (guard.py, watch.py): only its timer and its watch service run them
 
 
 def main(argv: list[str]) -> int:

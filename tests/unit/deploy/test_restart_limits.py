@@ -83,7 +83,9 @@ def test_the_host_side_rollback_resets_the_start_limit_before_it_restarts(
     import subprocess
 
     monkeypatch.setattr(subprocess, "run", fake_run)
-    monkeypatch.setattr(remote_rollback, "rollback_target", lambda service_dir, target: "20260101T000000Z-old")
+    monkeypatch.setattr(
+        remote_rollback, "rollback_target", lambda service_dir, target, force=False: "20260101T000000Z-old"
+    )
     monkeypatch.setattr(remote_rollback, "op_switch", lambda service_dir, release_id: {"previous": "new"})
     monkeypatch.setattr(remote_rollback, "restore_unit", lambda service_dir, release_id, unit: False)
     remote_rollback.op_rollback(str(tmp_path), "sglang.service", "", "test")

@@ -58,3 +58,14 @@ def test_an_unusable_cache_only_costs_the_build(tmp_path: Path, monkeypatch: pyt
 def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
     assert bundle_cache_dir() == Path.home() / ".cache" / "specops" / "bundles"
+
+
+def test_one_space_indents_leave_the_release_script_the_same_program() -> None:
+    """Every line's leading spaces must be indentation: a string literal spanning lines would be changed, and
+    the parsed trees would differ."""
+    import ast
+
+    full = ast.unparse(ast.Module(body=bundle._release_body(bundle.RELEASE_MODULES), type_ignores=[]))
+    compact = bundle._build_release_script()
+    assert ast.dump(ast.parse(compact)) == ast.dump(ast.parse(full))
+    assert len(compact) < 0.95 * len(full)

@@ -17,7 +17,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, HostDataTooNew
 from specops.host.local import LocalHost
 from specops.ops import release as push
-from specops.remote.release.hostdata import HASHES_SCHEMA, MANIFEST_SCHEMA, SUMMARY_SCHEMA
+from specops.remote.release.hostdata import HASHES_SCHEMA, MANIFEST_SCHEMA, PLAIN_SUMMARY_SCHEMA, SUMMARY_SCHEMA
 from tests.testbed.engine import DDTREE_PATCH
 
 
@@ -57,7 +57,7 @@ def _too_new(error: HostDataTooNew, path: Path, found: int, newest: int) -> None
 
 def test_every_file_a_push_writes_carries_its_version(host: LocalHost, spec: HostSpec, pushed: str) -> None:
     assert json.loads((_release(spec, pushed) / "manifest.json").read_text())["schema"] == MANIFEST_SCHEMA
-    assert json.loads(_summary(spec, pushed).read_text())["schema"] == SUMMARY_SCHEMA
+    assert json.loads(_summary(spec, pushed).read_text())["schema"] == PLAIN_SUMMARY_SCHEMA  # no bad mark: as before
     assert json.loads(_hashes(spec).read_text())["schema"] == HASHES_SCHEMA
 
 

@@ -15,6 +15,8 @@ Env knobs (all optional; tests use them to stay fast or to provoke failures):
                                        upstream's "Ignore import error" line and go on) or skip
   SGLANG_TESTENGINE_SAMPLED_LOOP       1: answers at temperature > 0 decode a repetition loop, greedy ones
                                        stay fine; 0: never; unset: the build decides (sampling_loop.patch)
+  SGLANG_TESTENGINE_HANG_AFTER_SECONDS / _REQUESTS  hang later (sglang/srt/testengine_faults.py), also
+                                       settable per build in sglang/testengine_env.json
 """
 
 from __future__ import annotations
@@ -118,6 +120,9 @@ def launch_server(args: ServerArgs) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from sglang.srt.testengine_faults import apply_build_env
+
+    apply_build_env()
     words = sys.argv[1:] if argv is None else argv
     args = parse_server_args(words)
     check_against_upstream(words)

@@ -17,6 +17,7 @@ from typing import Any
 from sglang.srt.generator import Generator
 from sglang.srt.sampling import temperature_of
 from sglang.srt.server_args import ServerArgs, server_args_dict
+from sglang.srt.testengine_faults import hang_if_due
 from sglang.srt.testengine_log import uvicorn_log
 from sglang.version import __version__
 
@@ -123,6 +124,7 @@ class Handler(BaseHTTPRequestHandler):
         return False
 
     def do_GET(self) -> None:
+        hang_if_due()
         if not self._authorized():
             return
         path = self.path.split("?", 1)[0]
@@ -145,6 +147,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"detail": "Not Found"})
 
     def do_POST(self) -> None:
+        hang_if_due()
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)  # read first: a refused request's body must not stay in the stream
         if not self._authorized():

@@ -1,0 +1,203 @@
+"""The guard's watch: after a deploy's gates say "verified", keep proving the engine for a while and roll back
+to the previous verified release when it degrades.
+
+Why: "verified" is a moment, not a state. Servers that pass their health check and hang minutes later are
+reported; a guard disarmed at "verified" would leave them serving. The deploy does not wait for the window:
+its last step starts this op as a transient systemd service (specops/ops/guard.py start_watch), and it runs
+from the guard file (.specops-guard.py), never from the argv script. Stdlib only, Python 3.8+.
+
+  watch SERVICE_DIR UNIT RELEASE WINDOW_S URL LOCK_DIR TIMEOUT_S FAILURES INTERVAL_S
+
+Every INTERVAL_S it GETs URL (the engine's /health_generate, which answers 200 only after a real 1-token
+generation). FAILURES failed probes in a row (an error status, a refused connection, or no answer within
+TIMEOUT_S: a hung server accepts the connection and never answers) roll back, under the host's deploy lock
+taken as any specops takes it, to the newest verified release that is not bad; the release left is marked
+bad with the reason and the audit log says why. It ends early, doing nothing, when `current` is no longer
+RELEASE or another specops holds the lock (a deploy or a rollback owns the host now). Its state and deadline,
+which `specops status` shows, are kept in .specops-watch.json (script.py WATCH_FILE).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused
+from specops.remote.release.rollback import append_audit, op_rollback
+from specops.remote.release.script import WATCH_FILE, current_id, write_json_atomic
+from specops.remote.release.session import OPS
+
+HEARTBEAT_S = 15.0  # the lock's heartbeat while the guard rolls back (others take a lock over after 90 s)
+
+
+def utc(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def probe(url: str, timeout: float) -> str | None:
+    """None when URL answers 200, else what went wrong, in words. Never through a proxy: the engine is local."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as response:
+            response.read()
+            return None if response.status == 200 else "answered " + str(response.status)
+    except urllib.error.HTTPError as error:
+        return "answered " + str(error.code)
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, socket.timeout):
+            return "did not answer within " + format(timeout, "g") + " s"
+        return "could not be reached (" + str(error.reason) + ")"
+    except socket.timeout:  # noqa: UP041 (3.8: its own class, an OSError; TimeoutError's alias from 3.10)
+        return "did not answer within " + format(timeout, "g") + " s"
+    except (OSError, ValueError) as error:  # a reset connection, a malformed answer
+        return "failed (" + type(error).__name__ + ": " + str(error) + ")"
+
+
+def lock_token(lock_dir: str) -> str | None:
+    """The token of whoever holds the deploy lock; None when it is free, "" when its holder is unreadable."""
+    if not os.path.isdir(lock_dir):
+        return None
+    try:
+        with open(os.path.join(lock_dir, "holder.json"), encoding="utf-8") as handle:
+            return str(json.load(handle).get("token") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def take_lock(lock_dir: str, release: str) -> str | None:
+    """Take the deploy lock the way the lock script does (mkdir under the flock of `<root>.guard`), with a
+    holder.json any specops reads; the token, or None when someone holds it."""
+    import fcntl
+    import secrets
+    import socket
+
+    os.makedirs(os.path.dirname(lock_dir), exist_ok=True)
+    with open(lock_dir + ".guard", "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            os.mkdir(lock_dir)
+        except FileExistsError:
+            return None
+        token, now = secrets.token_hex(16), utc(time.time())
+        holder = {SCHEMA_KEY: 1, "user": "root", "machine": socket.gethostname(), "pid": os.getpid(),
+                  "command": "specops guard: rolling back " + release + " (it failed its watch)",
+                  "started_at": now, "heartbeat_at": now, "version": "guard", "token": token}  # fmt: skip
+        path = os.path.join(lock_dir, "holder.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(holder, sort_keys=True) + "\n")  # default separators: the lock script greps
+        os.replace(path + ".tmp", path)
+    return token
+
+
+def release_lock(lock_dir: str, token: str) -> None:
+    import fcntl
+    import shutil
+
+    with open(lock_dir + ".guard", "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if lock_token(lock_dir) != token:
+            return  # taken over meanwhile (a stale heartbeat): not ours to remove
+        away = lock_dir + ".removed-" + token + "-" + str(os.getpid())
+        os.rename(lock_dir, away)
+    shutil.rmtree(away, ignore_errors=True)
+
+
+def heartbeat(lock_dir: str, stop: threading.Event) -> None:
+    while not stop.wait(HEARTBEAT_S):
+        try:
+            os.utime(os.path.join(lock_dir, "holder.json"))
+        except OSError:
+            return
+
+
+class Watch:
+    """One window: its record (what .specops-watch.json holds), the probe settings, and the loop."""
+
+    def __init__(self, service_dir: str, unit: str, release: str, window_s: str, url: str, lock_dir: str,
+                 timeout_s: str, failures: str, interval_s: str) -> None:  # fmt: skip
+        self.service_dir, self.unit, self.release, self.url, self.lock_dir = service_dir, unit, release, url, lock_dir
+        self.timeout, self.limit, self.interval = float(timeout_s), int(failures), float(interval_s)
+        self.started = time.time()
+        self.deadline = self.started + float(window_s)
+        self.record: dict[str, Any] = {
+            SCHEMA_KEY: WATCH_SCHEMA, "release": release, "state": "watching", "started_at": utc(self.started),
+            "deadline": utc(self.deadline), "deadline_epoch": int(self.deadline), "window_s": int(float(window_s)),
+            "failures": 0, "probes": 0, "reason": "",
+        }  # fmt: skip
+
+    def save(self, **changes: Any) -> None:
+        self.record.update(changes)
+        write_json_atomic(os.path.join(self.service_dir, WATCH_FILE), self.record)
+
+    def roll_back(self, reason: str) -> tuple[str, str] | None:
+        """Roll back under the deploy lock: (state, reason), or None when the lock is busy (try again later).
+        The record keeps where to (`rolled_back_to`): `status` names the guard's rollback while that serves."""
+        import subprocess
+
+        token = take_lock(self.lock_dir, self.release)
+        if token is None:
+            return None
+        stop = threading.Event()
+        threading.Thread(target=heartbeat, args=(self.lock_dir, stop), daemon=True).start()
+        try:
+            if current_id(self.service_dir) != self.release:
+                return "ended", "current changed before the guard could roll back: nothing left to watch"
+            self.record["rolled_back_to"] = op_rollback(self.service_dir, self.unit, "", reason)["current"]
+            return "rolled-back", reason
+        except (Refused, OSError, ValueError, subprocess.SubprocessError) as error:
+            return "rollback-failed", reason + "; the rollback failed: " + str(error)
+        finally:
+            stop.set()
+            release_lock(self.lock_dir, token)
+
+    def run(self) -> tuple[str, str]:
+        starter = lock_token(self.lock_dir)  # the deploy that started the watch: it lets go in a moment
+        misses, last = 0, ""
+        while time.time() < self.deadline:
+            if current_id(self.service_dir) != self.release:
+                return "ended", "current is no longer " + self.release + ": nothing left to watch"
+            holder = lock_token(self.lock_dir)
+            if holder is not None and holder != starter:
+                return "ended", "another specops operation took the host's lock"
+            failed = probe(self.url, self.timeout)
+            misses, last = (misses + 1, failed) if failed else (0, last)
+            self.save(failures=misses, probes=self.record["probes"] + 1, last_failure=last)
+            if failed and misses >= self.limit:
+                into = int(time.time() - self.started)
+                reason = ("guard: release " + self.release + " failed its watch " + str(into) + " s after verified: "
+                          "/health_generate " + failed + " (" + str(misses) + " times in a row)")  # fmt: skip
+                done = self.roll_back(reason)
+                if done is not None:
+                    return done
+            time.sleep(max(0.0, min(self.interval, self.deadline - time.time())))
+        return "passed", "healthy for " + str(self.record["window_s"]) + " s after verified: the guard stopped watching"
+
+
+def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[str, Any]:
+    import signal
+
+    watch = Watch(service_dir, unit, release, *settings)
+    watch.save()
+    # `systemctl stop` (the next deploy's disarm) ends the watch through the `finally` that records it
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    state, reason = "stopped", "stopped before its deadline (a later deploy or rollback replaces the watch)"
+    try:
+        state, reason = watch.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        watch.save(state=state, reason=reason)
+        if state not in ("rolled-back", "stopped"):  # a rollback audits itself (this reason); a stop, its deploy
+            append_audit(service_dir, {"when": utc(time.time()), "who": "specops guard", "action": "watch",
+                                       "to": release, "outcome": state, "message": reason})  # fmt: skip
+    return {"state": state, "reason": reason}
+
+
+OPS["watch"] = op_watch

@@ -1,0 +1,46 @@
+"""The deploy's last step hands a verified release to the guard's watch on the host and returns: the plan says
+so, the deploy runs exactly that command after disarming, and a profile with watch_s = 0 has no watch."""
+
+from __future__ import annotations
+
+from tests.unit.deploy.scene import HOST, release
+from tests.unit.deploy.world import OLD_TREE, World
+
+
+def test_a_verified_deploy_starts_the_watch_after_the_disarm_and_returns(world: World) -> None:
+    scene = world.scene(releases=[release("20260101T000000Z-old", OLD_TREE)], current="20260101T000000Z-old",
+                        unit=world.unit_text)  # fmt: skip
+    run = world.run(scene)
+    names = run.step_names()
+    assert names[names.index("disarm") + 1] == "watch"
+    watch = next(step for step in run.plan["steps"] if step["step"] == "watch")
+    assert watch["when"] == "gates-pass"
+    assert "keeps watching" in watch["summary"] and "for 300 s: 3 failed /health_generate in a row" in watch["summary"]
+    assert (run.outcome["outcome"], run.outcome["watch_s"], run.result.code) == ("deployed", 300, 0)
+    run.assert_followed()
+    started = [argv for argv in run.host.commands if argv[:2] == ("systemd-run", "--unit=specops-watch-sglang")]
+    assert len(started) == 1
+    tail = started[0][started[0].index("watch") :]
+    release_id = run.outcome["release"]
+    assert tail == ("watch", "/opt/specops/sglang", "sglang.service", release_id, "300",
+                    "http://127.0.0.1:30000/health_generate", "/run/specops/lock", "30", "3", "5")  # fmt: skip
+    stops = [i for i, argv in enumerate(run.host.commands) if "specops-watch-sglang.service" in argv]
+    assert stops[0] < run.host.commands.index(started[0])  # an earlier watch is stopped first
+
+
+def test_watch_s_zero_plans_and_starts_no_watch(world: World) -> None:
+    toml = world.folder / "specops.toml"
+    toml.write_text(toml.read_text() + f"\n[hosts.{HOST}.overrides.nextn.readiness]\nwatch_s = 0\n")
+    scene = world.scene(releases=[release("20260101T000000Z-old", OLD_TREE)], current="20260101T000000Z-old",
+                        unit=world.unit_text)  # fmt: skip
+    run = world.run(scene)
+    assert "watch" not in run.step_names() and "disarm" in run.step_names()
+    assert run.outcome["watch_s"] is None
+    run.assert_followed()
+    assert not [argv for argv in run.host.commands if argv[:2] == ("systemd-run", "--unit=specops-watch-sglang")]
+
+
+def test_a_first_deploy_has_nothing_to_roll_back_to_and_no_watch(world: World) -> None:
+    run = world.run(world.scene())
+    assert "watch" not in run.step_names()
+    assert run.outcome["watch_s"] is None
