@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 
 from sglang.srt.model_loader import LoadedModel
 from sglang.srt.testengine_log import log
@@ -85,6 +86,32 @@ class Generator:
         if self.speculative:
             meta.update(self._spec_meta(count, verify_ct))
         return {"text": text, "output_ids": output_ids, "meta_info": meta}
+
+    def stream(self, prompt: str, max_new_tokens: int) -> Iterator[dict[str, object]]:
+        """The same answer as `generate`, one chunk per verify step (the tokens one step accepts), each with
+        the text so far and meta_info so far, as SGLang's streaming /generate sends them."""
+        start = time.monotonic()
+        count = max(1, max_new_tokens)
+        output_ids, _ = self._tokens(prompt, count)
+        step = max(1, round(self.model.accept_length or 1.0))
+        request_id = uuid.uuid4().hex
+        done = 0
+        while done < count:
+            produced = min(step, count - done)
+            time.sleep(produced / self.tokens_per_second)
+            done += produced
+            _, text = self._tokens(prompt, done)
+            finished = {"type": "length", "length": count} if done == count else None
+            meta = {
+                "id": request_id,
+                "finish_reason": finished,
+                "prompt_tokens": max(1, len(prompt.split())),
+                "completion_tokens": done,
+                "cached_tokens": 0,
+                "e2e_latency": time.monotonic() - start,
+            }
+            yield {"text": text, "output_ids": output_ids[:done], "meta_info": meta}
+        self._record(max(1, len(prompt.split())), count, self._verify_count(count), time.monotonic() - start)
 
     def _tokens(self, prompt: str, count: int) -> tuple[list[int], str]:
         if not self.model.draft_useful:

@@ -2,7 +2,10 @@
 
 Status codes, paths and JSON shapes follow upstream http_server.py: health endpoints answer 503
 until warmup is done, /metrics exists only with --enable-metrics, unknown paths give FastAPI's
-`{"detail": "Not Found"}`.
+`{"detail": "Not Found"}`. `"stream": true` answers in SSE (`data: {...}` chunks, then `data: [DONE]`).
+
+Drain (SGLang's SIGTERM contract, launch_server.py): once `draining` is set, health answers 503 and new
+generate requests are refused, while running ones finish; `sglang:num_running_reqs` counts them.
 """
 
 from __future__ import annotations
@@ -28,6 +31,21 @@ class EngineState:
         self.context_length = context_length
         self.up = threading.Event()
         self.created = int(time.time())
+        self.draining = threading.Event()
+        self.running = 0
+        self._running_lock = threading.Lock()
+
+    def begin_request(self) -> bool:
+        """Count a generate request as running; False (not counted) once draining: it is refused."""
+        with self._running_lock:
+            if self.draining.is_set():
+                return False
+            self.running += 1
+            return True
+
+    def end_request(self) -> None:
+        with self._running_lock:
+            self.running -= 1
 
     def server_info(self) -> dict[str, Any]:
         internal: dict[str, Any] = {"last_gen_throughput": self.generator.stats.last_gen_throughput}
@@ -70,8 +88,12 @@ class EngineState:
             f'sglang:gen_throughput{{model_name="{self.args.served_model_name}"}} {stats.last_gen_throughput}',
             "# TYPE sglang:spec_accept_length gauge",
             f'sglang:spec_accept_length{{model_name="{self.args.served_model_name}"}} {spec or 0.0}',
+            "# HELP sglang:num_running_reqs The number of running requests.",
             "# TYPE sglang:num_running_reqs gauge",
-            f'sglang:num_running_reqs{{model_name="{self.args.served_model_name}"}} 0.0',
+            f'sglang:num_running_reqs{{model_name="{self.args.served_model_name}"}} {float(self.running)}',
+            "# HELP sglang:num_queue_reqs The number of requests in the waiting queue.",
+            "# TYPE sglang:num_queue_reqs gauge",
+            f'sglang:num_queue_reqs{{model_name="{self.args.served_model_name}"}} 0.0',
             "# TYPE sglang:prompt_tokens_total counter",
             f'sglang:prompt_tokens_total{{model_name="{self.args.served_model_name}"}} {stats.prompt_tokens}.0',
             "# TYPE sglang:generation_tokens_total counter",
@@ -160,7 +182,7 @@ class Handler(BaseHTTPRequestHandler):
     do_PUT = do_POST
 
     def _health(self, path: str) -> None:
-        if not self.state.up.is_set():
+        if not self.state.up.is_set() or self.state.draining.is_set():
             self._reply(503, b"")
             return
         if path == "/health_generate":
@@ -189,8 +211,33 @@ class Handler(BaseHTTPRequestHandler):
             return
         prompt = body.get("text") or " ".join(str(i) for i in body.get("input_ids") or [])
         params = body.get("sampling_params") or {}
-        result = self.state.generator.generate(str(prompt), int(params.get("max_new_tokens", 128)))
-        self._json(200, result)
+        if not self.state.begin_request():
+            self._json(503, {"error": {"message": "The server is shutting down; the request was not accepted."}})
+            return
+        try:
+            max_new_tokens = int(params.get("max_new_tokens", 128))
+            if body.get("stream"):
+                self._stream(str(prompt), max_new_tokens)
+            else:
+                self._json(200, self.state.generator.generate(str(prompt), max_new_tokens))
+        finally:
+            self.state.end_request()
+
+    def _stream(self, prompt: str, max_new_tokens: int) -> None:
+        """SSE as SGLang's /generate streams: each chunk holds the text so far and its meta_info."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for chunk in self.state.generator.stream(prompt, max_new_tokens):
+            self._chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
 
 def make_server(state: EngineState) -> ThreadingHTTPServer:
