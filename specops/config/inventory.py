@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specops.config.fields import (
     AbsPath,
@@ -39,7 +39,19 @@ _HOST_SETTINGS_DOC = {
     "limit_nofile": "LimitNOFILE= of the unit",
     "keep_releases": "how many releases to keep on the host (current and last verified are never deleted)",
     "overrides": "per-profile overrides: [hosts.NAME.overrides.PROFILE] with profile fields",
+    "pre_stop": "command run on THIS machine (argv list, no shell) before a deploy or rollback stops the engine, "
+    "e.g. to take the host out of a load balancer; SPECOPS_HOST, SPECOPS_RELEASE, SPECOPS_PHASE in its "
+    "environment; failing, it stops the deploy before anything on the host changes",
+    "post_start": "command run on THIS machine (argv list, no shell) once the new (or restored) engine passed "
+    "its gates, e.g. to put the host back into a load balancer",
 }
+
+
+def _hook_argv(words: list[str] | None) -> list[str] | None:
+    """A hook is an argv run without a shell: at least a program, and that program named."""
+    if words is not None and (not words or not words[0].strip()):
+        raise ValueError('a hook is a command as a list of words, e.g. ["/usr/local/bin/lb", "drain"]')
+    return words
 
 
 class HostSettings(BaseModel):
@@ -66,6 +78,10 @@ class HostSettings(BaseModel):
     limit_nofile: int | None = Field(default=None, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int | None = Field(default=None, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
     overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
+    pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
+    post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
+
+    _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
 
 
 class HostSpec(BaseModel):
@@ -94,6 +110,10 @@ class HostSpec(BaseModel):
     limit_nofile: int = Field(default=65536, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int = Field(default=5, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
     overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])
+    pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
+    post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
+
+    _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
 
     @property
     def service_dir(self) -> str:
