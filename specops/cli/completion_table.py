@@ -77,6 +77,10 @@ TABLE: dict[str, Any] = {
                 "--canary": {"value": "any", "help": "Deploy this many hosts first, one by one."},
                 "--parallel": {"value": "any", "help": "Hosts at a time after the canary."},
                 "--max-fail-percent": {"value": "any", "help": "Stop when more hosts than this fail."},
+                "--reap": {
+                    "value": "",
+                    "help": "Stop orphans of the old engine still holding the unit's GPUs (never other processes).",
+                },
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
@@ -216,6 +220,10 @@ TABLE: dict[str, Any] = {
             "options": {
                 "--to": {"value": "release", "help": "Release id (default: the last verified one)."},
                 "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
+                "--reap": {
+                    "value": "",
+                    "help": "Stop orphans of the old engine still holding the unit's GPUs (never other processes).",
+                },
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },

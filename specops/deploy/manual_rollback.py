@@ -23,6 +23,7 @@ def manual_rollback(
     *,
     lock_wait_s: float = 0.0,
     command: str | None = None,
+    reap: bool = False,
 ) -> RollbackResult:
     """Take the lock (or raise LockHeld), roll back and gate, audit the outcome, release the lock.
 
@@ -33,7 +34,7 @@ def manual_rollback(
         reporter.event(Event(spec.name, "lock", text))
 
     with lock.acquire(host, holder, wait_s=lock_wait_s, on_event=say) as held:
-        result = rollback_host(host, spec, profile_for, target_id, "specops rollback", reporter)
+        result = rollback_host(host, spec, profile_for, target_id, "specops rollback", reporter, reap=reap)
         entry = audit.new_entry(
             "rollback",
             outcome="verified" if result.ok else "failed",
@@ -42,6 +43,8 @@ def manual_rollback(
             gates=result.gates.to_json() if result.gates else {},
             message=result.summary,
         )
+        if result.stop is not None:
+            entry["drain"] = result.stop.drain.to_json()
         if held.takeover_note:  # a killed deploy's lock, taken over: the log says whose and why
             entry["lock_taken_over"] = held.takeover_note
         audit.record(host, spec, entry)

@@ -19,6 +19,7 @@ from specops.engine.readiness import journal_position
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
+from specops.ops.engine_stop import GpusBusy, StopResult, stop_engine
 from specops.ops.release import read_listing, rollback_release, update_manifest
 
 ProfileFor = Callable[[str | None], Profile]
@@ -31,6 +32,7 @@ class RollbackResult:
     to_release: str | None = None
     gates: GateResult | None = None
     error: str | None = None
+    stop: StopResult | None = None  # the drain of the engine it replaced, and the GPUs' check
 
     @property
     def summary(self) -> str:
@@ -46,6 +48,8 @@ class RollbackResult:
             "to": self.to_release,
             "gates": self.gates.to_json() if self.gates else None,
             "error": self.error,
+            "drain": self.stop.drain.to_json() if self.stop else None,
+            "gpus": self.stop.gpus.to_json() if self.stop else None,
         }
 
 
@@ -59,20 +63,27 @@ def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
 
 
 def rollback_host(
-    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reason: str, reporter: Reporter
-) -> RollbackResult:
-    """Switch back, restart, gate. Never raises for a host-side refusal: the result says what happened."""
+    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reason: str, reporter: Reporter,
+    *, reap: bool = False,
+) -> RollbackResult:  # fmt: skip
+    """Drain and stop what serves, switch back, restart, gate. Never raises for a host-side refusal or GPUs that
+    stay busy: the result says what happened."""
     listing = read_listing(host, spec)
+    serving = next((r for r in listing.releases if r.id == listing.current), None)
+    try:
+        stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap)
+    except GpusBusy as busy:
+        return RollbackResult(False, listing.current, None, None, f"{busy.message} ({busy.hint})")
     cursor = journal_position(host)
     reporter.event(Event(spec.name, "rollback", f"rolling back ({reason})"))
     try:
         reply = rollback_release(host, spec, target_id, reason)
     except SpecopsError as error:
-        return RollbackResult(False, listing.current, None, None, error.message)
+        return RollbackResult(False, listing.current, None, None, error.message, stopped)
     to_id = str(reply.get("current"))
     target = next((r for r in listing.releases if r.id == to_id), None)
     profile = profile_for(target.profile if target else None)
     gates = restart_and_gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor)
     if gates.passed:
         update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
-    return RollbackResult(gates.passed, reply.get("previous"), to_id, gates)
+    return RollbackResult(gates.passed, reply.get("previous"), to_id, gates, stop=stopped)

@@ -31,7 +31,7 @@ def test_rollback_runs_under_the_lock_and_is_audited(spec: HostSpec, monkeypatch
     host = LocalHost("llm-two")
     seen: list[object] = []
 
-    def fake_rollback(*args: object) -> RollbackResult:
+    def fake_rollback(*args: object, **kwargs: object) -> RollbackResult:
         seen.append(lock.status(host))  # who holds the lock while the rollback runs
         return RollbackResult(True, "20260102-0000-bbbb", "20260101-0000-aaaa")
 
