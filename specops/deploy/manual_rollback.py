@@ -12,6 +12,7 @@ from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import audit, lock
+from specops.ops.hooks import run_hook
 
 
 def manual_rollback(
@@ -34,7 +35,7 @@ def manual_rollback(
         reporter.event(Event(spec.name, "lock", text))
 
     with lock.acquire(host, holder, wait_s=lock_wait_s, on_event=say) as held:
-        result = rollback_host(host, spec, profile_for, target_id, "specops rollback", reporter, reap=reap)
+        result = _bracketed(host, spec, profile_for, target_id, reporter, reap)
         entry = audit.new_entry(
             "rollback",
             outcome="verified" if result.ok else "failed",
@@ -49,6 +50,25 @@ def manual_rollback(
             entry["lock_taken_over"] = held.takeover_note
         audit.record(host, spec, entry)
     _remember_environment(host, spec, result)
+    return result
+
+
+def _bracketed(
+    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reporter: Reporter, reap: bool
+) -> RollbackResult:
+    """The rollback between the host's pre_stop and post_start hooks (specops.ops.hooks), as a deploy runs them."""
+    if spec.pre_stop:
+        hook = run_hook("pre_stop", spec.pre_stop, host=spec.name, release=target_id, action="rollback")
+        reporter.event(Event(spec.name, "pre_stop", hook.summary(), level="info" if hook.ok else "error"))
+        if not hook.ok:
+            return RollbackResult(False, error=f"{hook.summary()}; nothing on the host was changed")
+    result = rollback_host(host, spec, profile_for, target_id, "specops rollback", reporter, reap=reap)
+    if spec.post_start and result.ok:
+        hook = run_hook("post_start", spec.post_start, host=spec.name, release=result.to_release, action="rollback")
+        reporter.event(Event(spec.name, "post_start", hook.summary(), level="info" if hook.ok else "warn"))
+    elif spec.post_start:
+        reporter.event(Event(spec.name, "post_start", "post_start hook not run: no verified engine serves",
+                             level="warn"))  # fmt: skip
     return result
 
 

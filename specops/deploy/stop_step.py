@@ -36,8 +36,8 @@ def stop(host: Host, spec: HostSpec, profile: Profile, outcome: HostOutcome, rep
         outcome.stop = stop_engine(host, spec, profile, reporter, reap=reap)
     except GpusBusy as busy:
         outcome.outcome, outcome.exit_code = Outcome.FAILED, busy.exit_code
-        outcome.cause, outcome.hint = busy.message, busy.hint
-        reporter.event(Event(spec.name, "gpus", busy.message.splitlines()[0], level="error"))
+        outcome.cause, outcome.hint = busy.message.removeprefix(f"{spec.name}: "), busy.hint
+        reporter.event(Event(spec.name, "gpus", outcome.cause.splitlines()[0], level="error"))
         return False
     return True
 
