@@ -15,7 +15,7 @@ from specops.config.loader import load_config
 from specops.host.recording import RecordingHost, reply
 from specops.ops.hooks import run_hook
 from tests.unit.clirun import run_cli
-from tests.unit.deploy.scene import CONFIG, HOST, DeployScene, release
+from tests.unit.deploy.scene import CONFIG, HOST, DeployScene, release, use_scene
 from tests.unit.deploy.world import OLD_TREE, World
 
 NEXTN = 'algorithm = "NEXTN"\n[speculative]\nnum_steps = 3\neagle_topk = 1\nnum_draft_tokens = 4\n'
@@ -68,9 +68,9 @@ def _hooks(world: World, pre: str, post: str, log: Path) -> None:
 
     record = f"import os; open({str(log)!r}, 'a').write(os.environ['SPECOPS_PHASE'] + ' ' + os.environ['SPECOPS_RELEASE'] + '\\n')"
     config = world.folder / "specops.toml"
-    config.write_text(
-        config.read_text() + f"pre_stop = {argv(record + '; ' + pre)}\npost_start = {argv(record + '; ' + post)}\n"
-    )
+    kept = [line for line in config.read_text().splitlines(keepends=True) if not line.startswith(("pre_", "post_"))]
+    hooks = f"pre_stop = {argv(record + '; ' + pre)}\npost_start = {argv(record + '; ' + post)}\n"
+    config.write_text("".join(kept) + hooks)
 
 
 def test_a_failing_pre_stop_stops_the_deploy_before_anything_on_the_host_changes(world: World) -> None:
@@ -119,3 +119,40 @@ def test_an_orphan_on_the_gpu_stops_the_start_and_disarms_the_guard(world: World
     assert "--reap" in run.outcome["hint"]
     assert not [argv for argv in run.host.commands if argv[:2] == ("systemctl", "restart")]  # never started
     assert ("systemctl", "stop", "specops-guard-sglang.timer") in run.host.commands  # the guard will not start it
+
+
+def test_specops_rollback_runs_the_hooks_and_a_failing_pre_stop_changes_nothing(world: World) -> None:
+    log = world.folder / "hooks.log"
+    _hooks(world, "pass", "pass", log)
+    old, new = "20260101T000000Z-old", "20260102T000000Z-new"
+    scene = world.scene(releases=[release(old, OLD_TREE), release(new, "1" * 64)], current=new, unit=world.unit_text,
+                        rollback_reply={"ok": True, "previous": new, "current": old})  # fmt: skip
+    hosts = [scene.host()]
+    use_scene(world.monkeypatch, scene, hosts, [True])
+    done = world.cli("rollback", HOST, "--json")
+    assert done.code == 0, done.out + done.err
+    assert log.read_text().splitlines() == ["pre_stop ", f"post_start {old}"]  # no --to: the host picks the target
+    assert json.loads(done.out)["drain"]["was_running"] is False
+
+    _hooks(world, "raise SystemExit(2)", "pass", log)
+    hosts.append(scene.host())
+    refused = world.cli("rollback", HOST, "--json")
+    assert refused.code == 1
+    assert "pre_stop hook" in json.loads(refused.out)["error"]
+    assert not [argv for argv in hosts[-1].commands if "rollback" in argv or argv[:2] == ("systemctl", "stop")]
+
+
+def test_the_summary_says_how_many_requests_were_cut_and_what_was_reaped(capsys: pytest.CaptureFixture[str]) -> None:
+    from specops.cli.deploy_view import print_summary
+    from specops.deploy.outcome import HostOutcome, Outcome
+    from specops.engine.request_gauges import RequestGauges
+    from specops.ops.engine_stop import DrainResult, FreeResult, StopResult
+    from specops.probe.gpu_holders import Holder
+
+    orphan = Holder(4242, "777", "python -m sglang", 60000, (0,), True, "reparented to PID 1")
+    drain = DrainResult(True, 5, 5.0, RequestGauges(2, 1), RequestGauges(1, 1), cut=2, killed=True)
+    outcome = HostOutcome(HOST, Outcome.DEPLOYED, release="r2", stop=StopResult(drain, FreeResult(True, 1.0, [orphan])))
+    print_summary({HOST: outcome})
+    out = capsys.readouterr().out
+    assert f"{HOST}: drain budget of 5 s ran out: 2 requests cut (SIGKILL)" in out
+    assert f"{HOST}: reaped pid 4242 (python -m sglang) holds 60000 MiB on GPU 0: orphan of the old engine" in out
