@@ -158,6 +158,7 @@ def is_orphan(proc: Proc, unit: str, service_dir: str) -> tuple[bool, str]:
         "reparented to PID 1" if proc.ppid == 1 else f"parent pid {proc.ppid}",
         f"cwd {proc.cwd or '?'}" + (f" (a release of {unit})" if from_release else ""),
         f"cgroup {proc.cgroup or '?'}" + (" (another service)" if foreign_unit else ""),
+        f"exe {proc.exe or '?'}",
     ]
     return proc.ppid == 1 and from_release and not foreign_unit, "; ".join(facts)
 
