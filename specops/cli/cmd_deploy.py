@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specops.cli.options import JsonOpt, LockWaitOpt, ProfileOpt
+from specops.cli.options import JsonOpt, LockWaitOpt, ProfileOpt, ReapOpt
 from specops.cli.output import print_json
 from specops.cli.state import state
 
@@ -40,6 +40,7 @@ def deploy(
     max_fail_percent: Annotated[
         float, typer.Option("--max-fail-percent", min=0, max=100, help="Stop when more hosts than this fail.")
     ] = 0.0,
+    reap: ReapOpt = False,
     json_output: JsonOpt = False,
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
@@ -55,7 +56,7 @@ def deploy(
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
-                                cancel=cancel)  # fmt: skip
+                                cancel=cancel, reap=reap)  # fmt: skip
         if dry_run:
             from specops.cli.dry_run import show_plan
 

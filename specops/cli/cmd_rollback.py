@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from specops.cli.cmd_deploy import deploy_reporter, profile_resolver
-from specops.cli.options import HostArg, JsonOpt, LockWaitOpt
+from specops.cli.options import HostArg, JsonOpt, LockWaitOpt, ReapOpt
 from specops.cli.output import print_json
 from specops.cli.state import state
 from specops.errors import ExitCode, UsageError
@@ -20,6 +20,7 @@ def rollback(
     to: Annotated[str | None, typer.Option("--to", help="Release id (default: the last verified one).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Allow a --to release that is marked bad.")] = False,
     lock_wait: LockWaitOpt = 0.0,
+    reap: ReapOpt = False,
     json_output: JsonOpt = False,
 ) -> None:
     """Put a verified release back, restart, and prove it with the readiness and smoke gates.
@@ -35,7 +36,7 @@ def rollback(
         _check_release_id(to)  # before connecting or locking anything
     with deploy_reporter(as_json, app_state.verbose) as reporter, app_state.connect(spec) as connection:
         result = manual_rollback(connection, spec, profile_resolver(config, host, None), to, reporter,
-                                 lock_wait_s=lock_wait, force=force)  # fmt: skip
+                                 lock_wait_s=lock_wait, force=force, reap=reap)  # fmt: skip
     if as_json:
         print_json(result.to_json())
     else:

@@ -79,6 +79,10 @@ TABLE: dict[str, Any] = {
                 "--canary": {"value": "any", "help": "Deploy this many hosts first, one by one."},
                 "--parallel": {"value": "any", "help": "Hosts at a time after the canary."},
                 "--max-fail-percent": {"value": "any", "help": "Stop when more hosts than this fail."},
+                "--reap": {
+                    "value": "",
+                    "help": "Stop orphans of the old engine still holding the unit's GPUs (never other processes).",
+                },
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
@@ -223,6 +227,10 @@ TABLE: dict[str, Any] = {
                 "--to": {"value": "release", "help": "Release id (default: the last verified one)."},
                 "--force": {"value": "", "help": "Allow a --to release that is marked bad."},
                 "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
+                "--reap": {
+                    "value": "",
+                    "help": "Stop orphans of the old engine still holding the unit's GPUs (never other processes).",
+                },
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },

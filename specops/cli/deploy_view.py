@@ -216,6 +216,8 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.lock_taken_over)}")
         if outcome.cause and outcome.outcome not in ("deployed",):
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.cause)}")
+        for line in _stop_lines(outcome):
+            console.print(f"[bold]{escape(name)}[/]: {escape(line)}")
         if outcome.rollback is not None:
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.rollback.summary)}")
         if outcome.watch_s:
@@ -223,6 +225,18 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
                           f"{outcome.watch_s} s on the host (`specops status {escape(name)}`)")  # fmt: skip
         if outcome.hint and outcome.outcome not in ("deployed", "unchanged"):
             console.print(f"  [cyan]hint:[/] {escape(outcome.hint)}")
+
+
+def _stop_lines(outcome: HostOutcome) -> list[str]:
+    """The drain when it cut requests or waited for some, and every orphan --reap stopped."""
+    if outcome.stop is None:
+        return []
+    drain, lines = outcome.stop.drain, []
+    waited = drain.at_start is not None and drain.at_start.in_flight > 0
+    if drain.killed or waited:
+        lines.append(drain.summary())
+    lines += [f"reaped {holder.describe()}" for holder in outcome.stop.gpus.reaped]
+    return lines
 
 
 def _figure(value: object) -> str:

@@ -36,3 +36,11 @@ def check_release_option(flag: str, release_id: str | None, *aliases: str) -> No
             f"{flag} {release_id!r} is not a release id",
             hint="release ids look like 20261130T021407Z-3f9c2a1b7d4e; `specops releases HOST` lists them",
         ) from None
+
+
+ReapOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reap", help="Stop orphans of the old engine still holding the unit's GPUs (never other processes)."
+    ),
+]

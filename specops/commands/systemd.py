@@ -165,10 +165,20 @@ def render_unit(target: Target, spellings: Mapping[str, str] | None = None) -> s
         "env_file": host.env_file,
         "exec_start": exec_start(launch_argv(target, spellings)),
         "readiness": readiness,
+        "stop_timeout_s": stop_timeout_s(target),
         "limit_nofile": host.limit_nofile,
         "syslog_identifier": host.service,
     }
     return _template().render(**context)
+
+
+DRAIN_MARGIN_S = 30  # after the drain budget: time for the engine to exit before systemd kills what is left
+
+
+def stop_timeout_s(target: Target) -> int:
+    """TimeoutStopSec=: never shorter than the drain budget (plus a margin), or systemd would SIGKILL a draining
+    engine before specops stops waiting for it."""
+    return max(target.profile.readiness.stop_timeout_s, target.profile.drain.timeout_s + DRAIN_MARGIN_S)
 
 
 def render_env_file(target: Target, secrets: Mapping[str, str] | None = None) -> str:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from specops.config.inventory import HostSpec
-from specops.config.profile import Profile, Readiness, Server, Smoke, Speculative
+from specops.config.profile import Drain, Profile, Readiness, Server, Smoke, Speculative
 from specops.errors import EXIT_CODE_MEANINGS
 
 BEGIN = "<!-- BEGIN GENERATED: {name} -->"
@@ -64,6 +64,7 @@ GENERATORS = {
     "profile-server": lambda: field_table(Server),
     "profile-readiness": lambda: field_table(Readiness),
     "profile-smoke": lambda: field_table(Smoke),
+    "profile-drain": lambda: field_table(Drain),
     "exit-codes": exit_code_table,
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specops.config.fields import (
     AbsPath,
@@ -46,7 +46,19 @@ _HOST_SETTINGS_DOC = {
     "'none': the login user acts itself (root)",
     "become_user": "the user sudo runs the commands as (with become = 'sudo'); specops needs root",
     "overrides": "per-profile overrides: [hosts.NAME.overrides.PROFILE] with profile fields",
+    "pre_stop": "command run on THIS machine (argv list, no shell) before a deploy or rollback stops the engine, "
+    "e.g. to take the host out of a load balancer; SPECOPS_HOST, SPECOPS_RELEASE, SPECOPS_PHASE in its "
+    "environment; failing, it stops the deploy before anything on the host changes",
+    "post_start": "command run on THIS machine (argv list, no shell) once the new (or restored) engine passed "
+    "its gates, e.g. to put the host back into a load balancer",
 }
+
+
+def _hook_argv(words: list[str] | None) -> list[str] | None:
+    """A hook is an argv run without a shell: at least a program, and that program named."""
+    if words is not None and (not words or not words[0].strip()):
+        raise ValueError('a hook is a command as a list of words, e.g. ["/usr/local/bin/lb", "drain"]')
+    return words
 
 
 class HostSettings(BaseModel):
@@ -76,6 +88,10 @@ class HostSettings(BaseModel):
     become: Literal["sudo", "none"] | None = Field(default=None, description=_HOST_SETTINGS_DOC["become"])
     become_user: UnixUser | None = Field(default=None, description=_HOST_SETTINGS_DOC["become_user"])
     overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
+    pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
+    post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
+
+    _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
 
 
 class HostSpec(BaseModel):
@@ -107,6 +123,10 @@ class HostSpec(BaseModel):
     become: Literal["sudo", "none"] = Field(default="none", description=_HOST_SETTINGS_DOC["become"])
     become_user: UnixUser = Field(default="root", description=_HOST_SETTINGS_DOC["become_user"])
     overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])
+    pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
+    post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
+
+    _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
 
     @property
     def service_dir(self) -> str:

@@ -92,6 +92,17 @@ DEFAULT_SAMPLED_PROMPTS = (
 )
 
 
+class Drain(_Strict):
+    """How a deliberate restart (deploy, rollback) lets running requests finish before the engine stops."""
+
+    timeout_s: int = Field(
+        default=60, ge=0, le=3600,
+        description="the drain budget: after SIGTERM, wait up to this long for running requests to finish "
+        "(sglang:num_running_reqs reaching 0) before the engine is killed; 0: kill at once. "
+        "TimeoutStopSec= is at least this plus 30 s",
+    )  # fmt: skip
+
+
 class Smoke(_Strict):
     """What a healthy server must show: real generation, fast enough, with drafts accepted."""
 
@@ -157,6 +168,7 @@ class Profile(_Strict):
     server: Server = Field(default=Server(), description="[server] table")
     env: dict[EnvName, PlainText] = Field(default={}, description="environment for the engine (host env wins)")
     readiness: Readiness = Field(default=Readiness(), description="[readiness] table")
+    drain: Drain = Field(default=Drain(), description="[drain] table")
     smoke: Smoke = Field(default=Smoke(), description="[smoke] table")
 
     @property

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 from specops.commands.release import ReleaseInfo
 from specops.config.secrets import Secret
+from specops.deploy import stop_step
 from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
@@ -154,6 +155,8 @@ class _HostDeploy:
             return f"switching current to {self.steps.release} and restarting"
         if step.name == "rollback":
             return f"rolling back to {self.steps.rollback_to}"
+        if step.name == "stop":
+            return f"draining and stopping {self.spec.unit_name}"
         return PHASE_MESSAGES.get(step.name, step.summary)
 
     @contextmanager
@@ -170,7 +173,23 @@ class _HostDeploy:
             "preflight": self._preflight, "unit": self._unit, "guard": self._arm, "switch": self._switch,
             "gates": self._gates, "verified": self._verified, "failed": self._failed, "rollback": self._rollback,
             "disarm": self._disarm, "disarm-leftover": self._disarm, "watch": self._watch,
+            "pre_stop": self._pre_stop, "stop": self._stop, "post_start": self._post_start,
         }[name]  # fmt: skip
+
+    def _pre_stop(self) -> None:
+        self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter)
+
+    def _stop(self) -> None:
+        """A stop that leaves the GPUs busy ends the deploy: no engine is started on them, and the guard (which
+        would start the last verified release on them) is disarmed; the outcome names the holders and the fix."""
+        if stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.options.reap):
+            return
+        self.checks_ok = False
+        if self.steps.step("guard") is not None:
+            guard.disarm(self.host, self.spec)
+
+    def _post_start(self) -> None:
+        stop_step.post_start(self.spec, self.outcome, self.reporter)
 
     def _push(self, session: PushSession) -> None:
         push = self.steps.push
@@ -258,7 +277,8 @@ class _HostDeploy:
     def _rollback(self) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
-        result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter)
+        result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
+                               reap=self.options.reap)  # fmt: skip
         self.outcome.rollback, self.outcome.hint = result, ""
         self.outcome.outcome = Outcome.ROLLED_BACK
         self.outcome.release = result.to_release or self.outcome.release
@@ -291,6 +311,8 @@ def _record(
         profile=host_plan.target.profile.name, phases=outcome.phases,
         gates=outcome.gates.to_json() if outcome.gates else {}, forced=options.force, message=outcome.cause,
     )  # fmt: skip
+    if outcome.stop is not None:
+        entry["drain"] = outcome.stop.drain.to_json()
     if outcome.rollback is not None:
         entry["rollback"] = outcome.rollback.to_json()
     if outcome.lock_taken_over:

@@ -12,6 +12,7 @@ from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import audit, lock
+from specops.ops.hooks import run_hook
 
 
 def manual_rollback(
@@ -24,6 +25,7 @@ def manual_rollback(
     lock_wait_s: float = 0.0,
     command: str | None = None,
     force: bool = False,
+    reap: bool = False,
 ) -> RollbackResult:
     """Take the lock (or raise LockHeld), roll back and gate, audit the outcome, release the lock.
 
@@ -36,7 +38,7 @@ def manual_rollback(
 
     with lock.acquire(host, holder, wait_s=lock_wait_s, on_event=say) as held:
         reason = f"specops rollback by {holder.who}"
-        result = rollback_host(host, spec, profile_for, target_id, reason, reporter, force=force)
+        result = _bracketed(host, spec, profile_for, target_id, reporter, reason, reap=reap, force=force)
         entry = audit.new_entry(
             "rollback",
             outcome="verified" if result.ok else "failed",
@@ -46,10 +48,32 @@ def manual_rollback(
             message=result.summary,
             forced=force,
         )
+        if result.stop is not None:
+            entry["drain"] = result.stop.drain.to_json()
         if held.takeover_note:  # a killed deploy's lock, taken over: the log says whose and why
             entry["lock_taken_over"] = held.takeover_note
         audit.record(host, spec, entry)
     _remember_environment(host, spec, result)
+    return result
+
+
+def _bracketed(
+    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reporter: Reporter, reason: str,
+    *, reap: bool, force: bool,
+) -> RollbackResult:  # fmt: skip
+    """The rollback between the host's pre_stop and post_start hooks (specops.ops.hooks), as a deploy runs them."""
+    if spec.pre_stop:
+        hook = run_hook("pre_stop", spec.pre_stop, host=spec.name, release=target_id, action="rollback")
+        reporter.event(Event(spec.name, "pre_stop", hook.summary(), level="info" if hook.ok else "error"))
+        if not hook.ok:
+            return RollbackResult(False, error=f"{hook.summary()}; nothing on the host was changed")
+    result = rollback_host(host, spec, profile_for, target_id, reason, reporter, reap=reap, force=force)
+    if spec.post_start and result.ok:
+        hook = run_hook("post_start", spec.post_start, host=spec.name, release=result.to_release, action="rollback")
+        reporter.event(Event(spec.name, "post_start", hook.summary(), level="info" if hook.ok else "warn"))
+    elif spec.post_start:
+        reporter.event(Event(spec.name, "post_start", "post_start hook not run: no verified engine serves",
+                             level="warn"))  # fmt: skip
     return result
 
 

@@ -10,6 +10,8 @@ from specops.deploy.rollback import RollbackResult
 from specops.doctor.model import CheckResult, Status
 from specops.engine.gates import GateResult
 from specops.errors import ExitCode
+from specops.ops.engine_stop import StopResult
+from specops.ops.hooks import HookRun
 
 
 class Outcome(StrEnum):
@@ -62,6 +64,8 @@ class HostOutcome:
     push: PushFigures | None = None
     lock_taken_over: str = ""  # whose lock this deploy took over, and why ("" when the lock was free)
     watch_s: int = 0  # the guard's watch after "verified", running on the host when the deploy returned
+    stop: StopResult | None = None  # the drain of the old engine and the GPUs' check (None: never stopped)
+    hooks: list[HookRun] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -77,4 +81,7 @@ class HostOutcome:
             "rollback": self.rollback.to_json() if self.rollback else None,
             "preflight": [r.to_json() for r in self.preflight if r.status in (Status.FAIL, Status.ERROR)],
             "watch_s": self.watch_s or None,
+            "drain": self.stop.drain.to_json() if self.stop else None,
+            "gpus": self.stop.gpus.to_json() if self.stop else None,
+            "hooks": [hook.to_json() for hook in self.hooks],
         }  # fmt: skip

@@ -100,6 +100,7 @@ class DeployOptions:
     lock_wait_s: float = 0.0
     command: str | None = None
     cancel: threading.Event | None = None  # set on Ctrl-C when hosts run in worker threads
+    reap: bool = False  # stop orphans of the old engine that still hold the unit's GPUs
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,9 @@ def _deploy_steps(
     checks = "; --force: deploy anyway" if options.force else "; a FAIL stops the deploy here"
     steps.append(Step("preflight", f"the doctor's checks on the candidate{checks}",
                       tuple(cmds.preflight_commands(spec, candidate)), phase="preflight"))  # fmt: skip
+    if spec.pre_stop:
+        steps.append(Step("pre_stop", f"run the pre_stop hook on this machine: {' '.join(spec.pre_stop)}; a failure "
+                          "stops the deploy here", (), ok, phase="pre_stop"))  # fmt: skip
     unit = f"write {spec.env_file} (0600)" + (f" and {spec.unit_name} (changed)" if choice.unit_changed
                                               else f"; {spec.unit_name} unchanged")  # fmt: skip
     env_lines = len(host_plan.env_text.splitlines())
@@ -206,6 +210,11 @@ def _deploy_steps(
                           "none)", tuple(cmds.disarm_commands(spec)), ok))  # fmt: skip
     steps.append(Step("switch", f"point current at {release_id}", tuple(cmds.switch_commands(spec, release_id)),
                       ok, phase="switch"))  # fmt: skip
+    drain_s = profile.drain.timeout_s
+    reap = "; --reap: stop orphans of the old engine" if options.reap else "; anything left there stops the deploy"
+    steps.append(Step("stop", f"drain and stop {spec.unit_name} (SIGTERM, up to {drain_s} s for running requests), "
+                      f"then wait for its cgroup and GPUs to be free{reap}", tuple(cmds.stop_commands(spec, drain_s)),
+                      ok, phase="drain"))  # fmt: skip
     gates = f"restart {spec.unit_name}, readiness (deadline {profile.readiness.timeout_s} s, extended while loading)"
     steps.append(Step("gates", gates + ", then the smoke gate", tuple(cmds.gates_commands(spec)), ok, phase="gates"))
     protect = {release_id} | ({choice.rollback_to.id} if choice.rollback_to else set())
@@ -216,7 +225,7 @@ def _deploy_steps(
     if guard and choice.rollback_to is not None:
         reason = f"deploy of {release_id} failed: {cmds.CAUSE_PLACEHOLDER}"
         steps.append(Step("rollback", f"roll back to {choice.rollback_to.id}, then the same gates",
-                          tuple(cmds.rollback_commands(spec, choice.rollback_to.id, reason)), failed,
+                          tuple(cmds.rollback_commands(spec, choice.rollback_to.id, reason, drain_s)), failed,
                           phase="rollback"))  # fmt: skip
     if guard:
         steps.append(Step("disarm", "disarm the rollback guard", tuple(cmds.disarm_commands(spec)), ok))
@@ -225,6 +234,9 @@ def _deploy_steps(
         summary = (f"the guard keeps watching {release_id} for {watch.window_s} s: {watch.failures} failed "
                    f"/health_generate in a row roll it back")  # fmt: skip
         steps.append(Step("watch", summary, tuple(cmds.watch_commands(spec, release_id, watch)), passed))
+    if spec.post_start:
+        steps.append(Step("post_start", f"run the post_start hook on this machine: {' '.join(spec.post_start)}; "
+                          "only once a verified engine serves", (), ok, phase="post_start"))  # fmt: skip
     return steps
 
 

@@ -19,6 +19,7 @@ from specops.engine.readiness import journal_position
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
+from specops.ops.engine_stop import GpusBusy, StopResult, stop_engine
 from specops.ops.release import read_listing, rollback_release, update_manifest
 
 ProfileFor = Callable[[str | None], Profile]
@@ -32,6 +33,7 @@ class RollbackResult:
     gates: GateResult | None = None
     error: str | None = None
     marked_bad: str | None = None  # the release the rollback left, now never a rollback target
+    stop: StopResult | None = None  # the drain of the engine it replaced, and the GPUs' check
 
     @property
     def summary(self) -> str:
@@ -49,6 +51,8 @@ class RollbackResult:
             "gates": self.gates.to_json() if self.gates else None,
             "error": self.error,
             "marked_bad": self.marked_bad,
+            "drain": self.stop.drain.to_json() if self.stop else None,
+            "gpus": self.stop.gpus.to_json() if self.stop else None,
         }
 
 
@@ -63,17 +67,23 @@ def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
 
 def rollback_host(
     host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reason: str, reporter: Reporter,
-    *, force: bool = False,
+    *, force: bool = False, reap: bool = False,
 ) -> RollbackResult:  # fmt: skip
-    """Switch back, restart, gate. Never raises for a host-side refusal: the result says what happened. The host
-    marks the release it leaves bad; `force` allows a `target_id` that is marked bad itself."""
+    """Drain and stop what serves, switch back, restart, gate. Never raises for a host-side refusal or GPUs that
+    stay busy: the result says what happened. The host marks the release it leaves bad; `force` allows a
+    `target_id` that is marked bad itself."""
     listing = read_listing(host, spec)
+    serving = next((r for r in listing.releases if r.id == listing.current), None)
+    try:
+        stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap)
+    except GpusBusy as busy:
+        return RollbackResult(False, listing.current, None, None, f"{busy.message} ({busy.hint})")
     cursor = journal_position(host)
     reporter.event(Event(spec.name, "rollback", f"rolling back ({reason})"))
     try:
         reply = rollback_release(host, spec, target_id, reason, force=force)
     except SpecopsError as error:
-        return RollbackResult(False, listing.current, None, None, error.message)
+        return RollbackResult(False, listing.current, None, None, error.message, stop=stopped)
     to_id = str(reply.get("current"))
     target = next((r for r in listing.releases if r.id == to_id), None)
     profile = profile_for(target.profile if target else None)
@@ -82,4 +92,4 @@ def rollback_host(
         update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
     marked = reply.get("marked_bad")
     return RollbackResult(gates.passed, reply.get("previous"), to_id, gates,
-                          marked_bad=marked if isinstance(marked, str) else None)  # fmt: skip
+                          marked_bad=marked if isinstance(marked, str) else None, stop=stopped)  # fmt: skip

@@ -6,7 +6,7 @@ same argv when they run; the deploy tests record what a deploy ran and compare i
 
 from __future__ import annotations
 
-from specops.commands import journal, units
+from specops.commands import engine_stop, journal, units
 from specops.commands import release as release_cmd
 from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, guard_script_path, schema_argv, watch_argv
 from specops.commands.lock import lock_argv
@@ -152,6 +152,25 @@ def restart_commands(spec: HostSpec) -> list[HostCommand]:
     return [run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]
 
 
+def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
+    """Drain and stop the engine (its /metrics read through the SSH connection: no host command), then wait
+    for the unit's cgroup and GPUs to be free, stopping proven orphans only with --reap."""
+    unit = spec.unit_name
+    return [
+        run(engine_stop.stop_argv(unit), note="SIGTERM to the engine's main process (KillMode=mixed): it drains"),
+        run(engine_stop.state_argv(unit), times=Times.REPEATED,
+            note=f"once a second, with /metrics' running requests, until it exits or {drain_s} s passed"),
+        run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED,
+            note="only when the drain budget runs out: the requests still running are cut"),
+        run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL"),
+        run(engine_stop.inspect_argv(unit), times=Times.REPEATED,
+            note="until the unit's cgroup is empty and its GPUs back to baseline (nvidia-smi)"),
+        run([*engine_stop.reap_argv([]), "PID:START"], times=Times.IF_NEEDED,
+            note="only with --reap, and only orphans of this unit's engine (then inspected again)"),
+        run(engine_stop.inspect_argv(unit), times=Times.IF_NEEDED, note="after a reap, until the GPUs are free"),
+    ]  # fmt: skip
+
+
 def verified_commands(spec: HostSpec, release_id: str, protect: set[str]) -> list[HostCommand]:
     return [
         manifest_update(spec, release_id, '{"verified": true, "verified_at": ..., "gates": ..., "bad": null}'),
@@ -163,11 +182,12 @@ def failed_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
     return [manifest_update(spec, release_id, '{"verified": false, "gates": ...}')]
 
 
-def rollback_commands(spec: HostSpec, target_id: str, reason: str) -> list[HostCommand]:
+def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int) -> list[HostCommand]:
     """The host-side rollback (switch, the target's recorded unit, daemon-reload, restart in one command), then
     the same gates as a deploy; the restored release's gates are recorded only when they pass."""
     return [
         run(release_cmd.list_argv(spec)),
+        *stop_commands(spec, drain_s),
         *journal_position_commands(),
         run(release_cmd.rollback_argv(spec, target_id, reason)),
         *readiness_commands(spec),

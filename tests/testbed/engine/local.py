@@ -93,6 +93,7 @@ class LocalEngine:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PYTHONPATH": str(build),
             "PYTHONDONTWRITEBYTECODE": "1",  # keep the build tree as deployable as it is in git
+            "SPECOPS_NVIDIA_SMI_HOLDERS": str(log_path.parent / "gpu-holders"),  # never this machine's /run
             **FAST_ENV,
             **(env or {}),
         }

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from specops.commands import journal
+from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands.lock import LOCK_SCRIPT
 from specops.config.inventory import HostSpec
@@ -90,6 +90,9 @@ class DeployScene:
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"]):  # fmt: skip
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
+        # the stop before a restart: the engine already stopped, its GPUs free (ops/engine_stop.py has its own tests)
+        host.script(engine_stop.state_argv(spec.unit_name), reply("ActiveState=inactive\nSubState=dead\nMainPID=0\n"))
+        host.script(engine_stop.inspect_argv(spec.unit_name), reply("@gpus\n0, GPU-0, 0\n@apps\n@unit\n@end\n"))
         fragment = (
             f"LoadState=loaded\nFragmentPath=/etc/systemd/system/{spec.unit_name}\n"
             if self.unit is not None

@@ -36,8 +36,8 @@ def test_unchanged_build_does_nothing_but_lock_read_and_record(world: World) -> 
 
 def test_first_deploy_arms_no_guard_and_plans_no_rollback(world: World) -> None:
     run = world.run(world.scene())
-    assert run.step_names() == ["lock", "read", "push", "preflight", "unit", "disarm-leftover", "switch", "gates",
-                                "verified", "failed", "unlock", "record"]  # fmt: skip
+    assert run.step_names() == ["lock", "read", "push", "preflight", "unit", "disarm-leftover", "switch", "stop",
+                                "gates", "verified", "failed", "unlock", "record"]  # fmt: skip
     assert (run.plan["guard"], run.plan["rollback_to"], run.plan["unit_changed"]) == (False, None, True)
     assert run.plan["push"] == {"send_files": 2, "total_files": 2, "base": None}
     assert (run.outcome["outcome"], run.result.code) == ("deployed", 0)

@@ -46,7 +46,8 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
     assert (document["ok"], document["from"], document["to"]) == (True, NEW, OLD)
     assert document["gates"]["smoke"]["figures"] == FIGURES
     assert _commands(hosts[0].calls) == [
-        "lock acquire", "release list", "journalctl -n", "release rollback", "readiness poll",
+        "lock acquire", "release list", "systemctl stop", "systemctl show", "sh -c",  # drain, stop, GPUs free
+        "journalctl -n", "release rollback", "readiness poll",
         "release update-manifest", "/opt/venv/bin/python -I", "lock release",
         "/opt/venv/bin/python -I",  # the probe whose fingerprint is kept locally for diff/diagnose
     ]  # fmt: skip

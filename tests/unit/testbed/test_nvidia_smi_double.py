@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,8 +17,10 @@ pytestmark = pytest.mark.testbed  # the test bed's own test: outside the fast su
 GPU_QUERY = "--query-gpu=index,name,driver_version,compute_cap,memory.total,memory.used"
 
 
-def smi(*args: str, scenario: str | None = None, scenario_file: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"]}
+def smi(
+    *args: str, scenario: str | None = None, scenario_file: Path | None = None, holders: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ["PATH"], "SPECOPS_NVIDIA_SMI_HOLDERS": str(holders or "/nonexistent")}
     if scenario:
         env["SPECOPS_NVIDIA_SMI_SCENARIO"] = scenario
     if scenario_file:
@@ -87,3 +90,27 @@ def test_scenario_file_and_no_driver(tmp_path: Path) -> None:
     assert failed.returncode == 9
     assert "couldn't communicate with the NVIDIA driver" in failed.stdout
     assert proc_version_text("no-driver") is None
+
+
+def _holder(folder: Path, pid: int, start: str, gpus: list[int], mib: int) -> None:
+    folder.mkdir(exist_ok=True)
+    record = {"pid": pid, "start": start, "gpus": gpus, "used_memory": mib, "name": "/venv/bin/python3"}
+    (folder / f"{pid}.json").write_text(json.dumps(record))
+
+
+def test_a_live_holder_shows_on_its_gpus_and_a_dead_or_reused_pid_does_not(tmp_path: Path) -> None:
+    holders = tmp_path / "holders"
+    alive = subprocess.Popen(["sleep", "30"])
+    try:
+        start = (Path(f"/proc/{alive.pid}/stat").read_text().rsplit(")", 1)[1].split())[19]
+        _holder(holders, alive.pid, start, [1], 60000)
+        _holder(holders, os.getpid(), "1", [0], 5000)  # this pid, but another start time: a reused pid
+        query = ("--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits")
+        assert smi(*query, scenario="h200x2-580", holders=holders).stdout == f"{alive.pid}, 60000\n"
+        used = smi("--query-gpu=index,memory.used", "--format=csv,noheader,nounits", scenario="h200x2-580",
+                   holders=holders)  # fmt: skip
+        assert used.stdout == "0, 0\n1, 60000\n"
+    finally:
+        alive.kill()
+        alive.wait()
+    assert smi(*query, scenario="h200x2-580", holders=holders).stdout == ""

@@ -17,6 +17,10 @@ Env knobs (all optional; tests use them to stay fast or to provoke failures):
                                        stay fine; 0: never; unset: the build decides (sampling_loop.patch)
   SGLANG_TESTENGINE_HANG_AFTER_SECONDS / _REQUESTS  hang later (sglang/srt/testengine_faults.py), also
                                        settable per build in sglang/testengine_env.json
+  (the scheduler child's knobs: sglang/srt/testengine_scheduler.py)
+
+Stop: SIGTERM drains as SGLang does: health answers 503, new requests are refused, running ones finish,
+then the process exits (and stops its scheduler child, unless that one leaks). SIGKILL ends it at once.
 """
 
 from __future__ import annotations
@@ -86,9 +90,48 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
+def _drain_then_shutdown(state: object, server: object) -> None:
+    """SGLang's sigterm_watchdog: wait for the running requests, logging how many remain, then stop serving."""
+    from sglang.srt.http_server import EngineState
+
+    assert isinstance(state, EngineState)
+    last_log = 0.0
+    while state.running > 0:
+        if time.monotonic() - last_log >= 5:
+            log(f"Gracefully exiting... remaining number of requests {state.running}")
+            last_log = time.monotonic()
+        time.sleep(0.05)
+    server.shutdown()  # type: ignore[attr-defined]
+
+
+def _drain_on_sigterm(state: object, server: object) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        from sglang.srt.http_server import EngineState
+
+        assert isinstance(state, EngineState)
+        if state.draining.is_set():
+            return
+        state.draining.set()
+        log(f"SIGTERM received. signum={signum}. Draining requests and shutting down...")
+        threading.Thread(target=_drain_then_shutdown, args=(state, server), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def launch_server(args: ServerArgs) -> None:
     import torch  # noqa: F401 - SGLang imports torch at start-up; so does the test engine
 
+    from sglang.srt.testengine_scheduler import spawn, stop
+
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # before serving there is nothing to drain
+    scheduler = spawn()
+    try:
+        _serve(args)
+    finally:
+        stop(scheduler)
+
+
+def _serve(args: ServerArgs) -> None:
     from sglang.srt.generator import Generator
     from sglang.srt.http_server import EngineState, make_server
     from sglang.srt.model_loader import LoadedModel
@@ -112,7 +155,7 @@ def launch_server(args: ServerArgs) -> None:
     uvicorn_log("Application startup complete.")
     uvicorn_log(f"Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
     threading.Thread(target=_warmup, args=(state, args), daemon=True).start()
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    _drain_on_sigterm(state, server)
     try:
         server.serve_forever(poll_interval=0.2)
     finally:

@@ -2,7 +2,10 @@
 
 Status codes, paths and JSON shapes follow upstream http_server.py: health endpoints answer 503
 until warmup is done, /metrics exists only with --enable-metrics, unknown paths give FastAPI's
-`{"detail": "Not Found"}`.
+`{"detail": "Not Found"}`. `"stream": true` answers in SSE (`data: {...}` chunks, then `data: [DONE]`).
+
+Drain (SGLang's SIGTERM contract, launch_server.py): once `draining` is set, health answers 503 and new
+generate requests are refused, while running ones finish; `sglang:num_running_reqs` counts them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,21 @@ class EngineState:
         self.context_length = context_length
         self.up = threading.Event()
         self.created = int(time.time())
+        self.draining = threading.Event()
+        self.running = 0
+        self._running_lock = threading.Lock()
+
+    def begin_request(self) -> bool:
+        """Count a generate request as running; False (not counted) once draining: it is refused."""
+        with self._running_lock:
+            if self.draining.is_set():
+                return False
+            self.running += 1
+            return True
+
+    def end_request(self) -> None:
+        with self._running_lock:
+            self.running -= 1
 
     def server_info(self) -> dict[str, Any]:
         internal: dict[str, Any] = {"last_gen_throughput": self.generator.stats.last_gen_throughput}
@@ -73,8 +91,12 @@ class EngineState:
             f'sglang:gen_throughput{{model_name="{self.args.served_model_name}"}} {stats.last_gen_throughput}',
             "# TYPE sglang:spec_accept_length gauge",
             f'sglang:spec_accept_length{{model_name="{self.args.served_model_name}"}} {spec or 0.0}',
+            "# HELP sglang:num_running_reqs The number of running requests.",
             "# TYPE sglang:num_running_reqs gauge",
-            f'sglang:num_running_reqs{{model_name="{self.args.served_model_name}"}} 0.0',
+            f'sglang:num_running_reqs{{model_name="{self.args.served_model_name}"}} {float(self.running)}',
+            "# HELP sglang:num_queue_reqs The number of requests in the waiting queue.",
+            "# TYPE sglang:num_queue_reqs gauge",
+            f'sglang:num_queue_reqs{{model_name="{self.args.served_model_name}"}} 0.0',
             "# TYPE sglang:prompt_tokens_total counter",
             f'sglang:prompt_tokens_total{{model_name="{self.args.served_model_name}"}} {stats.prompt_tokens}.0',
             "# TYPE sglang:generation_tokens_total counter",
@@ -165,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
     do_PUT = do_POST
 
     def _health(self, path: str) -> None:
-        if not self.state.up.is_set():
+        if not self.state.up.is_set() or self.state.draining.is_set():
             self._reply(503, b"")
             return
         if path == "/health_generate":
@@ -194,12 +216,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         prompt = body.get("text") or " ".join(str(i) for i in body.get("input_ids") or [])
         params = body.get("sampling_params") or {}
-        tokens, temperature = int(params.get("max_new_tokens", 128)), temperature_of(params)
-        if body.get("stream"):
-            self._stream(self.state.generator.stream(str(prompt), tokens, temperature=temperature))
+        if not self.state.begin_request():
+            self._json(503, {"error": {"message": "The server is shutting down; the request was not accepted."}})
             return
-        result = self.state.generator.generate(str(prompt), tokens, temperature=temperature)
-        self._json(200, result)
+        try:
+            tokens, temperature = int(params.get("max_new_tokens", 128)), temperature_of(params)
+            if body.get("stream"):
+                self._stream(self.state.generator.stream(str(prompt), tokens, temperature=temperature))
+            else:
+                self._json(200, self.state.generator.generate(str(prompt), tokens, temperature=temperature))
+        finally:
+            self.state.end_request()
 
     def _stream(self, events: Iterator[dict[str, Any]]) -> None:
         """SGLang's StreamingResponse: `data: {json}` events then `data: [DONE]`, as text/event-stream in HTTP/1.1
