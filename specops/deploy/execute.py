@@ -21,6 +21,7 @@ from specops.deploy import stop_step
 from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
+from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, rollback_host
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
 from specops.deploy.steps import Action, Condition, Step
@@ -31,7 +32,7 @@ from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ExitCode, SpecopsError
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
-from specops.ops import audit, guard, lock
+from specops.ops import guard, lock
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
 from specops.ops.unit import install_env_file, install_unit
 from specops.probe.run import probe
@@ -76,10 +77,10 @@ def deploy_host(
             locked = True
             outcome.lock_taken_over = held.takeover_note
             _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for).run()
-        _record(open_host, host_plan, options, outcome)
+        record_outcome(open_host, host_plan, options, outcome)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
         if locked and isinstance(error, SpecopsError):
-            _record_stop(open_host, host_plan, options, outcome, error, reporter)
+            record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
         reporter.event(Event(spec.name, DONE_PHASE, f"stopped ({type(error).__name__})", level="error"))
         raise
     message = f"{outcome.outcome}; serving {outcome.release or 'no release'}"
@@ -285,37 +286,3 @@ class _HostDeploy:
 
     def _rollback_target(self) -> ReleaseInfo | None:
         return next((r for r in self.state.listing.releases if r.id == self.steps.rollback_to), None)
-
-
-def _record_stop(
-    open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
-    outcome: HostOutcome, error: SpecopsError, reporter: Reporter,
-) -> None:  # fmt: skip
-    """A deploy that stopped with an error under its lock is audited too (outcome "error", the cause): the log
-    must explain every change to the host. Best effort: a second failure here never hides the first."""
-    outcome.outcome = Outcome.LOCK_LOST if isinstance(error, LockLost) else Outcome.ERROR
-    outcome.cause = error.message
-    try:
-        _record(open_host, host_plan, options, outcome)
-    except Exception as failure:  # the deploy's own error is what the operator must see
-        reporter.event(Event(host_plan.target.host.name, "record", f"audit not written: {failure}", level="warn"))
-
-
-def _record(
-    open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
-    outcome: HostOutcome,
-) -> None:  # fmt: skip
-    """The audit line, on the host and locally (a fresh connection: the deploy's may be gone)."""
-    entry = audit.new_entry(
-        "deploy", outcome=str(outcome.outcome), from_release=outcome.previous, to_release=outcome.attempted,
-        profile=host_plan.target.profile.name, phases=outcome.phases,
-        gates=outcome.gates.to_json() if outcome.gates else {}, forced=options.force, message=outcome.cause,
-    )  # fmt: skip
-    if outcome.stop is not None:
-        entry["drain"] = outcome.stop.drain.to_json()
-    if outcome.rollback is not None:
-        entry["rollback"] = outcome.rollback.to_json()
-    if outcome.lock_taken_over:
-        entry["lock_taken_over"] = outcome.lock_taken_over
-    with open_host() as host:
-        audit.record(host, host_plan.target.host, entry)

@@ -1,0 +1,48 @@
+"""The deploy's audit line: on the host and locally, for a deploy that ended with an outcome and for one that
+stopped with an error after taking its lock (the audit log must explain every change to a host)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from specops.deploy.outcome import HostOutcome, Outcome
+from specops.deploy.plan import DeployOptions, HostPlan
+from specops.errors import SpecopsError
+from specops.events import Event, Reporter
+from specops.host.base import Host
+from specops.ops import audit
+
+
+def record_stop(
+    open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
+    outcome: HostOutcome, error: SpecopsError, reporter: Reporter, *, lock_lost: bool,
+) -> None:  # fmt: skip
+    """A deploy that stopped with an error under its lock is audited too (outcome "error", the cause): the log
+    must explain every change to the host. Best effort: a second failure here never hides the first."""
+    outcome.outcome = Outcome.LOCK_LOST if lock_lost else Outcome.ERROR
+    outcome.cause = error.message
+    try:
+        record_outcome(open_host, host_plan, options, outcome)
+    except Exception as failure:  # the deploy's own error is what the operator must see
+        reporter.event(Event(host_plan.target.host.name, "record", f"audit not written: {failure}", level="warn"))
+
+
+def record_outcome(
+    open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
+    outcome: HostOutcome,
+) -> None:  # fmt: skip
+    """The audit line, on the host and locally (a fresh connection: the deploy's may be gone)."""
+    entry = audit.new_entry(
+        "deploy", outcome=str(outcome.outcome), from_release=outcome.previous, to_release=outcome.attempted,
+        profile=host_plan.target.profile.name, phases=outcome.phases,
+        gates=outcome.gates.to_json() if outcome.gates else {}, forced=options.force, message=outcome.cause,
+    )  # fmt: skip
+    if outcome.stop is not None:
+        entry["drain"] = outcome.stop.drain.to_json()
+    if outcome.rollback is not None:
+        entry["rollback"] = outcome.rollback.to_json()
+    if outcome.lock_taken_over:
+        entry["lock_taken_over"] = outcome.lock_taken_over
+    with open_host() as host:
+        audit.record(host, host_plan.target.host, entry)
