@@ -113,7 +113,11 @@ class Smoke(_Strict):
     min_tokens_per_s: float = Field(default=20.0, ge=0, le=100000, description="gate: completion tokens / e2e latency")
     min_accept_length: float = Field(default=1.5, ge=1.0, le=64, description="gate: meta_info.spec_accept_length")
     max_regression_pct: float = Field(
-        default=25.0, ge=0, le=100, description="gate: allowed drop vs the last verified release of this profile"
+        default=25.0,
+        ge=0,
+        le=100,
+        description="gate: allowed drop of greedy tok/s and accept length vs the last verified release "
+        "of this profile (sampled tok/s: a warning)",
     )
     sampled_requests: int = Field(
         default=4,
@@ -139,8 +143,8 @@ class Smoke(_Strict):
         default=50.0,
         ge=0,
         le=1000,
-        description="gate: allowed rise of the sampled requests' TTFT p50 vs the last "
-        "verified release of this profile (p99: a warning)",
+        description="warning: allowed rise of the sampled requests' TTFT p50 and p99 vs the last "
+        "verified release of this profile",
     )
     baseline_release: str | None = Field(
         default=None,

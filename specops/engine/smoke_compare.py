@@ -5,11 +5,14 @@ Why relative gates besides the absolute floors: a speculative build slower than 
 clears a fixed tok/s floor; only "slower than what this host did last time with this profile" or "slower
 than the same model without speculation" shows it. Thresholds (docs/smoke.md, "Compared with earlier
 releases"):
-  regression  greedy tokens/s, accept length and the sampled requests' tokens/s may drop at most
-              smoke.max_regression_pct                                                            -> fail
-  ttft        the sampled requests' TTFT p50 may rise at most smoke.max_ttft_regression_pct, and
-              only a rise of more than TTFT_NOISE_S counts (tunnel and scheduling jitter)           -> fail
-              the same rule on the p99 (with a few requests: the slowest one)                       -> warning
+  regression  greedy tokens/s and accept length may drop at most smoke.max_regression_pct       -> fail
+              the sampled requests' tokens/s, the same rule                                         -> warning
+  ttft        the sampled requests' TTFT p50 and p99 may rise at most smoke.max_ttft_regression_pct,
+              and only a rise of more than TTFT_NOISE_S counts (tunnel and scheduling jitter)       -> warning
+The concurrent figures warn and never fail: they measure the engine's batching under whatever else reaches
+it (production traffic comes back as soon as the health check passes; a busy host slows its CPU-side
+scheduler), so a drop says "look", not "this build is broken". Greedy decoding alone on an idle engine is
+what the regression gate can hold to a threshold.
   speedup     tokens/s over the baseline release's; reported, and a gate only with smoke.min_speedup
 """
 
@@ -24,15 +27,19 @@ if TYPE_CHECKING:
 
 TTFT_NOISE_S = 0.05  # a rise smaller than 50 ms never fails the TTFT gate, whatever its percentage
 _THROUGHPUTS = (("tokens_per_s", "tok/s"), ("accept_length", "accept"), ("sampled_tokens_per_s", "sampled tok/s"))
+_WARN_ONLY = ("sampled_tokens_per_s",)
 
 
 def regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] | None) -> Gate:
-    """Throughputs and accept length may drop at most max_regression_pct below the previous verified release."""
+    """Greedy tokens/s and accept length may drop at most max_regression_pct below the previous verified release;
+    a larger drop of the sampled requests' tokens/s is a warning."""
     allowed = profile.smoke.max_regression_pct
     expected = f"within {allowed:g}% of the previous release"
     if not previous:
         return Gate("regression", True, "no previous verified release", expected, "skipped")
-    drops, observed = [], []
+    drops: list[str] = []
+    warnings: list[str] = []
+    observed: list[str] = []
     for key, unit in _THROUGHPUTS:
         before, now = finite(previous.get(key)), finite(figures.get(key))
         if before is None or before <= 0 or now is None:
@@ -40,14 +47,18 @@ def regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str,
         drop = (before - now) / before * 100
         observed.append(f"{now:g} {unit} vs {before:g} ({-drop:+.0f}%)")
         if drop > allowed:
-            drops.append(f"{key} dropped {drop:.0f}%")
+            (warnings if key in _WARN_ONLY else drops).append(f"{key} dropped {drop:.0f}%")
     if not observed:
         return Gate("regression", True, "no comparable figures", expected, "skipped")
-    return Gate("regression", not drops, "; ".join(observed), expected, "; ".join(drops))
+    if drops:
+        return Gate("regression", False, "; ".join(observed), expected, "; ".join(drops + warnings))
+    detail = "warning: " + "; ".join(warnings) if warnings else ""
+    return Gate("regression", True, "; ".join(observed), expected, detail, warn=bool(warnings))
 
 
 def ttft_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] | None) -> Gate | None:
-    """TTFT p50 (fail) and p99 (warning) against the previous verified release; None without sampled requests."""
+    """TTFT p50 and p99 against the previous verified release (a warning beyond the threshold); None without
+    sampled requests."""
     p50, p99 = finite(figures.get("ttft_p50_s")), finite(figures.get("ttft_p99_s"))
     if p50 is None or p99 is None:
         return None
@@ -59,11 +70,9 @@ def ttft_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] 
     if before50 is None or before50 <= 0:
         return Gate("ttft", True, observed, expected, "skipped: no previous verified release with TTFT figures")
     observed = f"p50 {_ms(p50)} vs {_ms(before50)}, p99 {_ms(p99)} vs {_ms(before99)}"
-    slower50 = _slower(p50, before50, allowed)
-    if slower50:
-        return Gate("ttft", False, observed, expected, "p50 " + slower50)
-    slower99 = _slower(p99, before99, allowed) if before99 else ""
-    return Gate("ttft", True, observed, expected, "warning: p99 " + slower99 if slower99 else "", warn=bool(slower99))
+    rises = (("p50", _slower(p50, before50, allowed)), ("p99", _slower(p99, before99, allowed) if before99 else ""))
+    slower = [f"{name} {rise}" for name, rise in rises if rise]
+    return Gate("ttft", True, observed, expected, "warning: " + "; ".join(slower) if slower else "", warn=bool(slower))
 
 
 def speedup_gate(figures: SmokeFigures, profile: Profile, baseline: dict[str, Any] | None) -> Gate | None:

@@ -1,5 +1,5 @@
-"""The smoke's comparisons with earlier releases: throughput regression, TTFT p50 (fail) and p99 (warning) with
-their noise floor, and the speed-up over a named baseline release."""
+"""The smoke's comparisons with earlier releases: greedy throughput regression (fail), the concurrent figures
+(sampled tok/s, TTFT p50 and p99: warnings) with their noise floor, and the speed-up over a baseline release."""
 
 from __future__ import annotations
 
@@ -19,25 +19,28 @@ def _profile(**smoke: Any) -> Profile:
     return Profile(name="ddtree", algorithm="DDTREE", smoke=Smoke(**smoke))
 
 
-def test_sampled_throughput_counts_in_the_regression_gate() -> None:
+def test_a_sampled_throughput_drop_warns_and_a_greedy_one_fails() -> None:
     previous = {"tokens_per_s": 400.0, "accept_length": 3.2, "sampled_tokens_per_s": 2000.0}
     gate = regression_gate(NOW, _profile(), previous)
-    assert not gate.ok and gate.detail == "sampled_tokens_per_s dropped 40%"
+    assert (gate.ok, gate.warn, gate.detail) == (True, True, "warning: sampled_tokens_per_s dropped 40%")
     assert "1200 sampled tok/s vs 2000 (-40%)" in gate.observed
+    slower = regression_gate({**NOW, "tokens_per_s": 200.0}, _profile(), previous)
+    assert (slower.ok, slower.detail) == (False, "tokens_per_s dropped 50%; sampled_tokens_per_s dropped 40%")
 
 
 @pytest.mark.parametrize(
-    ("before", "ok", "detail"),
+    ("before", "detail"),
     [
-        pytest.param({"ttft_p50_s": 0.1, "ttft_p99_s": 0.3}, False, "p50 rose 100% (100 ms -> 200 ms)", id="p50-slower"),
-        pytest.param({"ttft_p50_s": 0.15, "ttft_p99_s": 0.3}, True, "", id="within-50pct"),
-        pytest.param({"ttft_p50_s": 0.2, "ttft_p99_s": 0.1}, True, "warning: p99 rose 200% (100 ms -> 300 ms)",
-                     id="p99-warns"),
+        pytest.param({"ttft_p50_s": 0.1, "ttft_p99_s": 0.3}, "warning: p50 rose 100% (100 ms -> 200 ms)",
+                     id="p50-slower"),
+        pytest.param({"ttft_p50_s": 0.15, "ttft_p99_s": 0.3}, "", id="within-50pct"),
+        pytest.param({"ttft_p50_s": 0.2, "ttft_p99_s": 0.1}, "warning: p99 rose 200% (100 ms -> 300 ms)",
+                     id="p99-slower"),
     ],
 )  # fmt: skip
-def test_ttft_p50_fails_and_p99_warns_beyond_the_threshold(before: dict[str, float], ok: bool, detail: str) -> None:
+def test_ttft_beyond_the_threshold_warns_and_never_fails(before: dict[str, float], detail: str) -> None:
     gate = ttft_gate(NOW, _profile(), before)
-    assert gate is not None and (gate.ok, gate.detail) == (ok, detail)
+    assert gate is not None and (gate.ok, gate.detail) == (True, detail)
     assert gate.warn is detail.startswith("warning")
     assert gate.expected == "p50 within +50% of the previous release"
 
@@ -50,7 +53,7 @@ def test_a_ttft_rise_inside_the_noise_floor_never_fails() -> None:
 
 def test_the_ttft_threshold_is_the_profiles() -> None:
     gate = ttft_gate(NOW, _profile(max_ttft_regression_pct=150), {"ttft_p50_s": 0.1, "ttft_p99_s": 0.3})
-    assert gate is not None and gate.ok
+    assert gate is not None and gate.ok and not gate.warn
 
 
 def test_ttft_without_a_previous_release_or_without_sampled_requests() -> None:
