@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +19,7 @@ import pytest
 
 from specops.host.ssh import shared_hops
 from tests.e2e.deployscene import make_scene
+from tests.e2e.terminal import run_on_terminal
 from tests.testbed.staging import inventory_toml
 from tests.testbed.testhost import TestHost, start_host, stop_host
 from tests.testbed.testhost.bastion import Agent, accepted_logins, authorize, hide_behind, write_encrypted_key
@@ -188,33 +186,6 @@ def _specops_env(home: Path) -> dict[str, str]:
     return {**env, "HOME": str(home), "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
 
 
-def _run_on_a_terminal(argv: list[str], env: dict[str, str], cwd: Path, answer: str) -> tuple[int, str]:
-    """Run argv with a pseudo-terminal as its controlling terminal; type `answer` at each passphrase prompt."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: its terminal is the pty
-        os.chdir(cwd)
-        os.execvpe(argv[0], argv, env)
-    output, answered = b"", 0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1)
-        if not ready:
-            continue
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        output += chunk
-        if output.count(b"Enter passphrase") > answered:
-            answered += 1
-            os.write(fd, answer.encode() + b"\n")
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
-
-
 def test_a_passphrase_key_is_asked_once_on_a_terminal_and_refused_clearly_without_one(
     site: Site, tmp_path: Path
 ) -> None:
@@ -230,7 +201,9 @@ def test_a_passphrase_key_is_asked_once_on_a_terminal_and_refused_clearly_withou
     (tmp_path / "specops.toml").write_text(inventory_toml(target, Path("/usr/bin/python3")))
     argv = [sys.executable, "-m", "specops", "lock", "status", target.name]
 
-    code, output = _run_on_a_terminal(argv, _specops_env(home), tmp_path, PASSPHRASE)
+    code, output = run_on_terminal(
+        argv, env=_specops_env(home), cwd=tmp_path, prompt=b"Enter passphrase", answer=PASSPHRASE, timeout_s=120
+    )
     assert code == 0, output
     assert output.count(f"Enter passphrase for key '{key}':") == 1, output  # the bastion and the target: one prompt
     assert PASSPHRASE not in output

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import shutil
-import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
+from tests.e2e.deployscene import PATCH, UNPATCHED, Scene
+from tests.e2e.terminal import run_on_terminal
 from tests.testbed.testhost import TestHost
 from tests.testbed.testhost.fixtures import in_ci
 from tests.testbed.testhost.sudo import SudoUser, add_sudo_user, disable_root_login
@@ -41,14 +37,6 @@ def _sudo_installed() -> None:
         if in_ci():
             pytest.fail(f"{reason} [CI=true: e2e tests must run, not skip]", pytrace=False)
         pytest.skip(reason)
-
-
-@pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
 def _log_in_as(scene: Scene, user: SudoUser) -> None:
@@ -156,30 +144,12 @@ def test_password_sudo_needs_ask_become_pass_and_never_shows_the_password(scene:
 def _run_on_terminal(scene: Scene, args: list[str], password: str) -> tuple[int, str, list[str]]:
     """Run the real `specops ARGS` on a pseudo-terminal, type `password` at the prompt; sample `ps` here and
     on the host while it runs. Returns the exit code, everything the terminal showed, the process lines."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: specops with the pty as its controlling terminal
-        os.execve(sys.executable, [sys.executable, "-m", "specops", *args], dict(os.environ))
-    output, processes, typed = b"", [], False
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        processes += _process_lines(scene.host)
-        ready = select.select([fd], [], [], 0.2)[0]
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            output += chunk
-        if not typed and b"sudo password" in output:
-            os.write(fd, password.encode() + b"\n")
-            typed = True
-    if os.waitpid(pid, os.WNOHANG) == (0, 0):  # past the deadline and still running: stop it, then fail
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace"), processes
+    processes: list[str] = []
+    code, output = run_on_terminal(
+        [sys.executable, "-m", "specops", *args], env=dict(os.environ), prompt=b"sudo password", answer=password,
+        every_tick=lambda: processes.extend(_process_lines(scene.host)),
+    )  # fmt: skip
+    return code, output, processes
 
 
 def _process_lines(host: TestHost) -> list[str]:

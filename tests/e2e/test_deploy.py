@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import Scene, make_scene
+from tests.e2e.deployscene import Scene
 from tests.testbed import drift
 from tests.testbed.engine import RENUMBER_PATCH
-from tests.testbed.testhost import TestHost
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
 @pytest.mark.parametrize("profile", ["nextn", "dflash"])

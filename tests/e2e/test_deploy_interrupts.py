@@ -14,23 +14,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
+from tests.e2e.deployscene import PATCH, UNPATCHED, Scene
 from tests.testbed.engine import RENUMBER_PATCH
-from tests.testbed.testhost import TestHost
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
 def _deploy_process(scene: Scene, *extra: str) -> subprocess.Popen[str]:

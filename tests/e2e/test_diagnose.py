@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import Scene, make_scene
+from tests.e2e.deployscene import Scene
 from tests.testbed import drift
 from tests.testbed.staging import inventory_toml
 from tests.testbed.testhost import TestHost
@@ -22,14 +22,6 @@ from tests.unit.clirun import run_cli
 pytestmark = pytest.mark.e2e
 SPEC_INFO = "sglang/srt/speculative/spec_info.py"
 JOURNAL_WAIT_S = 120.0
-
-
-@pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
 def _wait_for_journal(scene: Scene, text: str) -> None:

@@ -6,23 +6,13 @@ named baseline release gives the speed-up, and a floor above it fails the smoke.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
+from tests.e2e.deployscene import PATCH, UNPATCHED, Scene
 from tests.testbed.engine import SAMPLING_LOOP_PATCH
-from tests.testbed.testhost import TestHost
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
 def _manifest(scene: Scene, release: str) -> dict[str, object]:

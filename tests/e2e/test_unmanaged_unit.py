@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import Scene, make_scene
+from tests.e2e.deployscene import Scene
 from tests.testbed.testhost import TestHost
 
 pytestmark = pytest.mark.e2e
 
 FOREIGN_UNIT = "[Unit]\nDescription=someone else's service\n\n[Service]\nExecStart=/bin/sleep infinity\n"
-
-
-@pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
 def _unit_state(host: TestHost) -> tuple[str, str]:

@@ -11,20 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import PATCH, Scene, make_scene
+from tests.e2e.deployscene import PATCH, Scene
 from tests.testbed.engine import RENUMBER_PATCH, copy_build
-from tests.testbed.testhost import TestHost
 
 pytestmark = pytest.mark.e2e
 HANG_AFTER_S = 30  # after the engine's start: its deploy's gates (~15 s here) are done by then, the window not
-
-
-@pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    return make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
 
 
 def _watch_for(scene: Scene, seconds: int) -> None:
