@@ -98,6 +98,8 @@ def _overridden(override: Mapping[str, Any], path: str) -> bool:
 def find_config(explicit: Path | None, cwd: Path, environ: Mapping[str, str]) -> Path:
     """--config, else ./specops.toml, else $SPECOPS_CONFIG, else ~/.config/specops/specops.toml."""
     if explicit is not None:
+        if explicit.is_dir():
+            raise ConfigError([f"{explicit}: is a folder, not a TOML file (given with --config)"])
         if not explicit.is_file():
             raise ConfigError([f"{explicit}: no such file (given with --config)"])
         return explicit
