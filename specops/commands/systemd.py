@@ -167,6 +167,8 @@ def render_unit(target: Target, spellings: Mapping[str, str] | None = None) -> s
         "readiness": readiness,
         "limit_nofile": host.limit_nofile,
         "syslog_identifier": host.service,
+        "run_as": host.run_as,  # None: no User=/Group= (root)
+        "run_as_groups": host.run_as_groups,
     }
     return _template().render(**context)
 

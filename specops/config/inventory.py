@@ -14,6 +14,7 @@ from specops.config.fields import (
     ModelRef,
     Name,
     PlainText,
+    PosixName,
     ServiceName,
     SshTarget,
 )  # fmt: skip
@@ -38,6 +39,9 @@ _HOST_SETTINGS_DOC = {
     "cuda_home": "CUDA toolkit root; CUDA_HOME, PATH and LD_LIBRARY_PATH in the unit are built from it",
     "limit_nofile": "LimitNOFILE= of the unit",
     "keep_releases": "how many releases to keep on the host (current and last verified are never deleted)",
+    "run_as": "system user the engine runs as (User=, Group= of the same name); unset: root",
+    "run_as_groups": "supplementary groups of the engine when run_as is set (SupplementaryGroups=), for GPU "
+    "device access: the groups that own /dev/nvidia* and /dev/dri/* on the host, e.g. ['video', 'render']",
     "overrides": "per-profile overrides: [hosts.NAME.overrides.PROFILE] with profile fields",
 }
 
@@ -65,6 +69,8 @@ class HostSettings(BaseModel):
     cuda_home: AbsPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["cuda_home"])
     limit_nofile: int | None = Field(default=None, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int | None = Field(default=None, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
+    run_as: PosixName | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as"])
+    run_as_groups: list[PosixName] | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as_groups"])
     overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
 
 
@@ -93,6 +99,8 @@ class HostSpec(BaseModel):
     cuda_home: AbsPath = Field(default="/usr/local/cuda", description=_HOST_SETTINGS_DOC["cuda_home"])
     limit_nofile: int = Field(default=65536, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int = Field(default=5, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
+    run_as: PosixName | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as"])
+    run_as_groups: list[PosixName] = Field(default=[], description=_HOST_SETTINGS_DOC["run_as_groups"])
     overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])
 
     @property

@@ -131,6 +131,7 @@ def load_config(path: Path, cwd: Path) -> Config:
     lines += _check_groups(groups, hosts, display)
     lines += _check_profile_names(hosts, {*profiles, *failed_profiles}, profiles, display)
     lines += _check_api_key_secrets(hosts, display)
+    lines += _check_run_as(hosts, display)
     if lines:
         raise ConfigError(lines)
     try:
@@ -149,6 +150,15 @@ def _check_api_key_secrets(hosts: Mapping[str, HostSpec], display: str) -> list[
         "(add it there: its value reaches the engine only through the env file)"
         for name, host in hosts.items()
         if host.api_key_secret is not None and host.api_key_secret not in host.secrets
+    ]
+
+
+def _check_run_as(hosts: Mapping[str, HostSpec], display: str) -> list[str]:
+    """Supplementary groups belong to the service user: without run_as the engine runs as root and they mean nothing."""
+    return [
+        f"{display}: hosts.{name}.run_as_groups: set without run_as (the engine runs as root); set run_as too"
+        for name, host in hosts.items()
+        if host.run_as_groups and host.run_as is None
     ]
 
 
