@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from specops.commands.cache import cache_key
 from specops.commands.release import ReleaseInfo
 from specops.config.secrets import Secret
 from specops.deploy.host_state import read_state
@@ -30,6 +31,7 @@ from specops.errors import ExitCode, SpecopsError
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
 from specops.ops import audit, guard, lock
+from specops.ops import cache as compile_cache
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
 from specops.ops.unit import install_env_file, install_unit
 from specops.probe.run import probe
@@ -100,6 +102,7 @@ class _HostDeploy:
         self.checks_ok = True
         self.gates: GateResult | None = None
         self.facts_record: dict[str, object] = {}  # the candidate's environment fingerprint, for the manifest
+        self.cache_key = cache_key(None, None, [])  # replaced by the preflight's facts
 
     def run(self) -> None:
         with open_push(self.host, self.spec, max_bytes=self.plan.staged.total_bytes) as session:
@@ -180,6 +183,7 @@ class _HostDeploy:
     def _preflight(self) -> None:
         candidate = f"{self.spec.service_dir}/releases/{self.steps.release}"
         facts = probe(self.host, self.spec, self.profile, extra_roots={"candidate": candidate})
+        self.cache_key = compile_cache.key_from_facts(self.spec, facts)
         self.facts_record = fingerprint_from_facts(facts, host=self.spec.name, unit_text=self.host_plan.unit_text,
                                                    tree_hash=self.plan.staged.tree_hash,
                                                    release=self.steps.release).to_json()  # fmt: skip
@@ -195,11 +199,13 @@ class _HostDeploy:
 
     def _unit(self) -> None:
         install_env_file(self.host, self.spec, self.host_plan.env_text)
+        compile_cache.prepare(self.host, self.spec, self.cache_key)
         if self.steps.unit_changed:
             install_unit(self.host, self.spec, self.host_plan.unit_text)
         # the fingerprint rides on this manifest update (no extra round trip): `specops diagnose` compares it later
         update_manifest(self.host, self.spec, self.steps.release, {"unit": self.host_plan.unit_text,
                                                                   "profile": self.profile.name,
+                                                                  "compile_cache": self.cache_key,
                                                                   "facts": self.facts_record})  # fmt: skip
 
     def _arm(self) -> None:
@@ -216,6 +222,9 @@ class _HostDeploy:
 
     def _gates(self) -> None:
         baseline = smoke_figures(self._rollback_target())
+        expected = compile_cache.expected_downtime(self.state.listing.releases, self.state.listing.current)
+        if expected is not None:
+            self.reporter.event(Event(self.spec.name, "gates", expected))
         self.gates = restart_and_gate(self.host, self.spec, self.profile, baseline, self.reporter,
                                       cancel=self.options.cancel)  # fmt: skip
         self.outcome.gates = self.gates
@@ -223,7 +232,8 @@ class _HostDeploy:
     def _verified(self) -> None:
         assert self.gates is not None
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        changes = {"verified": True, "verified_at": now, "gates": self.gates.to_json()}
+        changes = {"verified": True, "verified_at": now, "gates": self.gates.to_json(),
+                   "startup_s": round(self.gates.readiness.seconds, 1)}  # fmt: skip
         update_manifest(self.host, self.spec, self.steps.release, changes)
         self.outcome.outcome = Outcome.DEPLOYED
         protect = {self.steps.release} | ({self.steps.rollback_to} if self.steps.rollback_to else set())

@@ -15,6 +15,7 @@ from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode
 from specops.host.base import Host
+from specops.ops.cache import measure as measure_cache
 from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.release import read_listing
 
@@ -36,6 +37,7 @@ class HostStatus:
     # what changed on the host since `current` was deployed (its recorded fingerprint against a fresh probe):
     # None when not checked or nothing was recorded, [] when nothing drifted
     drift: list[str] | None = None
+    compile_cache: dict[str, object] | None = None  # {"path": keyed folder, "bytes": size}; None: none prepared yet
 
     @property
     def healthy(self) -> bool:
@@ -80,6 +82,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
     return HostStatus(
         host=spec.name,
         drift=drift,
+        compile_cache=measure_cache(host, spec),
         current=listing.current,
         running_release=running,
         uses_current=(running == listing.current) if running else None,

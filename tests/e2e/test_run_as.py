@@ -71,6 +71,9 @@ def test_the_engine_runs_as_the_service_user_and_passes_the_gates(scene: Scene) 
         f"stat -c '%U:%G %a' {SERVICE_DIR}/env {SERVICE_DIR}/current/ {SERVICE_DIR}/current/sglang/launch_server.py",
     )
     assert owners.splitlines() == ["root:root 600", "root:root 755", "root:root 644"]
+    cache = _sh(scene, "stat -c '%U:%G %a' \"$(readlink /opt/specops/sglang/cache)\"")
+    assert cache == "sglang:sglang 700"  # the engine's own: it compiled into it
+    assert "compile cache cold: compiling 4 kernels" in scene.journal()
     refused = scene.host.exec(
         ["runuser", "-u", "sglang", "--", "touch", f"{SERVICE_DIR}/current/sglang/x.py"], check=False
     )
