@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import paramiko
 
 from specops.errors import ConfigError, ConnectError
-from specops.host import known_hosts, ssh_errors
+from specops.host import host_certs, known_hosts, ssh_errors
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
@@ -124,7 +124,8 @@ def open_ssh(
             target.hostname, port=target.port, username=target.user, key_filename=key_files,
             allow_agent=not target.identities_only, look_for_keys=not target.identities_only,
             timeout=remaining + 1, banner_timeout=remaining, auth_timeout=max(timeout, 30.0), sock=sock,
-            transport_factory=functools.partial(_tuned_transport, known_types=policy.known_types()),
+            transport_factory=functools.partial(_tuned_transport, known_types=policy.known_types(),
+                                                certificates=policy.trusts_certificates()),
         )  # fmt: skip
     except ConnectError:  # the known_hosts policy refused the host key
         client.close()
@@ -252,11 +253,17 @@ class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
     def known_types(self) -> list[str]:
         return known_hosts.known_types(self.entries, known_hosts.lookup_name(self.target.hostname, self.target.port))
 
+    def trusts_certificates(self) -> bool:
+        name = known_hosts.lookup_name(self.target.hostname, self.target.port)
+        return known_hosts.trusts_certificates(self.entries, name)
+
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         name = known_hosts.lookup_name(self.target.hostname, self.target.port)
-        blob = key.asbytes()  # the plain key, also when the host sent a certificate (never trusted as one)
+        blob = key.asbytes()  # the plain key, also when the host sent a certificate
         key_type = known_hosts.blob_type(blob) or key.get_name()
-        verdict = known_hosts.check(self.entries, name, key_type, blob)
+        cert = key.public_blob.key_blob if key.public_blob is not None else None  # the host's certificate
+        verdict = host_certs.decide(self.entries, name, self.target.hostname, (key_type, blob, cert), time.time(),
+                                    _verify_ca_signature)  # fmt: skip
         if verdict.status != "trusted":
             presented = (key_type, known_hosts.fingerprint(blob))
             raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)  # out of connect()
@@ -285,8 +292,23 @@ def _open_socket(target: SshTarget, timeout: float) -> socket.socket:
     return sock
 
 
+def _verify_ca_signature(ca_blob: bytes, signed: bytes, signature: bytes) -> bool:
+    """A certificate authority's signature over a host certificate (paramiko does the cryptography)."""
+    try:
+        ca = paramiko.PKey.from_type_string(known_hosts.blob_type(ca_blob) or "", ca_blob)
+        return bool(ca.verify_ssh_sig(signed, paramiko.Message(signature)))
+    except (paramiko.SSHException, ValueError, TypeError, IndexError):
+        return False
+
+
 def _tuned_transport(
-    sock: Any, /, *, known_types: Sequence[str] = (), disabled_algorithms: Any = None, **_: Any
+    sock: Any,
+    /,
+    *,
+    known_types: Sequence[str] = (),
+    certificates: bool = False,
+    disabled_algorithms: Any = None,
+    **_: Any,
 ) -> paramiko.Transport:
     transport = paramiko.Transport(
         sock,
@@ -301,5 +323,7 @@ def _tuned_transport(
     )
     wanted = [name for known in known_types for name in RSA_SIGNATURES.get(known, (known,))]
     first = [name for name in wanted if name in options.key_types]  # the host's known key, not another type
-    options.key_types = (*dict.fromkeys(first), *(name for name in options.key_types if name not in first))
+    order = [*dict.fromkeys(first), *(name for name in options.key_types if name not in first)]
+    # with a CA for the host, ask for its certificate first, as OpenSSH does (paramiko lists them last)
+    options.key_types = (*(host_certs.certificate_types(order) if certificates else ()), *order)
     return transport
