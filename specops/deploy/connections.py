@@ -2,9 +2,9 @@
 
 Why: a rollout deploys hosts one (or N) at a time, but connecting is independent of that order. Opened one
 after the other, a host that drops packets costs a whole connect timeout before the next host even starts,
-and, failing, stops the rollout through the failure budget. Opened together, every silent host costs the
-same ONE connect timeout (ConnectTimeout from ~/.ssh/config, else the default), while the reachable hosts
-are deployed; an unreachable host is reported as such and says nothing about the release.
+and, failing, stops the rollout through the failure budget. Opened together, all silent hosts cost the same
+ONE connect timeout (ConnectTimeout from ~/.ssh/config, else the default) before the first deploy starts, and
+the reachable hosts are deployed; an unreachable host is reported as such and says nothing about the release.
 
 Each host's deploy takes its connection the first time it opens the host; any later opening (the audit
 line's fresh connection) connects again, as before.
