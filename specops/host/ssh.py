@@ -301,15 +301,8 @@ def _verify_ca_signature(ca_blob: bytes, signed: bytes, signature: bytes) -> boo
         return False
 
 
-def _tuned_transport(
-    sock: Any,
-    /,
-    *,
-    known_types: Sequence[str] = (),
-    certificates: bool = False,
-    disabled_algorithms: Any = None,
-    **_: Any,
-) -> paramiko.Transport:
+def _tuned_transport(sock: Any, /, *, known_types: Sequence[str] = (), certificates: bool = False,
+                     disabled_algorithms: Any = None, **_: Any) -> paramiko.Transport:  # fmt: skip
     transport = paramiko.Transport(
         sock,
         default_window_size=WINDOW_BYTES,
