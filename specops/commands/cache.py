@@ -64,7 +64,10 @@ def prepare_argvs(spec: HostSpec, key: str) -> list[list[str]]:
     """Create the keyed folder (0700, the engine user's when run_as is set) and point the link at it atomically
     (a new link renamed over the old one: an engine never sees the link missing)."""
     folder, link = shared_cache_dir(spec, key), cache_link(spec)
-    argvs = [["mkdir", "-p", "-m", "0755", f"{spec.base_dir}/shared/cache"], ["mkdir", "-p", "-m", "0700", folder]]
+    argvs = [
+        ["mkdir", "-p", "-m", "0755", f"{spec.base_dir}/shared/cache", spec.service_dir],
+        ["mkdir", "-p", "-m", "0700", folder],
+    ]
     if spec.run_as:
         argvs.append(["chown", f"{spec.run_as}:{spec.run_as}", folder])
     argvs.append(["chmod", "0700", folder])

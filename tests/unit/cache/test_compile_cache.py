@@ -39,7 +39,7 @@ def test_the_unit_names_the_stable_link_and_the_deploy_points_it_at_the_keyed_fo
     assert env["SGLANG_DG_CACHE_DIR"] == env["DG_JIT_CACHE_DIR"] == "/opt/specops/sglang/cache/deep_gemm"
     folder = "/opt/specops/shared/cache/k1"
     assert prepare_argvs(HOST, "k1") == [
-        ["mkdir", "-p", "-m", "0755", "/opt/specops/shared/cache"],
+        ["mkdir", "-p", "-m", "0755", "/opt/specops/shared/cache", "/opt/specops/sglang"],
         ["mkdir", "-p", "-m", "0700", folder],
         ["chmod", "0700", folder],
         ["ln", "-sfn", folder, "/opt/specops/sglang/cache.new"],
