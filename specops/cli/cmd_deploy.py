@@ -44,6 +44,7 @@ def deploy(
     json_output: JsonOpt = False,
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
+    from specops.deploy.connections import connect_all
     from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
     from specops.deploy.plan import DeployOptions, make_plan
@@ -63,14 +64,16 @@ def deploy(
             show_plan(plan, app_state.opener, options, as_json)
             return
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
-        with deploy_reporter(as_json, app_state.verbose) as reporter:
+        specs = [host_plan.target.host for host_plan in plan.hosts]
+        with deploy_reporter(as_json, app_state.verbose) as reporter, connect_all(specs, app_state.opener) as opened:
 
             def run_host(host_plan: HostPlan) -> HostOutcome:
                 spec = host_plan.target.host
                 profile_for = profile_resolver(config, spec.name, profile)
-                return deploy_host(plan, host_plan, options, reporter, app_state.opener(spec), profile_for)
+                open_host = opened.opener(spec, app_state.opener(spec))
+                return deploy_host(plan, host_plan, options, reporter, open_host, profile_for)
 
-            results = run_fleet(plan.hosts, run_host, fleet, cancel)
+            results = run_fleet(plan.hosts, run_host, fleet, cancel, not_connected=opened.not_connected)
     _report(results, as_json)
     raise typer.Exit(int(fleet_exit_code(results)))
 

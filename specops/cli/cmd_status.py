@@ -67,6 +67,18 @@ def _drift_cell(drift: list[str] | None) -> str:
     return "-" if drift is None else (f"{len(drift)} change(s)" if drift else "none")
 
 
+def _size(value: object) -> str:
+    """Bytes as people read them: '812 KiB', '3.4 GiB'; '?' when unknown."""
+    if not isinstance(value, int):
+        return "?"
+    size, unit = float(value), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{size:.0f} {unit}" if unit == "B" or size >= 100 else f"{size:.1f} {unit}"
+
+
 def _figure(value: object) -> str:
     return f"{value:.1f}" if isinstance(value, float) else ("-" if value is None else str(value))
 
@@ -101,6 +113,8 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
     if found.drift is not None:
         changes = escape(", ".join(found.drift)) or "unchanged"
         lines.append(f"environment since {found.current} was deployed: {changes}")
+    if found.compile_cache is not None:
+        lines.append(f"compile cache: {_size(found.compile_cache.get('bytes'))} in {found.compile_cache.get('path')}")
     for line in lines:
         stdout_console().print(line)
 

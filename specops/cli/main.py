@@ -76,7 +76,10 @@ def _show_version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     config: Annotated[
-        Path | None, typer.Option("--config", help="specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)")
+        Path | None,
+        # readable=False: click's own check would exit 2; the loader reports an unreadable file as exit 3,
+        # exactly as it does for the same file found by default.
+        typer.Option("--config", readable=False, help="specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)"),
     ] = None,
     json_output: JsonOpt = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from specops.commands.cache import cache_environment
 from specops.commands.quoting import env_file_line, environment_directive, exec_arg, systemd_specifiers
 from specops.config.loader import Target
 
@@ -132,7 +133,8 @@ def exec_start(argv: list[str]) -> str:
 
 
 def unit_environment(target: Target) -> dict[str, str]:
-    """Variables systemd's near-empty environment lacks: FlashInfer's JIT needs CUDA_HOME and nvcc on PATH."""
+    """Variables systemd's near-empty environment lacks: FlashInfer's JIT needs CUDA_HOME and nvcc on PATH; the
+    compile caches live in a folder that outlives releases (specops/commands/cache.py)."""
     host = target.host
     venv_bin = posixpath.dirname(host.python)
     env = {
@@ -144,7 +146,7 @@ def unit_environment(target: Target) -> dict[str, str]:
     }
     if host.gpus is not None:
         env["CUDA_VISIBLE_DEVICES"] = host.gpus
-    return env
+    return env | cache_environment(host)
 
 
 def operator_environment(target: Target) -> dict[str, str]:
@@ -168,6 +170,8 @@ def render_unit(target: Target, spellings: Mapping[str, str] | None = None) -> s
         "stop_timeout_s": stop_timeout_s(target),
         "limit_nofile": host.limit_nofile,
         "syslog_identifier": host.service,
+        "run_as": host.run_as,  # None: no User=/Group= (root)
+        "run_as_groups": host.run_as_groups,
     }
     return _template().render(**context)
 

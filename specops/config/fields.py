@@ -34,6 +34,9 @@ SYSTEM_UNITS = frozenset(
 SYSTEM_UNIT_PREFIXES = ("systemd-", "getty@", "user@", "sys-", "dev-")
 _GPU_LIST = re.compile(r"[0-9]{1,3}(?:,[0-9]{1,3})*")
 _UNIX_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+# systemd's strict user/group name rule (also what useradd accepts by default): no digits-only names (a UID),
+# no '$', '@', '.', ':' or spaces, at most 31 characters
+_POSIX_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,30}")
 
 
 def _no_control(value: str) -> str:
@@ -151,6 +154,17 @@ def _listen_address(value: str) -> str:
         raise ValueError(f"{value!r} is not an IP address (e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
 
 
+def _posix_name(value: str) -> str:
+    """A user or group name as it goes into User=/Group=/SupplementaryGroups= and `getent`."""
+    _no_control(value)
+    if not _POSIX_NAME.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a user or group name: use letters, digits, '_' and '-', starting with a letter or "
+            "'_', at most 31 characters"
+        )
+    return value
+
+
 PlainText = Annotated[str, AfterValidator(_no_control)]
 Name = Annotated[str, AfterValidator(_name)]
 ServiceName = Annotated[str, AfterValidator(_service_name)]
@@ -162,3 +176,4 @@ JumpHosts = Annotated[str, AfterValidator(_jump)]
 GpuList = Annotated[str, AfterValidator(_gpu_list)]
 ListenAddress = Annotated[str, AfterValidator(_listen_address)]
 UnixUser = Annotated[str, AfterValidator(_unix_user)]
+PosixName = Annotated[str, AfterValidator(_posix_name)]

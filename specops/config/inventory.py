@@ -15,6 +15,7 @@ from specops.config.fields import (
     ModelRef,
     Name,
     PlainText,
+    PosixName,
     ServiceName,
     SshTarget,
     UnixUser,
@@ -45,6 +46,9 @@ _HOST_SETTINGS_DOC = {
     "become": "'sudo': run every command on the host through sudo (log in as a user, act as become_user); "
     "'none': the login user acts itself (root)",
     "become_user": "the user sudo runs the commands as (with become = 'sudo'); specops needs root",
+    "run_as": "system user the engine runs as (User=, Group= of the same name); unset: root",
+    "run_as_groups": "supplementary groups of the engine when run_as is set (SupplementaryGroups=), for GPU "
+    "device access: the groups that own /dev/nvidia* and /dev/dri/* on the host, e.g. ['video', 'render']",
     "overrides": "per-profile overrides: [hosts.NAME.overrides.PROFILE] with profile fields",
     "pre_stop": "command run on THIS machine (argv list, no shell) before a deploy or rollback stops the engine, "
     "e.g. to take the host out of a load balancer; SPECOPS_HOST, SPECOPS_RELEASE, SPECOPS_PHASE in its "
@@ -87,6 +91,8 @@ class HostSettings(BaseModel):
     keep_releases: int | None = Field(default=None, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
     become: Literal["sudo", "none"] | None = Field(default=None, description=_HOST_SETTINGS_DOC["become"])
     become_user: UnixUser | None = Field(default=None, description=_HOST_SETTINGS_DOC["become_user"])
+    run_as: PosixName | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as"])
+    run_as_groups: list[PosixName] | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as_groups"])
     overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
     pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
     post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
@@ -122,6 +128,8 @@ class HostSpec(BaseModel):
     keep_releases: int = Field(default=5, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
     become: Literal["sudo", "none"] = Field(default="none", description=_HOST_SETTINGS_DOC["become"])
     become_user: UnixUser = Field(default="root", description=_HOST_SETTINGS_DOC["become_user"])
+    run_as: PosixName | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as"])
+    run_as_groups: list[PosixName] = Field(default=[], description=_HOST_SETTINGS_DOC["run_as_groups"])
     overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])
     pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
     post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])

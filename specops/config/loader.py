@@ -98,6 +98,8 @@ def _overridden(override: Mapping[str, Any], path: str) -> bool:
 def find_config(explicit: Path | None, cwd: Path, environ: Mapping[str, str]) -> Path:
     """--config, else ./specops.toml, else $SPECOPS_CONFIG, else ~/.config/specops/specops.toml."""
     if explicit is not None:
+        if explicit.is_dir():
+            raise ConfigError([f"{explicit}: is a folder, not a TOML file (given with --config)"])
         if not explicit.is_file():
             raise ConfigError([f"{explicit}: no such file (given with --config)"])
         return explicit
@@ -130,6 +132,7 @@ def load_config(path: Path, cwd: Path) -> Config:
     lines += _check_profile_names(hosts, {*profiles, *failed_profiles}, profiles, display)
     lines += _check_api_key_secrets(hosts, display)
     lines += _check_become_users(raw, hosts, display)
+    lines += _check_run_as(hosts, display)
     if lines:
         raise ConfigError(lines)
     try:
@@ -165,6 +168,15 @@ def _check_become_users(raw: Mapping[str, Any], hosts: Mapping[str, HostSpec], d
         if isinstance(table, dict) and "become_user" in table and not host.uses_sudo:
             lines.append(f'{display}: hosts.{name}.become_user: has no effect without become = "sudo" ({hint})')
     return lines
+
+
+def _check_run_as(hosts: Mapping[str, HostSpec], display: str) -> list[str]:
+    """Supplementary groups belong to the service user: without run_as the engine runs as root and they mean nothing."""
+    return [
+        f"{display}: hosts.{name}.run_as_groups: set without run_as (the engine runs as root); set run_as too"
+        for name, host in hosts.items()
+        if host.run_as_groups and host.run_as is None
+    ]
 
 
 def _unknown_top_keys(raw: Mapping[str, Any], display: str) -> list[str]:

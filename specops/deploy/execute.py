@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from specops.commands.cache import cache_key
 from specops.commands.release import ReleaseInfo
 from specops.config.secrets import Secret
 from specops.deploy import stop_step
@@ -32,6 +33,7 @@ from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ExitCode, SpecopsError
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
+from specops.ops import cache as compile_cache
 from specops.ops import guard, lock
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
 from specops.ops.unit import install_env_file, install_unit
@@ -107,6 +109,7 @@ class _HostDeploy:
         self.checks_ok = True
         self.gates: GateResult | None = None
         self.facts_record: dict[str, object] = {}  # the candidate's environment fingerprint, for the manifest
+        self.cache_key = cache_key(None, None, [])  # replaced by the preflight's facts
 
     def run(self) -> None:
         with open_push(self.host, self.spec, max_bytes=self.plan.staged.total_bytes) as session:
@@ -205,6 +208,7 @@ class _HostDeploy:
     def _preflight(self) -> None:
         candidate = f"{self.spec.service_dir}/releases/{self.steps.release}"
         facts = probe(self.host, self.spec, self.profile, extra_roots={"candidate": candidate})
+        self.cache_key = compile_cache.key_from_facts(self.spec, facts)
         self.facts_record = fingerprint_from_facts(facts, host=self.spec.name, unit_text=self.host_plan.unit_text,
                                                    tree_hash=self.plan.staged.tree_hash,
                                                    release=self.steps.release).to_json()  # fmt: skip
@@ -220,11 +224,13 @@ class _HostDeploy:
 
     def _unit(self) -> None:
         install_env_file(self.host, self.spec, self.host_plan.env_text)
+        compile_cache.prepare(self.host, self.spec, self.cache_key)
         if self.steps.unit_changed:
             install_unit(self.host, self.spec, self.host_plan.unit_text)
         # the fingerprint rides on this manifest update (no extra round trip): `specops diagnose` compares it later
         update_manifest(self.host, self.spec, self.steps.release, {"unit": self.host_plan.unit_text,
                                                                   "profile": self.profile.name,
+                                                                  "compile_cache": self.cache_key,
                                                                   "facts": self.facts_record})  # fmt: skip
 
     def _arm(self) -> None:
@@ -250,6 +256,9 @@ class _HostDeploy:
         listing, release = self.state.listing, self.steps.release
         previous = last_verified_figures(listing, self.profile.name, exclude=release)
         speedup_baseline = release_figures(listing, self.profile.smoke.baseline_release)
+        expected = compile_cache.expected_downtime(listing.releases, listing.current)
+        if expected is not None:
+            self.reporter.event(Event(self.spec.name, "gates", expected))
         self.gates = restart_and_gate(self.host, self.spec, self.profile, previous, self.reporter,
                                       cancel=self.options.cancel, speedup_baseline=speedup_baseline)  # fmt: skip
         self.outcome.gates = self.gates
@@ -258,7 +267,8 @@ class _HostDeploy:
         assert self.gates is not None
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         # proven again: a release marked bad (reused with this exact tree) is a rollback target again
-        changes = {"verified": True, "verified_at": now, "gates": self.gates.to_json(), "bad": None}
+        changes = {"verified": True, "verified_at": now, "gates": self.gates.to_json(), "bad": None,
+                   "startup_s": round(self.gates.readiness.seconds, 1)}  # fmt: skip
         update_manifest(self.host, self.spec, self.steps.release, changes)
         self.outcome.outcome = Outcome.DEPLOYED
         protect = {self.steps.release} | ({self.steps.rollback_to} if self.steps.rollback_to else set())

@@ -8,7 +8,7 @@ outcomes with the documented exit codes, so one bad host never hides the others.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -47,13 +47,29 @@ def guarded(run: HostRunner, host_plan: HostPlan) -> HostOutcome:
 
 
 def run_fleet(
-    hosts: list[HostPlan], run: HostRunner, options: FleetOptions, cancel: threading.Event | None = None
+    all_hosts: list[HostPlan],
+    run: HostRunner,
+    options: FleetOptions,
+    cancel: threading.Event | None = None,
+    not_connected: Collection[str] = (),
 ) -> dict[str, HostOutcome]:
     """Canary hosts one by one; if all pass, the rest in batches of `parallel` within the failure budget.
 
     A batch of one runs in this thread, so Ctrl-C interrupts the deploy itself; a parallel batch runs in
     worker threads, and Ctrl-C sets `cancel`, which each worker checks between phases and while waiting.
+    Hosts in `not_connected` (no connection could be opened up front, see specops/deploy/connections.py) get
+    their outcome at once and count neither as canaries nor against the failure budget: they say nothing
+    about the release. Results come in the order of `all_hosts`.
     """
+    results = {h.name: guarded(run, h) for h in all_hosts if h.name in not_connected}
+    hosts = [h for h in all_hosts if h.name not in not_connected]
+    deployed = _rollout(hosts, run, options, cancel)
+    return {h.name: results.get(h.name) or deployed[h.name] for h in all_hosts}
+
+
+def _rollout(
+    hosts: list[HostPlan], run: HostRunner, options: FleetOptions, cancel: threading.Event | None
+) -> dict[str, HostOutcome]:
     results: dict[str, HostOutcome] = {}
     canaries, rest = hosts[: options.canary], hosts[options.canary :]
     for host_plan in canaries:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from specops.commands import engine_stop, journal, units
 from specops.commands import release as release_cmd
+from specops.commands.cache import KEY_PLACEHOLDER, prepare_argvs
 from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, guard_script_path, schema_argv, watch_argv
 from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
@@ -73,6 +74,10 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
     commands = [
         run(units.mkdir_argv(spec.service_dir)),
         put(spec.env_file, 0o600, f"the env file ({env_lines} line{'' if env_lines == 1 else 's'}; secrets not shown)"),
+        *(
+            run(argv, note="the compile cache, keyed by the preflight's facts")
+            for argv in prepare_argvs(spec, KEY_PLACEHOLDER)
+        ),
     ]
     if unit_changed:
         scratch = units.verify_path(spec.unit_name)
@@ -90,7 +95,7 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(units.show_argv(spec.unit_name, ["NeedDaemonReload"])),
             run(units.daemon_reload_argv()),
         ]
-    return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ...}')]
+    return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ..., "compile_cache": ...}')]
 
 
 def manifest_update(

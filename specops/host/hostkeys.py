@@ -6,11 +6,12 @@ never adds anything (Fabric's AutoAddPolicy is the anti-pattern). Pure: ssh.py h
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from specops.errors import ConnectError
-from specops.host import known_hosts, ssh_errors
+from specops.host import host_certs, known_hosts, ssh_errors
 from specops.host.target import SshTarget
 
 
@@ -29,10 +30,19 @@ class HostKeyChecker:
         """Asked for first in the key exchange, so a host with several keys presents the one we know."""
         return known_hosts.known_types(self.entries, self.name)
 
-    def check(self, blob: bytes, fallback_type: str) -> None:
-        """`blob`: the plain key, also when the host sent a certificate (never trusted as one)."""
+    def trusts_certificates(self) -> bool:
+        """An `@cert-authority` line covers this host: its certificate is then asked for first, as OpenSSH does."""
+        return known_hosts.trusts_certificates(self.entries, self.name)
+
+    def check(
+        self, blob: bytes, fallback_type: str, certificate: bytes | None = None, verify: host_certs.Verify | None = None
+    ) -> None:
+        """`blob`: the plain key, also when the host sent a certificate; `certificate` (with `verify`, the CA
+        signature check paramiko does) is trusted only as host_certs.py allows, else the plain key decides."""
         key_type = known_hosts.blob_type(blob) or fallback_type
-        verdict = known_hosts.check(self.entries, self.name, key_type, blob)
+        refuse_all: host_certs.Verify = lambda ca, signed, signature: False  # noqa: E731 (no check: no trust)
+        verdict = host_certs.decide(self.entries, self.name, self.target.hostname, (key_type, blob, certificate),
+                                    time.time(), verify or refuse_all)  # fmt: skip
         if verdict.status != "trusted":
             presented = (key_type, known_hosts.fingerprint(blob))
             raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)

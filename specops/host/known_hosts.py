@@ -8,8 +8,8 @@ a false "HOST KEY HAS CHANGED"). OpenSSH instead (sshd(8) "SSH_KNOWN_HOSTS FILE 
 - accepts the key if ANY line for the host holds it, and calls it changed only when a line for the host holds
   a different key of the same type and none holds the presented one;
 - refuses a key that a matching `@revoked` line names, whatever else says;
-- trusts host certificates signed by an `@cert-authority` key. specops cannot verify host certificates
-  (paramiko does not), so such a line is read, never trusted, and named when it is all that matches the host.
+- trusts host certificates signed by an `@cert-authority` key (checked in specops/host/host_certs.py), and
+  falls back to the plain key when the certificate does not do.
 
 Host patterns: comma-separated, `*` and `?` wildcards, `!` negation, `|1|salt|hash` hashed names; a non-22 port
 is looked up as `[host]:port`.
@@ -48,10 +48,11 @@ class KnownKey:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What known_hosts says about the presented key: trusted, revoked, changed, ca-only or unknown."""
+    """What known_hosts says about the presented key: trusted, revoked, changed, ca-only, cert-refused or unknown."""
 
     status: str
     lines: tuple[KnownKey, ...] = field(default=())  # the lines that decided it (revoked/changed/ca-only)
+    reason: str = ""  # cert-refused: what was wrong with the host's certificate
 
 
 def fingerprint(blob: bytes) -> str:
@@ -121,6 +122,11 @@ def check(entries: Sequence[KnownKey], name: str, key_type: str, blob: bytes) ->
     if authorities:
         return Verdict("ca-only", authorities)
     return Verdict("unknown", tuple(plain))
+
+
+def trusts_certificates(entries: Sequence[KnownKey], name: str) -> bool:
+    """Whether an `@cert-authority` line covers this host: then certificate host keys are asked for first."""
+    return any(entry.marker == CERT_AUTHORITY and host_matches(entry.patterns, name) for entry in entries)
 
 
 def known_types(entries: Sequence[KnownKey], name: str) -> list[str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specops.errors import ConnectError
-from specops.host import ssh_errors
+from specops.host import host_certs, known_hosts, ssh_errors
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
@@ -144,12 +144,13 @@ def _handshake(
     except ConnectError:  # an unreadable known_hosts file: nothing may be left open behind the error
         sock.close()
         raise
-    transport = _tuned_transport(sock, known_types=checker.known_types())
+    transport = _tuned_transport(sock, known_types=checker.known_types(), certificates=checker.trusts_certificates())
     transport.banner_timeout = max(timeout - (time.monotonic() - started), 1.0)  # ONE timeout: connect + banner
     try:
         transport.start_client(timeout=max(timeout, 30.0))
         host_key = transport.get_remote_server_key()
-        checker.check(host_key.asbytes(), host_key.get_name())
+        certificate = host_key.public_blob.key_blob if host_key.public_blob is not None else None
+        checker.check(host_key.asbytes(), host_key.get_name(), certificate, _verify_ca_signature)
         keys = _authenticate(transport, target)
     except ConnectError:
         transport.close()
@@ -379,7 +380,18 @@ def _open_socket(target: SshTarget, timeout: float) -> socket.socket:
     return sock
 
 
-def _tuned_transport(sock: Any, /, *, known_types: Sequence[str] = ()) -> paramiko.Transport:
+def _verify_ca_signature(ca_blob: bytes, signed: bytes, signature: bytes) -> bool:
+    """A certificate authority's signature over a host certificate (paramiko does the cryptography)."""
+    try:
+        ca = paramiko.PKey.from_type_string(known_hosts.blob_type(ca_blob) or "", ca_blob)
+        return bool(ca.verify_ssh_sig(signed, paramiko.Message(signature)))
+    except (paramiko.SSHException, ValueError, TypeError, IndexError):
+        return False
+
+
+def _tuned_transport(
+    sock: Any, /, *, known_types: Sequence[str] = (), certificates: bool = False
+) -> paramiko.Transport:
     transport = paramiko.Transport(sock, default_window_size=WINDOW_BYTES, default_max_packet_size=MAX_PACKET_BYTES)
     options = transport.get_security_options()
     options.ciphers = (
@@ -388,7 +400,9 @@ def _tuned_transport(sock: Any, /, *, known_types: Sequence[str] = ()) -> parami
     )
     wanted = [name for known in known_types for name in RSA_SIGNATURES.get(known, (known,))]
     first = [name for name in wanted if name in options.key_types]  # the host's known key, not another type
-    options.key_types = (*dict.fromkeys(first), *(name for name in options.key_types if name not in first))
+    order = [*dict.fromkeys(first), *(name for name in options.key_types if name not in first)]
+    # with a CA for the host, ask for its certificate first, as OpenSSH does (paramiko lists them last)
+    options.key_types = (*(host_certs.certificate_types(order) if certificates else ()), *order)
     return transport
 
 

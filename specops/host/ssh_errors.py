@@ -108,9 +108,17 @@ def host_key_refused(
     if verdict.status == "ca-only":
         return ConnectError(
             f"{target.address}: known_hosts trusts host certificates from a @cert-authority for "
-            f"{target.hostname} ({lines}), but specops cannot verify SSH host certificates; the host offered "
-            f"{key_type} {offered}",
-            hint=f"add the host's own key to known_hosts as a plain line: {_keyscan_hint(target)}",
+            f"{target.hostname} ({lines}), but the host offered no certificate, only its key {key_type} {offered}",
+            hint="give the host a certificate signed by that CA (sshd's HostCertificate), or add its own key to "
+            f"known_hosts as a plain line: {_keyscan_hint(target)}",
+        )
+    if verdict.status == "cert-refused":
+        return ConnectError(
+            f"{target.address}: the host's certificate was refused: {verdict.reason} (known_hosts: {lines}); its "
+            f"key {key_type} {offered} is not in known_hosts as a plain line either",
+            hint=f"re-sign the host key: `ssh-keygen -s CA_KEY -h -n {target.hostname} -I ID -V +52w "
+            "/etc/ssh/ssh_host_ed25519_key.pub` on the CA, then reload sshd; or add the host's own key as a plain "
+            f"line: {_keyscan_hint(target)}",
         )
     return unknown_host_key(target, key_type, offered, files)
 

@@ -15,6 +15,7 @@ from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode
 from specops.host.base import Host
+from specops.ops.cache import measure as measure_cache
 from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.release import read_listing
 
@@ -55,6 +56,8 @@ class HostStatus:
             return "NOT verified"
         left = self.watching_left_s
         return "verified" if left is None else f"verified, watching ({_duration(left)} left)"
+
+    compile_cache: dict[str, object] | None = None  # {"path": keyed folder, "bytes": size}; None: none prepared yet
 
     @property
     def healthy(self) -> bool:
@@ -104,6 +107,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
         host=spec.name,
         drift=drift,
         watch=listing.watch,
+        compile_cache=measure_cache(host, spec),
         current=listing.current,
         running_release=running,
         uses_current=(running == listing.current) if running else None,

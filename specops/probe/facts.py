@@ -212,6 +212,50 @@ class ReleaseFacts(_Facts):
     ids: list[str] = []
 
 
+class AccountFacts(_Facts):
+    """A user account as the host's account databases know it (exists=False: no such user)."""
+
+    name: str
+    exists: bool = False
+    uid: int | None = None
+    gid: int | None = None
+    primary_group: str | None = None
+    member_of: list[str] = []  # the groups that list it as a member (/etc/group), besides its primary group
+    home: str | None = None
+    shell: str | None = None
+
+
+class DeviceNode(_Facts):
+    """A file or folder with who may use it: a GPU device node (/dev/nvidia0, /dev/dri/renderD128), a folder."""
+
+    path: str
+    uid: int
+    gid: int
+    group: str | None = None  # the owning group's name (None: a gid with no name)
+    mode: int  # permission bits, e.g. 0o660
+    is_dir: bool = False
+
+
+class PathChain(_Facts):
+    """A path the engine must reach (its interpreter, a model folder): every folder walked and the file itself,
+    through symlinks (`target` is where they lead)."""
+
+    path: str
+    target: str
+    exists: bool = False
+    chain: list[DeviceNode] = []
+
+
+class ServiceUserFacts(_Facts):
+    """The `run_as` user, the groups the unit names (gid, None where missing), the GPU device nodes and the
+    paths it must reach ("python", "target", "draft")."""
+
+    user: AccountFacts
+    groups: dict[str, int | None] = {}
+    devices: list[DeviceNode] = []
+    paths: dict[str, PathChain] = {}
+
+
 class HostFacts(_Facts):
     """Everything one probe saw on one host."""
 
@@ -234,6 +278,7 @@ class HostFacts(_Facts):
     limits: LimitsFacts = LimitsFacts()
     unit: UnitFacts | None = None
     releases: ReleaseFacts = ReleaseFacts()
+    service_user: ServiceUserFacts | None = None  # only when the host sets run_as
     errors: dict[str, str] = Field(default_factory=dict)  # section -> why it could not be observed
 
 

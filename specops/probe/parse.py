@@ -25,6 +25,7 @@ from specops.probe.facts import (
     PortFacts,
     PythonFacts,
     ReleaseFacts,
+    ServiceUserFacts,
     SpecInfoFacts,
     SystemFacts,
     TorchcodecFacts,
@@ -183,6 +184,7 @@ def parse_host_facts(raw: Raw) -> HostFacts:
         limits=LimitsFacts.model_validate(_section(raw, "limits")),
         unit=parse_unit(raw.get("unit")),
         releases=ReleaseFacts.model_validate(_section(raw, "releases")),
+        service_user=ServiceUserFacts.model_validate(raw["service_user"]) if raw.get("service_user") else None,
         errors=errors,
     )
 

@@ -83,6 +83,8 @@ def build_request(
         "profile": profile.name if profile else None,
         "server_argv": _server_argv(host, profile),
         "proc_driver_version_path": PROC_DRIVER_VERSION,
+        "run_as": host.run_as,
+        "run_as_groups": list(host.run_as_groups),
         "deep": deep,
         "deep_timeout_s": DEEP_IMPORT_TIMEOUT_S,
     }

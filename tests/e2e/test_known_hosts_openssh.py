@@ -117,7 +117,7 @@ def test_a_host_known_only_through_a_cert_authority_is_refused_clearly(
     ca = write_keypair(tmp_path / "ca", "ca")
     refused = _both(module_testhost, tmp_path, f"@cert-authority {module_testhost.ip} {ca}\n")
     assert refused is not None
-    assert "specops cannot verify SSH host certificates" in refused.message
+    assert "but the host offered no certificate, only its key ssh-ed25519" in refused.message
 
 
 def test_a_host_with_two_keys_presents_the_one_known_hosts_lists(testhost: TestHost, tmp_path: Path) -> None:
@@ -133,24 +133,44 @@ def test_a_host_with_two_keys_presents_the_one_known_hosts_lists(testhost: TestH
     assert _both(testhost, tmp_path, f"{testhost.ip} {public.decode()}\n") is None
 
 
-def test_a_real_host_certificate_is_the_documented_limit(testhost: TestHost, tmp_path: Path) -> None:
-    """The host presents a certificate signed by a CA that known_hosts trusts: OpenSSH accepts it; specops
-    cannot verify host certificates and refuses, naming the @cert-authority line (docs/configuration.md)."""
-    write_keypair(tmp_path / "ca", "ca")
+def _certify(host: TestHost, tmp_path: Path, *options: str) -> str:
+    """Sign the host's ed25519 key with a fresh CA (ssh-keygen OPTIONS), make sshd present the certificate, and
+    return the CA's `@cert-authority` key text."""
+    ca = tmp_path / "ca"
+    if not ca.exists():
+        write_keypair(ca, "ca")
     host_pub = tmp_path / "host_key.pub"
-    host_pub.write_bytes(testhost.read_file("/etc/ssh/ssh_host_ed25519_key.pub"))
-    sign = ["ssh-keygen", "-q", "-s", str(tmp_path / "ca"), "-I", "th", "-h", "-n", testhost.ip, str(host_pub)]
+    host_pub.write_bytes(host.read_file("/etc/ssh/ssh_host_ed25519_key.pub"))
+    sign = ["ssh-keygen", "-q", "-s", str(ca), "-I", "th", *options, str(host_pub)]
     subprocess.run(sign, check=True, capture_output=True, timeout=30)
-    cert = (tmp_path / "host_key-cert.pub").read_bytes()
-    testhost.write_file("/etc/ssh/ssh_host_ed25519_key-cert.pub", cert)
+    host.write_file("/etc/ssh/ssh_host_ed25519_key-cert.pub", (tmp_path / "host_key-cert.pub").read_bytes())
     conf = b"HostCertificate /etc/ssh/ssh_host_ed25519_key-cert.pub\n"
-    testhost.write_file("/etc/ssh/sshd_config.d/01-cert.conf", conf)
-    _reload_sshd(testhost)
-    ca_key = " ".join((tmp_path / "ca.pub").read_text().split()[:2])
-    ca_line = f"@cert-authority {testhost.ip} {ca_key}\n"
-    known = tmp_path / "known_hosts"
-    known.write_text(ca_line)
-    assert _openssh_accepts(testhost, known)
-    refused = _specops(testhost, known, tmp_path)
+    host.write_file("/etc/ssh/sshd_config.d/01-cert.conf", conf)
+    _reload_sshd(host)
+    return " ".join((tmp_path / "ca.pub").read_text().split()[:2])
+
+
+def test_a_real_host_certificate_from_a_trusted_ca_is_accepted_like_openssh(testhost: TestHost, tmp_path: Path) -> None:
+    """Only a `@cert-authority` line for the host: the host presents a certificate signed by that CA naming its
+    address; OpenSSH and specops both accept it, then both refuse one that names another host, one that expired,
+    and one from a CA known_hosts does not list."""
+    ca_key = _certify(testhost, tmp_path, "-h", "-n", testhost.ip)
+    trusted = f"# our CA\n@cert-authority 10.200.*,{testhost.ip} {ca_key}\n"
+    assert _both(testhost, tmp_path, trusted) is None
+
+    other = write_keypair(tmp_path / "other-ca", "other-ca")
+    refused = _both(testhost, tmp_path, f"@cert-authority {testhost.ip} {other}\n")
     assert refused is not None and refused.exit_code == 4
-    assert f"{known}:1" in refused.message and "specops cannot verify SSH host certificates" in refused.message
+    assert "its signer is not an @cert-authority of known_hosts for this host" in refused.message
+
+    _certify(testhost, tmp_path, "-h", "-n", "10.255.0.1")
+    refused = _both(testhost, tmp_path, trusted)
+    assert refused is not None
+    assert (
+        f"the host's certificate was refused: certificate 'th' names 10.255.0.1, not {testhost.ip}" in refused.message
+    )
+    assert f"ssh-keygen -s CA_KEY -h -n {testhost.ip}" in refused.hint
+
+    _certify(testhost, tmp_path, "-h", "-n", testhost.ip, "-V", "20200101:20200102")
+    refused = _both(testhost, tmp_path, trusted)
+    assert refused is not None and "certificate 'th' has expired" in refused.message

@@ -114,6 +114,7 @@ def _with_views(host: RecordingHost, service_dir: str) -> RecordingHost:
     host.script(["sh", "-c", audit.READ_SCRIPT], reply(json.dumps(entry) + "\n"))
     host.script(["journalctl"], reply("engine says hello\n-- cursor: s=1;i=9\n"))
     host.script(["readlink"], reply(f"{service_dir}/releases/{CURRENT}\n"))
+    host.script(["du"], reply(f"4096\t{service_dir}/cache\n"))  # status: the compile cache's size
     return host
 
 

@@ -10,4 +10,5 @@ from specops.doctor.checks import (  # noqa: F401, I001 (import order = output o
     server_args,
     model_files,
     host_resources,
+    service_user,
 )

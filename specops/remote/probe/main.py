@@ -7,9 +7,10 @@ subprocess with a timeout, and reports what they printed.
 
 Request (built by specops/probe/run.py:build_request): python, base_dir, service, unit, listen, ports [int],
 cuda_home, models {role: abs path}, disk_paths [path], sglang_roots {label: folder holding `sglang/`},
-proc_driver_version_path, deep (bool), deep_timeout_s. Answer: {probe_version, seconds, errors {section: why},
-python, system, env, torch, dists, torchcodec, native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models,
-ports, disks, limits, unit}; commands appear raw as {found, rc, out, err, timed_out}. --deep answers
+proc_driver_version_path, run_as, run_as_groups, deep (bool), deep_timeout_s.
+Answer: {probe_version, seconds, errors {section: why}, python, system, env, torch, dists, torchcodec,
+native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models, ports, disks, limits, unit, service_user};
+commands appear raw as {found, rc, out, err, timed_out}. --deep answers
 {probe_version, seconds, errors, torch, torchcodec}, each a command whose stdout has a `SPECOPS_DEEP {json}` line.
 """
 
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.probe.account import gather_service_user
 from specops.remote.probe.common import PROBE_VERSION, guarded, package_dir, run_command, site_packages
 from specops.remote.probe.dists import gather_dists
 from specops.remote.probe.gpu import gather_nvidia
@@ -102,6 +104,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     guarded(result, "disks", lambda: gather_disks(request))
     guarded(result, "limits", gather_limits)
     guarded(result, "unit", lambda: gather_unit(request))
+    guarded(result, "service_user", lambda: gather_service_user(request))
     nvidia.join()
     ffmpeg.join()
     return result

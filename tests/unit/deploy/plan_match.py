@@ -2,7 +2,7 @@
 
 A planned command matches a recorded one when its kind and words are equal, where a planned word may hold a
 placeholder for what is only known while the deploy runs: the lock token (shown ***), the journal cursor,
-the gates' cause. `times` says how often a command may occur: once, if-needed (0-1), repeated (1+), or in
+the gates' cause, the compile cache's key. `times` says how often a command may occur: once, if-needed (0-1), repeated (1+), or in
 the background (the lock's heartbeat: anywhere, any number of times).
 """
 
@@ -12,13 +12,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from specops.commands.cache import KEY_PLACEHOLDER
 from specops.commands.journal import CURSOR_PLACEHOLDER
 from specops.config.secrets import MASK
 from specops.deploy.step_commands import CAUSE_PLACEHOLDER
 from specops.deploy.steps import shown_argv
 from specops.host.recording import Call
 
-PLACEHOLDERS = (MASK, CURSOR_PLACEHOLDER, CAUSE_PLACEHOLDER)
+PLACEHOLDERS = (MASK, CURSOR_PLACEHOLDER, CAUSE_PLACEHOLDER, KEY_PLACEHOLDER)
 Command = dict[str, Any]
 
 

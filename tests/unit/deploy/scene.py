@@ -87,7 +87,8 @@ class DeployScene:
         self._script_release_ops(host, script)
         self._script_gates(host)
         for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"],
-                       ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"]):  # fmt: skip
+                       ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"],
+                       ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
         # the stop before a restart: the engine already stopped, its GPUs free (ops/engine_stop.py has its own tests)

@@ -47,9 +47,19 @@ def test_a_revoked_key_is_named_with_its_line() -> None:
     )
 
 
-def test_a_host_known_only_through_a_ca_says_certificates_are_not_verified() -> None:
+def test_a_host_known_only_through_a_ca_that_offers_no_certificate_is_told_so() -> None:
     ca = KnownKey("@cert-authority", "*.example.com", "ssh-ed25519", b"ca", "/k:2")
     error = ssh_errors.host_key_refused(_target("llm-one", 22), Verdict("ca-only", (ca,)), PRESENTED, [])
-    assert "specops cannot verify SSH host certificates" in error.message
+    assert "the host offered no certificate, only its key ssh-ed25519 SHA256:new" in error.message
     assert "/k:2" in error.message
-    assert "ssh-keyscan 10.0.0.7" in error.hint
+    assert "HostCertificate" in error.hint and "ssh-keyscan 10.0.0.7" in error.hint
+
+
+def test_a_refused_certificate_names_why_and_how_to_re_sign() -> None:
+    ca = KnownKey("@cert-authority", "10.0.0.*", "ssh-ed25519", b"ca", "/k:1")
+    verdict = Verdict("cert-refused", (ca,), "certificate 'th' has expired")
+    error = ssh_errors.host_key_refused(_target("llm-one", 22), verdict, PRESENTED, [])
+    assert error.message.startswith(
+        "deploy@10.0.0.7:22: the host's certificate was refused: certificate 'th' has expired"
+    )
+    assert "ssh-keygen -s CA_KEY -h -n 10.0.0.7" in error.hint

@@ -11,6 +11,7 @@ Env knobs (all optional; tests use them to stay fast or to provoke failures):
   SGLANG_TESTENGINE_MISMATCH_TOKENS_PER_SECOND  speed with the feature-dim mismatch, default 2
   SGLANG_TESTENGINE_ACCEPT_LENGTH      accept length with a working draft (default 3.2 DFLASH/DDTREE, 2.5 EAGLE)
   SGLANG_TESTENGINE_CRASH_AFTER_LOAD   if set, raise RuntimeError(<value>) right after the weights load
+  SGLANG_TESTENGINE_COMPILE_SECONDS    "compile" time of a cold start (testengine_cache.py), default 1
   SGLANG_TESTENGINE_TORCHCODEC         fatal (default: a broken torchcodec kills start-up), warn (log
                                        upstream's "Ignore import error" line and go on) or skip
   SGLANG_TESTENGINE_SAMPLED_LOOP       1: answers at temperature > 0 decode a repetition loop, greedy ones
@@ -33,6 +34,7 @@ import time
 from types import FrameType
 
 from sglang.srt.server_args import ServerArgs, parse_server_args, server_args_dict
+from sglang.srt.testengine_cache import use_compile_cache
 from sglang.srt.testengine_log import log, uvicorn_log
 from sglang.srt.testengine_upstream import check_against_upstream
 
@@ -138,6 +140,7 @@ def _serve(args: ServerArgs) -> None:
 
     model = _load_weights(args)
     assert isinstance(model, LoadedModel)
+    use_compile_cache()
     if model.is_multimodal:
         _import_multimodal_processors()
     state = EngineState(args, Generator(model, args.speculative_num_draft_tokens), model.context_length)

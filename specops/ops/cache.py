@@ -1,0 +1,51 @@
+"""The compile cache on a host: choose its folder from the probe's facts, prepare it, measure it.
+
+The folder lives under `<base_dir>/shared/cache/`, outside `<base_dir>/<service>/releases/`, so pruning
+releases never touches it (see specops/commands/cache.py for the why).
+"""
+
+from __future__ import annotations
+
+from specops.commands.cache import cache_key, prepare_argvs, shared_cache_dir, size_argv
+from specops.commands.release import ReleaseInfo
+from specops.config.inventory import HostSpec
+from specops.host.base import Host
+from specops.probe.facts import HostFacts
+
+CACHE_TIMEOUT_S = 60.0
+
+
+def key_from_facts(spec: HostSpec, facts: HostFacts) -> str:
+    """torch, its CUDA, and the compute capability of the GPUs the unit uses (hosts.NAME.gpus, else all)."""
+    wanted = {int(part) for part in spec.gpus.split(",")} if spec.gpus else None
+    archs = [gpu.compute_cap or "" for gpu in facts.nvidia.gpus if wanted is None or gpu.index in wanted]
+    return cache_key(facts.torch.version, facts.torch.cuda, archs)
+
+
+def prepare(host: Host, spec: HostSpec, key: str) -> str:
+    """Create the keyed folder (writable by the engine) and point `<service>/cache` at it; the folder's path."""
+    for argv in prepare_argvs(spec, key):
+        host.run(argv, timeout=CACHE_TIMEOUT_S)
+    return shared_cache_dir(spec, key)
+
+
+def measure(host: Host, spec: HostSpec) -> dict[str, object] | None:
+    """{"path": the keyed folder, "bytes": its size} or None when the host has no cache yet (never deployed)."""
+    link = host.run(["readlink", f"{spec.service_dir}/cache"], timeout=CACHE_TIMEOUT_S, check=False)
+    if not link.ok:
+        return None  # no link: no deploy has prepared a cache on this host yet
+    size = host.run(size_argv(spec), timeout=CACHE_TIMEOUT_S, check=False)  # a folder removed by hand: no size
+    words = size.text.split()
+    return {"path": link.text.strip(), "bytes": int(words[0]) if size.ok and words and words[0].isdigit() else None}
+
+
+def expected_downtime(releases: list[ReleaseInfo], current: str | None) -> str | None:
+    """ "expected downtime ~42 s (the last start of RELEASE took 42 s)": the readiness time the manifest of the
+    release serving now recorded (else of the newest verified one); None when no start was ever measured."""
+    ordered = sorted(releases, key=lambda r: (r.id == current, r.verified, r.created_at or ""), reverse=True)
+    for release in ordered:
+        readiness = release.gates.get("readiness") if isinstance(release.gates, dict) else None
+        seconds = readiness.get("seconds") if isinstance(readiness, dict) else None
+        if isinstance(seconds, int | float) and readiness is not None and readiness.get("ok"):
+            return f"expected downtime ~{seconds:.0f} s (the last start, of {release.id}, took {seconds:.1f} s)"
+    return None
