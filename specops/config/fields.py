@@ -33,7 +33,6 @@ SYSTEM_UNITS = frozenset(
 )  # fmt: skip
 SYSTEM_UNIT_PREFIXES = ("systemd-", "getty@", "user@", "sys-", "dev-")
 _GPU_LIST = re.compile(r"[0-9]{1,3}(?:,[0-9]{1,3})*")
-_UNIX_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 # systemd's strict user/group name rule (also what useradd accepts by default): no digits-only names (a UID),
 # no '$', '@', '.', ':' or spaces, at most 31 characters
 _POSIX_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,30}")
@@ -133,18 +132,6 @@ def _gpu_list(value: str) -> str:
     return value
 
 
-def _unix_user(value: str) -> str:
-    """A user name sudo gets as `-u NAME`: plain POSIX-portable names only, never something sudo reads as an
-    option (`-`), a uid (`#0`) or a group (`%wheel`)."""
-    _no_control(value)
-    if not _UNIX_USER.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a user name: use lower-case letters, digits, '_' and '-', starting with a letter "
-            "or '_', at most 32 characters"
-        )
-    return value
-
-
 def _listen_address(value: str) -> str:
     """--host must be an address: a name or "" would make SGLang bind where specops does not look."""
     _no_control(value)
@@ -155,7 +142,8 @@ def _listen_address(value: str) -> str:
 
 
 def _posix_name(value: str) -> str:
-    """A user or group name as it goes into User=/Group=/SupplementaryGroups= and `getent`."""
+    """A user or group name as it goes into User=/Group=/SupplementaryGroups=, `getent` and `sudo -u NAME`: never
+    something sudo reads as an option (`-s`), a uid (`#0`) or a group (`%wheel`)."""
     _no_control(value)
     if not _POSIX_NAME.fullmatch(value):
         raise ValueError(
@@ -175,5 +163,4 @@ SshTarget = Annotated[str, AfterValidator(_ssh_target)]
 JumpHosts = Annotated[str, AfterValidator(_jump)]
 GpuList = Annotated[str, AfterValidator(_gpu_list)]
 ListenAddress = Annotated[str, AfterValidator(_listen_address)]
-UnixUser = Annotated[str, AfterValidator(_unix_user)]
 PosixName = Annotated[str, AfterValidator(_posix_name)]

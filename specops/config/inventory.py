@@ -18,7 +18,6 @@ from specops.config.fields import (
     PosixName,
     ServiceName,
     SshTarget,
-    UnixUser,
 )  # fmt: skip
 
 _HOST_SETTINGS_DOC = {
@@ -90,7 +89,7 @@ class HostSettings(BaseModel):
     limit_nofile: int | None = Field(default=None, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int | None = Field(default=None, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
     become: Literal["sudo", "none"] | None = Field(default=None, description=_HOST_SETTINGS_DOC["become"])
-    become_user: UnixUser | None = Field(default=None, description=_HOST_SETTINGS_DOC["become_user"])
+    become_user: PosixName | None = Field(default=None, description=_HOST_SETTINGS_DOC["become_user"])
     run_as: PosixName | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as"])
     run_as_groups: list[PosixName] | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as_groups"])
     overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
@@ -127,7 +126,7 @@ class HostSpec(BaseModel):
     limit_nofile: int = Field(default=65536, ge=1024, le=1048576, description=_HOST_SETTINGS_DOC["limit_nofile"])
     keep_releases: int = Field(default=5, ge=2, le=100, description=_HOST_SETTINGS_DOC["keep_releases"])
     become: Literal["sudo", "none"] = Field(default="none", description=_HOST_SETTINGS_DOC["become"])
-    become_user: UnixUser = Field(default="root", description=_HOST_SETTINGS_DOC["become_user"])
+    become_user: PosixName = Field(default="root", description=_HOST_SETTINGS_DOC["become_user"])
     run_as: PosixName | None = Field(default=None, description=_HOST_SETTINGS_DOC["run_as"])
     run_as_groups: list[PosixName] = Field(default=[], description=_HOST_SETTINGS_DOC["run_as_groups"])
     overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])

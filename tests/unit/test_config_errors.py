@@ -323,14 +323,14 @@ CASES = [
     ),
     pytest.param(
         _host('become = "sudo"\nbecome_user = "-s"\n'),
-        "specops.toml: hosts.llm-two.become_user: '-s' is not a user name: use lower-case letters, digits, '_' and "
-        "'-', starting with a letter or '_', at most 32 characters",
+        "specops.toml: hosts.llm-two.become_user: '-s' is not a user or group name: use letters, digits, '_' and '-', "
+        "starting with a letter or '_', at most 31 characters",
         id="become_user_option",
     ),
     pytest.param(
         _host('become = "sudo"\nbecome_user = "#0"\n'),
-        "specops.toml: hosts.llm-two.become_user: '#0' is not a user name: use lower-case letters, digits, '_' and "
-        "'-', starting with a letter or '_', at most 32 characters",
+        "specops.toml: hosts.llm-two.become_user: '#0' is not a user or group name: use letters, digits, '_' and '-', "
+        "starting with a letter or '_', at most 31 characters",
         id="become_user_uid",
     ),
     pytest.param(
