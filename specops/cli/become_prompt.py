@@ -8,10 +8,10 @@ a clear error instead of getpass's fallback, which would read stdin with echo on
 from __future__ import annotations
 
 import getpass
-import os
 
 from specops.config.secrets import Secret
 from specops.errors import UsageError
+from specops.host.passphrase import has_terminal
 
 PROMPT = "sudo password (of the login user on the hosts): "
 
@@ -30,12 +30,3 @@ def ask_become_password() -> Secret:
     if "\n" in password or "\0" in password:
         raise UsageError("the sudo password cannot contain a newline or NUL byte")
     return Secret(password)
-
-
-def has_terminal() -> bool:
-    """Whether this process has a controlling terminal getpass can switch echo off on."""
-    try:
-        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
-    except OSError:
-        return False
-    return True
