@@ -1,8 +1,9 @@
-"""Doctor benchmark: `specops doctor` wall time vs a bare paramiko exec, and 8 hosts vs 1 (issue 4).
+"""Doctor benchmark: `specops doctor` wall time vs a bare paramiko exec, and 8 hosts vs 1.
 
     python -m bench.doctor_bench [--rounds N] [--hosts N] [--no-breakdown] [--write docs/performance.md]
 
-Goals: doctor on one host ≤ 2.5× one bare paramiko connect + exec + close; doctor on 8 hosts ≤ 1.5× one.
+Goals: doctor on one host ≤ 2.5× one bare paramiko connect + exec + close in-process and ≤ 2.0× as the
+console script; doctor on 8 hosts ≤ 1.5× one.
 Starts N test hosts (root, Linux), prepares them like SGLang hosts, measures every case in interleaved
 rounds, prints a markdown report, and ALWAYS stops the hosts (try/finally). Not a test: it asserts nothing
 about timings; it exits 1 only if a case failed to do its job (then no figure is printed).

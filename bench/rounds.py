@@ -91,7 +91,7 @@ def measure_case(case: Case, cgroups: Sequence[Path], samples: Samples) -> None:
 
 RATIOS = (
     Ratio("doctor 1 host (in-process) / bare paramiko", "doc1_in", "bare", 2.5),
-    Ratio("doctor 1 host (console script) / bare paramiko", "doc1_cli", "bare", 2.5),
+    Ratio("doctor 1 host (console script) / bare paramiko", "doc1_cli", "bare", 2.0),
     Ratio("doctor all hosts / 1 host (in-process)", "docN_in", "doc1_in", 1.5),
     Ratio("doctor all hosts / 1 host (console script)", "docN_cli", "doc1_cli", 1.5),
     Ratio("bare paramiko all hosts / 1 host (this machine's own scaling)", "bareN", "bare", None),
