@@ -22,6 +22,7 @@ from bench import execcount
 from bench.cases import Case, CaseFailed, console_script
 from bench.crashcase import crash_latency
 from bench.deployscene import CHANGED_FILE, MANUAL_DIR, MANUAL_UNIT, Scene, set_change_line
+from bench.deployscene import UNIT as SPECOPS_UNIT
 
 DEPLOYED = "deployed"
 ENGINE_UP = "The server is fired up and ready to roll!"
@@ -149,13 +150,38 @@ def rsync_untimed(scene: Scene) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def _invocation(scene: Scene) -> str:
-    argv = ["systemctl", "show", "-p", "InvocationID", "--value", MANUAL_UNIT]
+def _invocation(scene: Scene, unit: str = MANUAL_UNIT) -> str:
+    argv = ["systemctl", "show", "-p", "InvocationID", "--value", unit]
     return scene.host.exec(argv).stdout.decode().strip()
 
 
+def _wait_up(scene: Scene, unit: str, invocation: str) -> None:
+    deadline = time.monotonic() + ENGINE_UP_WAIT_S
+    argv = ["journalctl", f"_SYSTEMD_INVOCATION_ID={invocation}", "-o", "cat", "--no-pager"]
+    while ENGINE_UP not in scene.host.exec(argv, check=False).stdout.decode():
+        if time.monotonic() > deadline:
+            raise CaseFailed(f"the engine of {unit} was not up after {ENGINE_UP_WAIT_S:.0f} s")
+        time.sleep(0.5)
+
+
+def _serve_with(scene: Scene, stop: str, start: str) -> None:
+    """Untimed: one engine serves the host's GPU at a time, so the hand case swaps its unit in and out."""
+    scene.host.exec(["systemctl", "stop", stop])
+    scene.host.exec(["systemctl", "start", start])
+    _wait_up(scene, start, _invocation(scene, start))
+
+
 def by_hand(scene: Scene, extras: Extras) -> float:
-    """`rsync -a` of the changed tree onto the copy, then `ssh HOST systemctl restart UNIT`, up to its return."""
+    """`rsync -a` of the changed tree onto the copy, then `ssh HOST systemctl restart UNIT`, up to its return.
+    The restart stops a serving engine, as a deploy's does: the hand unit is started (untimed) first."""
+    _serve_with(scene, SPECOPS_UNIT, MANUAL_UNIT)
+    try:
+        return _by_hand_timed(scene, extras)
+    finally:
+        _serve_with(scene, MANUAL_UNIT, SPECOPS_UNIT)  # the next specops case drains a serving engine too
+
+
+def _by_hand_timed(scene: Scene, extras: Extras) -> float:
     set_change_line(scene.manual_tree, scene.next_change())
     before = _invocation(scene)
     restart = ["ssh", "-F", str(scene.ssh_config), scene.host.name, "systemctl", "restart", MANUAL_UNIT]
@@ -187,12 +213,7 @@ def _check_by_hand(
     invocation = _invocation(scene)
     if not invocation or invocation == before:
         raise CaseFailed(f"systemctl restart {MANUAL_UNIT} started no new run (InvocationID {invocation!r})")
-    deadline = time.monotonic() + ENGINE_UP_WAIT_S
-    argv = ["journalctl", f"_SYSTEMD_INVOCATION_ID={invocation}", "-o", "cat", "--no-pager"]
-    while ENGINE_UP not in scene.host.exec(argv, check=False).stdout.decode():
-        if time.monotonic() > deadline:
-            raise CaseFailed(f"the hand-restarted engine ({MANUAL_UNIT}) was not up after {ENGINE_UP_WAIT_S:.0f} s")
-        time.sleep(0.5)
+    _wait_up(scene, MANUAL_UNIT, invocation)
 
 
 def all_cases(scene: Scene, extras: Extras) -> list[Case]:

@@ -69,9 +69,10 @@ def script_argv(spec: HostSpec, op: str, *args: str) -> list[str]:
     return [spec.python, "-IS", "-c", release_script(), op, spec.service_dir, *args]  # -S: stdlib only, no site
 
 
-def session_argv(spec: HostSpec) -> list[str]:
-    """The push conversation (release_session.py): the listing first, then files/receive requests on stdin."""
-    return script_argv(spec, "session")
+def session_argv(spec: HostSpec, on_request: bool = False) -> list[str]:
+    """The push conversation (remote/release/session.py): the listing first (`on_request`: once asked for), then
+    files/receive requests on stdin."""
+    return script_argv(spec, "session", *(["on-request"] if on_request else []))
 
 
 def list_argv(spec: HostSpec) -> list[str]:

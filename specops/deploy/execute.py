@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from specops.commands.cache import cache_key
+from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
 from specops.commands.release import ReleaseInfo
 from specops.config.secrets import Secret
 from specops.deploy import stop_step
@@ -33,6 +34,7 @@ from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ExitCode, SpecopsError
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
+from specops.host.conversation import conversation
 from specops.ops import cache as compile_cache
 from specops.ops import guard, lock
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
@@ -75,11 +77,19 @@ def deploy_host(
     holder = lock.LockHolder.current(options.command)
     locked = False
     try:
-        with open_host() as host, lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say) as held:
-            locked = True
-            outcome.lock_taken_over = held.takeover_note
-            _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for).run()
-        record_outcome(open_host, host_plan, options, outcome)
+        # Both execs start at once (two login shells side by side); the push session lists the releases only
+        # once the lock is held, and the conversation answers its first request (the lock) once it is up.
+        with open_host() as connection, conversation(connection, conversation_argv(spec.python),
+                                                      lifetime_s=CONVERSATION_TIMEOUT_S) as host:  # fmt: skip
+            with (
+                open_push(host, spec, max_bytes=plan.staged.total_bytes, on_request=True,
+                          wait_s=options.lock_wait_s) as session,
+                lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say) as held,
+            ):  # fmt: skip
+                locked = True
+                outcome.lock_taken_over = held.takeover_note
+                _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for).run(session)
+            record_outcome(open_host, host_plan, options, outcome, host=host)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
         if locked and isinstance(error, SpecopsError):
             record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
@@ -111,19 +121,20 @@ class _HostDeploy:
         self.facts_record: dict[str, object] = {}  # the candidate's environment fingerprint, for the manifest
         self.cache_key = cache_key(None, None, [])  # replaced by the preflight's facts
 
-    def run(self) -> None:
-        with open_push(self.host, self.spec, max_bytes=self.plan.staged.total_bytes) as session:
-            self.state = read_state(self.host, session, self.plan.staged, self.host_plan)
-            token = Secret(self.held.holder.token)
-            self.steps = plan_steps(self.plan.staged, self.host_plan, self.state, self.options, token)
-            self.outcome.previous = self.outcome.release = self.state.listing.current
-            self.outcome.attempted = self.steps.release
-            if self.steps.action is Action.UNCHANGED:
-                self.outcome.outcome, self.outcome.cause = Outcome.UNCHANGED, self.steps.reason
-                return
-            push = self.steps.step("push")
-            assert push is not None, "a deploy's plan pushes (or reuses) a release first"
-            self._run_step(push, lambda: self._push(session))  # on the conversation the listing came from
+    def run(self, session: PushSession) -> None:
+        """`session`: the push conversation, started with the deploy; the listing is read from it now (locked)."""
+        self.state = read_state(self.host, session, self.plan.staged, self.host_plan)
+        token = Secret(self.held.holder.token)
+        self.steps = plan_steps(self.plan.staged, self.host_plan, self.state, self.options, token)
+        self.outcome.previous = self.outcome.release = self.state.listing.current
+        self.outcome.attempted = self.steps.release
+        if self.steps.action is Action.UNCHANGED:
+            self.outcome.outcome, self.outcome.cause = Outcome.UNCHANGED, self.steps.reason
+            return
+        push = self.steps.step("push")
+        assert push is not None, "a deploy's plan pushes (or reuses) a release first"
+        self._run_step(push, lambda: self._push(session))  # on the conversation the listing came from
+        session.close()  # pushed (or nothing to push): the host script exits
         for step in self.steps.steps:
             if step.name not in (*OUTSIDE_STEPS, "push") and self._applies(step):
                 self._run_step(step, self._handler(step.name))

@@ -158,8 +158,13 @@ def plan_steps(
     spec = host_plan.target.host
     choice = choose(staged, host_plan, state.listing, state.unit_text, state.new_release_id)
     lock = Step("lock", f"take the lock ({lock_root()}), heartbeat while deploying",
-                tuple(cmds.lock_commands(token, options.lock_wait_s)), phase="lock")  # fmt: skip
-    read = Step("read", "read the host's releases and installed unit", tuple(cmds.read_commands(spec)))
+                (*cmds.conversation_commands(spec), *cmds.push_session_commands(spec),
+                 *cmds.lock_commands(token, options.lock_wait_s)), phase="lock")  # fmt: skip
+    read = Step(
+        "read",
+        "read the host's releases (on the push conversation) and installed unit",
+        tuple(cmds.read_commands(spec)),
+    )
     unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
     record = Step("record", f"append the outcome to {spec.service_dir}/audit.jsonl and the local audit log",
                   tuple(cmds.record_commands(spec)))  # fmt: skip

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.plan import DeployOptions, HostPlan
-from specops.errors import SpecopsError
+from specops.errors import ConnectError, SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import audit
@@ -30,9 +30,10 @@ def record_stop(
 
 def record_outcome(
     open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
-    outcome: HostOutcome,
+    outcome: HostOutcome, host: Host | None = None,
 ) -> None:  # fmt: skip
-    """The audit line, on the host and locally (a fresh connection: the deploy's may be gone)."""
+    """The audit line, on the host and locally: on the deploy's own connection (`host`) when it is given and
+    still answers, else on a fresh one (after an error the deploy's may be gone)."""
     entry = audit.new_entry(
         "deploy", outcome=str(outcome.outcome), from_release=outcome.previous, to_release=outcome.attempted,
         profile=host_plan.target.profile.name, phases=outcome.phases,
@@ -44,5 +45,12 @@ def record_outcome(
         entry["rollback"] = outcome.rollback.to_json()
     if outcome.lock_taken_over:
         entry["lock_taken_over"] = outcome.lock_taken_over
-    with open_host() as host:
-        audit.record(host, host_plan.target.host, entry)
+    local = True
+    if host is not None:
+        try:
+            audit.record(host, host_plan.target.host, entry)
+            return
+        except ConnectError:  # the connection died after the deploy: the host's line goes over a new one
+            local = False  # the local line is written already
+    with open_host() as fresh:
+        audit.record(fresh, host_plan.target.host, entry, local=local)

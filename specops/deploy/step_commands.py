@@ -9,6 +9,7 @@ from __future__ import annotations
 from specops.commands import engine_stop, journal, units
 from specops.commands import release as release_cmd
 from specops.commands.cache import KEY_PLACEHOLDER, prepare_argvs
+from specops.commands.conversation import conversation_argv
 from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, guard_script_path, schema_argv, watch_argv
 from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
@@ -34,6 +35,15 @@ def put(path: str, mode: int, content: str, *, times: Times = Times.ONCE) -> Hos
     return HostCommand(argv, kind="put", path=path, mode=mode, stdin=content, times=times)
 
 
+def conversation_commands(spec: HostSpec) -> list[HostCommand]:
+    """The deploy's one exec for commands (specops/host/conversation.py): each later `run` and `put` is a request
+    on it, except the push (its own conversation, started next)."""
+    argv = tuple(conversation_argv(spec.python))
+    return [HostCommand(argv, kind="conversation", stdin="one request per command below: its argv, then its stdin",
+                        note="one exec for the whole deploy; a host whose python cannot run it gets one exec per "
+                        "command")]  # fmt: skip
+
+
 def lock_commands(token: str, lock_wait_s: float) -> list[HostCommand]:
     root = lock_root()
     waits = lock_wait_s > 0
@@ -53,15 +63,19 @@ def unlock_commands(token: str) -> list[HostCommand]:
     return [run(lock_argv("release", lock_root(), token))]
 
 
-def read_commands(spec: HostSpec) -> list[HostCommand]:
+def push_session_commands(spec: HostSpec) -> list[HostCommand]:
+    """The push conversation, started together with the command conversation (two login shells side by side)."""
     return [
         run(
-            release_cmd.session_argv(spec),
-            stdin="requests, then the push's tar (if any)",
+            release_cmd.session_argv(spec, on_request=True),
+            stdin="requests (the listing once the lock is held), then the push's tar (if any)",
             note="one conversation: the host's releases first; a push rides on it",
-        ),
-        run(units.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed"),
+        )
     ]
+
+
+def read_commands(spec: HostSpec) -> list[HostCommand]:
+    return [run(units.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed")]
 
 
 def preflight_commands(spec: HostSpec, candidate: str) -> list[HostCommand]:
@@ -138,11 +152,11 @@ def journal_position_commands() -> list[HostCommand]:
 
 
 def readiness_commands(spec: HostSpec) -> list[HostCommand]:
-    """The readiness poll (once a second, with /health_generate through the SSH connection), then the smoke
+    """The readiness poll (twice a second, with /health_generate through the SSH connection), then the smoke
     gate's requests (HTTP through the SSH connection: no host command), and the run's journal if smoke fails."""
     return [
         run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED,
-            note="once a second until ready, a fatal journal line, the process ends, or the deadline"),
+            note="twice a second until ready, a fatal journal line, the process ends, or the deadline"),
         run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED,
             note="only when the smoke gate fails: the journal of the engine's current run names the cause"),
     ]  # fmt: skip
@@ -164,7 +178,8 @@ def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
     return [
         run(engine_stop.stop_argv(unit), note="SIGTERM to the engine's main process (KillMode=mixed): it drains"),
         run(engine_stop.state_argv(unit), times=Times.REPEATED,
-            note=f"once a second, with /metrics' running requests, until it exits or {drain_s} s passed"),
+            note=f"every 0.1 s for 2 s, then once a second (/metrics' running requests once a second), until it exits "
+            f"or {drain_s} s passed"),
         run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED,
             note="only when the drain budget runs out: the requests still running are cut"),
         run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL"),
@@ -204,7 +219,8 @@ def record_commands(spec: HostSpec) -> list[HostCommand]:
     path = host_audit_path(spec)
     entry = "the audit entry (one JSON line: who, what, outcome, phases, gates)"
     return [
-        run([spec.python, "-I", "-c", APPEND_SCRIPT, path], stdin=entry, note="on a new connection"),
+        run([spec.python, "-I", "-c", APPEND_SCRIPT, path], stdin=entry,
+            note="on a new connection when the deploy's own one is gone"),
         run(["sh", "-c", APPEND_FALLBACK, "specops-audit", path], stdin=entry, times=Times.IF_NEEDED,
             note=f"only when {spec.python} cannot run"),
     ]  # fmt: skip

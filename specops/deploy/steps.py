@@ -45,10 +45,11 @@ class Action(StrEnum):
 
 @dataclass(frozen=True)
 class HostCommand:
-    """One command a step runs on the host: a plain command (`run`) or a file written atomically (`put`)."""
+    """One command a step runs on the host: a plain command (`run`), a file written atomically (`put`), or the
+    one exec (`conversation`) that every later `run` and `put` of the deploy is sent over as a request."""
 
     argv: tuple[str, ...]
-    kind: Literal["run", "put"] = "run"
+    kind: Literal["run", "put", "conversation"] = "run"
     path: str = ""  # put: the file written
     mode: int | None = None  # put: its mode
     stdin: str = ""  # what the command reads on stdin, in words (never a secret's value)

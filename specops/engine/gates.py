@@ -72,7 +72,10 @@ def restart_and_gate(
 
     readiness = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress)
     if not readiness.ok:
-        return GateResult(readiness, None)
+        failed = GateResult(readiness, None)
+        # named on screen the moment it is known, before the failure's own steps (record, rollback) run
+        reporter.event(Event(spec.name, "readiness", failed.cause, level="error"))
+        return failed
     from specops.engine.client import EngineClient
 
     reporter.event(Event(spec.name, "smoke", "running the smoke gate"))

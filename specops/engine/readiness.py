@@ -6,7 +6,8 @@ crash. Ready means: HTTP 200 from /health_generate (a real 1-token generation th
 the unit is active.
 
 Each poll is ONE host.run (`systemctl show` + the journal since a cursor, specops.commands.journal) plus
-one /health_generate through the SSH tunnel. The wait ends AT ONCE when:
+one /health_generate through the SSH tunnel; during a deploy that run is a request on its command conversation
+(specops/host/conversation.py), not an exec, so polls come twice a second. The wait ends AT ONCE when:
 - the journal shows a fatal signature (specops.engine.signatures), e.g. torchcodec's FFmpeg error;
 - the main process exits, systemd schedules a restart (auto-restart), or NRestarts / the main PID change;
 - systemd refused to start the unit (Result=start-limit-hit): named as such, never as the old exit status.
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from specops.config.profile import Profile
     from specops.host.base import Host
 
-POLL_INTERVAL_S = 1.0
+POLL_INTERVAL_S = 0.5  # a poll is one request on the deploy's conversation, not an exec: a crash shows within ~0.5 s
 POLL_COMMAND_TIMEOUT_S = 30.0
 HEALTH_TIMEOUT_S = 20.0  # SGLang's own health-check timeout; a longer wait learns nothing more
 MAX_GRACE_S = 300.0

@@ -113,6 +113,32 @@ class RunningCommand:
                 self._check_deadline()
                 self._changed.wait(POLL_S)
 
+    def read_exact(self, size: int, until: float) -> bytes | None:
+        """The next `size` stdout bytes (fewer at EOF), forgetting what was read before: a conversation that
+        lives for a whole deploy keeps no more than its unread replies. None when `until` (monotonic) passes."""
+        with self._changed:
+            while len(self._stdout) - self._cursor < size and not self._eof["stdout"]:
+                self._raise_if_failed()
+                if time.monotonic() > until:
+                    return None
+                self._changed.wait(min(POLL_S, max(0.0, until - time.monotonic())) or 0.001)
+            stop = min(len(self._stdout), self._cursor + size)
+            data = bytes(self._stdout[self._cursor : stop])
+            del self._stdout[:stop]
+            self._cursor = 0
+            return data
+
+    def read_line_until(self, until: float) -> bytes | None:
+        """Like `read_line` (the consumed bytes forgotten, as in `read_exact`), but None when `until` passes."""
+        with self._changed:
+            while self._stdout.find(b"\n", self._cursor) < 0 and not self._eof["stdout"]:
+                self._raise_if_failed()
+                if time.monotonic() > until:
+                    return None
+                self._changed.wait(min(POLL_S, max(0.0, until - time.monotonic())) or 0.001)
+            end = self._stdout.find(b"\n", self._cursor)
+            return self.read_exact(end + 1 - self._cursor if end >= 0 else len(self._stdout) - self._cursor, until)
+
     def wait(self, check: bool = True) -> Result:
         """Close stdin, collect everything, return the Result (RemoteTimeout if the host's limit struck).
 

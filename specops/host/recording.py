@@ -17,11 +17,12 @@ Inputs are recorded only as their size: they may carry secrets.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from specops.errors import ExitCode, SpecopsError
-from specops.host.base import DEFAULT_TIMEOUT_S, HostBase, Result, Tunnel, checked, checked_argv, display_command
+from specops.host.base import DEFAULT_TIMEOUT_S, Host, HostBase, Result, Tunnel, checked, checked_argv, display_command
 from specops.host.process import FinishedPipe, RunningCommand
 
 Matcher = Callable[[tuple[str, ...]], bool]
@@ -61,9 +62,15 @@ class Call:
     path: str = ""
     mode: int | None = None
     timeout: float | None = None
+    via: str = ""  # "conversation": sent as a request over the one exec that `conversation` opened
+
+    @property
+    def is_exec(self) -> bool:
+        """Whether the host started a command (a channel and a login shell) for this call."""
+        return self.kind == "conversation" or (self.kind in ("run", "put") and not self.via)
 
     def __repr__(self) -> str:
-        if self.kind == "run":
+        if self.kind in ("run", "conversation"):
             size = "" if self.input_size is None else f", input=<{self.input_size} bytes>"
             return f"Call(run {display_command(self.argv)!r}{size})"
         return f"Call({self.kind} {self.path!r}, mode={self.mode and oct(self.mode)}, size={self.input_size})"
@@ -110,6 +117,18 @@ class RecordingHost(HostBase):
     def commands(self) -> list[tuple[str, ...]]:
         return [call.argv for call in self.calls if call.kind == "run"]
 
+    @property
+    def execs(self) -> list[Call]:
+        """The calls that cost the host an exec (a conversation's requests do not)."""
+        return [call for call in self.calls if call.is_exec]
+
+    @contextmanager
+    def conversation(self, argv: Sequence[str], *, lifetime_s: float) -> Iterator[Host]:
+        """One recorded exec (kind "conversation"); the commands sent through the view it yields are recorded
+        in order with the others, marked `via="conversation"` (see host/conversation.py)."""
+        self.calls.append(Call("conversation", checked_argv(argv), timeout=lifetime_s))
+        yield _RecordedConversation(self)
+
     def run(
         self,
         argv: Sequence[str],
@@ -118,9 +137,10 @@ class RecordingHost(HostBase):
         timeout: float = DEFAULT_TIMEOUT_S,
         check: bool = True,
         env: Mapping[str, str] | None = None,
+        via: str = "",
     ) -> Result:
         words = checked_argv(argv, env)
-        self.calls.append(Call("run", words, None if input is None else len(input), timeout=timeout))
+        self.calls.append(Call("run", words, None if input is None else len(input), timeout=timeout, via=via))
         answer = self._answer_for(words)
         if isinstance(answer, BaseException):
             raise answer
@@ -152,9 +172,9 @@ class RecordingHost(HostBase):
             hint=f"add host.script([...], reply(...)) for it (rules: {known})",
         )
 
-    def put(self, data: bytes, remote_path: str, mode: int = 0o644, *, timeout: float = 300) -> None:
+    def put(self, data: bytes, remote_path: str, mode: int = 0o644, *, timeout: float = 300, via: str = "") -> None:
         """Recorded as one "put" (readable in a dry-run plan); the bytes become readable through get()."""
-        self.calls.append(Call("put", path=remote_path, mode=mode, input_size=len(data), timeout=timeout))
+        self.calls.append(Call("put", path=remote_path, mode=mode, input_size=len(data), timeout=timeout, via=via))
         self.files[remote_path] = data
 
     def get(self, remote_path: str, *, timeout: float = 300) -> bytes:
@@ -172,3 +192,38 @@ class RecordingHost(HostBase):
 
     def close(self) -> None:
         self.closed = True
+
+
+class _RecordedConversation(HostBase):
+    """A recording's conversation: the same rules and files, each call marked as sent over the conversation."""
+
+    def __init__(self, recording: RecordingHost) -> None:
+        self.name, self.recording = recording.name, recording
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> Result:
+        return self.recording.run(argv, input=input, timeout=timeout, check=check, env=env, via="conversation")
+
+    def stream(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
+    ) -> RunningCommand:
+        return self.recording.stream(argv, timeout=timeout, env=env)
+
+    def put(self, data: bytes, remote_path: str, mode: int = 0o644, *, timeout: float = 300) -> None:
+        self.recording.put(data, remote_path, mode, timeout=timeout, via="conversation")
+
+    def get(self, remote_path: str, *, timeout: float = 300) -> bytes:
+        return self.recording.get(remote_path, timeout=timeout)
+
+    def open_tunnel(self, remote_host: str, remote_port: int) -> Tunnel:
+        return self.recording.open_tunnel(remote_host, remote_port)
+
+    def close(self) -> None:
+        return None

@@ -89,15 +89,17 @@ def local_audit_path() -> Path:
     return root / "specops" / AUDIT_FILE
 
 
-def record(host: Host, spec: HostSpec, entry: Mapping[str, Any]) -> None:
-    """Append `entry` to the host's log, then (always, even if the host failed) to the local one."""
+def record(host: Host, spec: HostSpec, entry: Mapping[str, Any], *, local: bool = True) -> None:
+    """Append `entry` to the host's log, then (always, even if the host failed) to the local one; `local=False`
+    for a second try on the host whose first try already wrote the local line."""
     refuse_secrets(entry)
     full = {SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry}
     line = encode_line(full)
     try:
         append_on_host(host, host_audit_path(spec), line, spec.python)
     finally:
-        append_locally(local_audit_path(), encode_line({**full, "host": host.name}))
+        if local:
+            append_locally(local_audit_path(), encode_line({**full, "host": host.name}))
 
 
 def encode_line(entry: Mapping[str, Any]) -> bytes:

@@ -2,8 +2,9 @@
 
 1. Drain. `systemctl stop --no-block`: with KillMode=mixed only the main process gets SIGTERM, and SGLang then
    refuses new requests and finishes the running ones before it exits. specops reads `/metrics` through the
-   SSH connection once a second (the live view shows the count) until the engine is gone or the profile's
-   drain budget runs out; then SIGKILL, and the requests still running or queued are reported as cut.
+   SSH connection once a second (the live view shows the count; whether the engine is gone is checked every
+   0.1 s for the first 2 s, then once a second) until the engine is gone or the profile's drain budget runs
+   out; then SIGKILL, and the requests still running or queued are reported as cut.
 2. Free GPUs. A new engine started while the old one's processes still hold GPU memory fails with an OOM
    (or sizes a tiny KV cache). Wait until no process is left in the unit's cgroup and the unit's GPUs are
    back to baseline; name whatever still holds them. With `reap`, orphans of this unit's engine (proven by
@@ -37,6 +38,8 @@ from specops.probe.gpu_holders import GpuVerdict, Holder, gpu_indexes, judge, pa
 
 COMMAND_TIMEOUT_S = 60.0
 POLL_S = 1.0
+FIRST_POLL_S = 0.1  # an engine with nothing to drain is gone within a fraction of a second: look often at first
+FAST_POLLS = 20  # the first 2 s
 KILL_WAIT_S = 30.0  # after SIGKILL, for systemd to see the unit's processes gone
 FREE_WAIT_S = 30.0  # for the cgroup to empty and the GPUs' memory to come back after the stop
 METRICS_TIMEOUT_S = 5.0
@@ -110,6 +113,13 @@ def stop_engine(host: Host, spec: HostSpec, profile: Profile, reporter: Reporter
     return StopResult(drain, free_gpus(host, spec, reporter, reap=reap, clock=ticking))
 
 
+def poll_delay(polls: int) -> float:
+    """The wait before the next check after `polls` checks: every 0.1 s for the first FAST_POLLS checks, then once a
+    second. During a deploy each check is a request on its command conversation (no new exec), so looking often
+    costs little and ends the stop, which every user of the engine waits for, as soon as the engine is gone."""
+    return FIRST_POLL_S if polls < FAST_POLLS else POLL_S
+
+
 def _active(host: Host, spec: HostSpec) -> bool:
     show = parse_show(host.run(state_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S).text)
     return show.get("ActiveState", "") in ACTIVE_STATES
@@ -136,6 +146,7 @@ def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Repor
     result.at_start = result.last = _gauges(host, spec)
     started = clock.now()
     host.run(stop_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S, check=False)  # not loaded yet: nothing runs
+    polls, gauges_at = 0, started
     while _active(host, spec):
         if not result.was_running:
             result.was_running = True
@@ -146,12 +157,15 @@ def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Repor
         if waited >= budget:
             _kill(host, spec, result)
             break
-        result.last = _gauges(host, spec) or result.last
+        if clock.now() - gauges_at >= POLL_S:  # the request counts once a second: the live view needs no more
+            gauges_at = clock.now()
+            result.last = _gauges(host, spec) or result.last
         if result.last is not None:
             data = {"running": result.last.running, "queued": result.last.queued, "waited_s": round(waited, 1)}
             line = f"draining: {result.last.describe()} ({waited:.0f} of {budget} s)"
             reporter.event(Event(spec.name, "drain", line, level="progress", data=data))
-        clock.sleep(POLL_S)
+        clock.sleep(poll_delay(polls))
+        polls += 1
     result.seconds = clock.now() - started
     if result.was_running:
         reporter.event(Event(spec.name, "drain", result.summary(), level="warn" if result.killed else "info"))
@@ -193,13 +207,15 @@ def free_gpus(host: Host, spec: HostSpec, reporter: Reporter, *, reap: bool, clo
 
 def _wait_free(host: Host, spec: HostSpec, result: FreeResult, clock: _Clock) -> GpuVerdict:
     deadline = clock.now() + FREE_WAIT_S
+    polls = 0
     while True:
         result.checked, verdict = inspect_gpus(host, spec)
         if verdict.free or clock.now() >= deadline:
             return verdict
         if verdict.holders and not verdict.unit_left:
             return verdict  # processes outside the unit: waiting does not make them go (memory being freed does)
-        clock.sleep(POLL_S)
+        clock.sleep(poll_delay(polls))
+        polls += 1
 
 
 def _busy(spec: HostSpec, verdict: GpuVerdict, reap: bool) -> GpusBusy:

@@ -72,8 +72,9 @@ class PushSession:
     the base's files map if the local cache lacks it, then one receive, all on ONE channel: one login shell on
     the host instead of two or three (docs/performance.md "## Push")."""
 
-    def __init__(self, host: Host, spec: HostSpec, command: RunningCommand) -> None:
+    def __init__(self, host: Host, spec: HostSpec, command: RunningCommand, on_request: bool = False) -> None:
         self.host, self.spec, self._command = host, spec, command
+        self._ask_listing = on_request  # the host waits for {"op": "list"} before it lists
         self._finished = False
         self._listing: Listing | None = None
         self._prepared: tuple[StagedBuild, str, bytes] | None = None  # (stage, release id, manifest member)
@@ -84,6 +85,9 @@ class PushSession:
         """The host's releases: the first line the host prints (read when first asked for, so `prepare` can run
         while the host is still starting its login shell)."""
         if self._listing is None:
+            if self._ask_listing:
+                self._ask_listing = False
+                self._request({"op": "list"})
             self._listing = cmd.parse_listing(self._reply())
         return self._listing
 
@@ -206,10 +210,15 @@ class PushSession:
 
 
 @contextlib.contextmanager
-def open_push(host: Host, spec: HostSpec, *, max_bytes: int = 0) -> Iterator[PushSession]:
-    """Start the conversation; its time limit allows `max_bytes` at MIN_PUSH_RATE_BPS (a slow WAN, not a hang)."""
-    command = host.stream(cmd.session_argv(spec), timeout=SCRIPT_TIMEOUT_S + max_bytes / MIN_PUSH_RATE_BPS)
-    session = PushSession(host, spec, command)
+def open_push(
+    host: Host, spec: HostSpec, *, max_bytes: int = 0, on_request: bool = False, wait_s: float = 0.0
+) -> Iterator[PushSession]:
+    """Start the conversation; its time limit allows `max_bytes` at MIN_PUSH_RATE_BPS (a slow WAN, not a hang).
+    `on_request`: the host lists its releases only when `listing` is first read, so a deploy can start the
+    session (a login shell, an interpreter) before it holds the lock; `wait_s` more for that wait."""
+    timeout = SCRIPT_TIMEOUT_S + wait_s + max_bytes / MIN_PUSH_RATE_BPS
+    command = host.stream(cmd.session_argv(spec, on_request), timeout=timeout)
+    session = PushSession(host, spec, command, on_request)
     try:
         yield session
     finally:

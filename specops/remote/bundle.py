@@ -116,6 +116,13 @@ def one_space_indents(source: str) -> str:
 
 
 @lru_cache(maxsize=1)
+def runner_script() -> str:
+    """The command conversation's host side (remote/runner.py), docstrings stripped: one argv word."""
+    source = resources.files("specops.remote").joinpath("runner.py").read_text(encoding="utf-8")
+    return ast.unparse(without_docstrings(ast.parse(source)))
+
+
+@lru_cache(maxsize=1)
 def guard_source() -> str:
     """The guard file's script: the release script plus GUARD_MODULES (their ops register themselves in OPS),
     inserted before session.py's last statement, the `if __name__ == "__main__"` that runs the op. Only the

@@ -3,7 +3,8 @@
 Why: a deploy needs the host's releases before it can push (is this tree there already? which release is the
 base to hard-link from?), and every exec costs a login shell on the host (~200 ms where root's .bashrc runs
 pyenv or conda init). So `session` answers both on ONE exec: it prints the listing as its first line, then
-serves requests, one JSON line each, from the same stdin that then carries the tar:
+serves requests, one JSON line each, from the same stdin that then carries the tar (started as
+`session DIR on-request`, it first waits for {"op": "list"}: a deploy starts it before it holds the lock):
 
   {"op": "files", "id": ID}       one line back: {"ok": true, "files": {...}} from releases/ID/manifest.json
   {"op": "receive", "args": [ID, BASE_ID, TREE_HASH, EXTRACTOR]}
@@ -51,7 +52,9 @@ def files_reply(service_dir: str, release_id: str) -> dict[str, Any]:
     return {"ok": True, "files": files if isinstance(files, dict) else None}
 
 
-def op_session(service_dir: str) -> dict[str, Any]:
+def op_session(service_dir: str, when: str = "") -> dict[str, Any]:
+    if when == "on-request" and not _listing_requested():
+        return {"ended": True}
     say({"ok": True, **op_list(service_dir)})
     while True:
         line = sys.stdin.buffer.readline()
@@ -69,6 +72,14 @@ def op_session(service_dir: str) -> dict[str, Any]:
             return {"ended": True}
         else:
             raise Refused("request", "unknown request " + repr(op))
+
+
+def _listing_requested() -> bool:
+    """`session DIR on-request`: started before the client holds the host's lock (the login shell and this
+    interpreter start meanwhile), the listing waits for {"op": "list"}; anything else ends the session."""
+    line = sys.stdin.buffer.readline()
+    request = json.loads(line) if line.strip() else {}
+    return isinstance(request, dict) and request.get("op") == "list"
 
 
 OPS: dict[str, Callable[..., dict[str, Any]]] = {"list": op_list, "receive": op_receive, "switch": op_switch}

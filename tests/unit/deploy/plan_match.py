@@ -35,11 +35,11 @@ def planned(host_plan: dict[str, Any], branches: Sequence[str] = ("always", "che
 
 
 def recorded(calls: Sequence[Call]) -> list[Command]:
-    """What a host saw: commands and file writes (tunnels and reads through get() are not host commands)."""
+    """What a host saw: its command conversation, commands and file writes (tunnels and reads through get() are not host commands)."""
     found = []
     for call in calls:
-        if call.kind == "run":
-            found.append({"kind": "run", "argv": shown_argv(call.argv)})
+        if call.kind in ("run", "conversation"):
+            found.append({"kind": call.kind, "argv": shown_argv(call.argv)})
         elif call.kind == "put":
             found.append({"kind": "put", "path": call.path, "mode": f"{call.mode or 0:04o}"})
     return found

@@ -14,7 +14,7 @@ import pytest
 from specops.commands.journal import POLL_MARKER
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
-from specops.engine.readiness import journal_position, wait_ready
+from specops.engine.readiness import POLL_INTERVAL_S, journal_position, wait_ready
 from specops.host.recording import RecordingHost, reply
 
 DATA = Path(__file__).parent / "data"
@@ -79,7 +79,7 @@ def test_503_while_starting_then_200_is_ready(spec, ddtree) -> None:
     assert result.ok and result.cause is None
     assert result.reason == "GET /health_generate answered 200 and the unit is active"
     assert health.calls == [0, 503, 503, 200]
-    assert result.seconds == 3.0 and result.phase == "ready" and result.last_line == READY
+    assert result.seconds == 3 * POLL_INTERVAL_S and result.phase == "ready" and result.last_line == READY
     assert [phase for phase, _ in seen] == ["loading weights", "loading weights", "warming up", "ready"]
     polls = host.commands
     assert polls[0][-2:] == ("--after-cursor", "s=start;i=0") and polls[1][-2:] == ("--after-cursor", "s=abc;i=1")
@@ -98,7 +98,7 @@ def test_crash_mid_load_with_torchcodec_fails_at_once_naming_ffmpeg(spec, ddtree
     health = healths(503)
     result, _ = run(host, spec, ddtree, health, FakeTime())
     assert not result.ok
-    assert result.seconds == 1.0  # the poll that saw the traceback, not the 60 s deadline
+    assert result.seconds == POLL_INTERVAL_S  # the poll that saw the traceback, not the 60 s deadline
     assert result.cause is not None and result.cause.signature.id == "torchcodec-ffmpeg"
     assert result.cause.details["tried"] == "8, 7, 6, 5, 4"  # completed by the drain poll after the fatal line
     assert "FFmpeg 4, 5, 6, 7 or 8" in result.reason

@@ -177,3 +177,15 @@ def test_a_symlink_named_like_the_release_is_never_followed_or_replaced(
     with pytest.raises(ReleaseError, match="release r-01 already exists on the host"):
         push.push_release(host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01")
     assert sorted(os.listdir(elsewhere)) == ["unfinished"]
+
+
+def test_a_session_started_before_the_lock_lists_only_when_asked(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
+) -> None:
+    push.push_release(host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01")
+    with host.stream(cmd.session_argv(spec, on_request=True), timeout=30) as command:
+        command.write(b'{"op": "end"}\n')  # the lock was not taken: the session ends without a word
+        ended = command.wait()
+    assert json.loads(ended.stdout) == {"ok": True, "ended": True}
+    with push.open_push(host, spec, on_request=True) as session:
+        assert [r.id for r in session.listing.releases] == ["r-01"]

@@ -1,0 +1,134 @@
+"""The command conversation for real: the host-side runner (specops/remote/runner.py) started by this machine's
+Python through LocalHost, answering the same way a plain exec would."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from specops.commands.conversation import conversation_argv
+from specops.config.secrets import Secret
+from specops.errors import CommandFailed, RemoteTimeout
+from specops.host.base import Host
+from specops.host.conversation import ConversationHost, ConversationLost, conversation
+from specops.host.local import LocalHost
+
+
+class CountingHost(LocalHost):
+    """LocalHost that counts the commands it starts: each is one exec on a real host."""
+
+    def __init__(self) -> None:
+        super().__init__("box")
+        self.started: list[tuple[str, ...]] = []
+
+    def stream(self, argv, *, timeout=60.0, env=None):  # type: ignore[no-untyped-def]
+        self.started.append(tuple(argv))
+        return super().stream(argv, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def plain() -> CountingHost:
+    return CountingHost()
+
+
+@pytest.fixture
+def talk(plain: CountingHost) -> Iterator[Host]:
+    with conversation(plain, conversation_argv(sys.executable), lifetime_s=120) as host:
+        assert isinstance(host, ConversationHost)
+        yield host
+
+
+def test_many_commands_cost_one_exec(plain: CountingHost, talk: Host) -> None:
+    outputs = [talk.run(["echo", str(n)]).text for n in range(20)]
+    assert outputs == [f"{n}\n" for n in range(20)]
+    assert len(plain.started) == 1
+
+
+def test_answers_as_a_plain_exec_does(talk: Host, plain: CountingHost) -> None:
+    for argv in (["sh", "-c", "echo out; echo err >&2; exit 3"], ["no-such-program-here"]):
+        want, got = plain.run(argv, check=False), talk.run(argv, check=False)
+        assert (got.exit_code, got.stdout) == (want.exit_code, want.stdout)
+    assert talk.run(["sh", "-c", "kill $$"], check=False).exit_code == 128 + 15  # as a shell reports SIGTERM
+    with pytest.raises(CommandFailed) as failed:
+        talk.run(["sh", "-c", "echo 'disk full' >&2; exit 2"])
+    assert failed.value.exit_code == 5 and "disk full" in failed.value.message and "box" in failed.value.message
+
+
+def test_binary_stdin_and_output_and_env(talk: Host) -> None:
+    data = bytes(range(256)) * 4096 + b"\n\n{}"
+    assert talk.run(["cat"], input=data).stdout == data
+    assert talk.run(["sh", "-c", 'printf %s "$A"'], env={"A": "two words; $x"}).text == "two words; $x"
+
+
+def test_put_and_get_are_atomic_writes_with_their_mode(talk: Host, tmp_path: Path) -> None:
+    target = tmp_path / "env"
+    talk.put(b"TOKEN=x\n", str(target), mode=0o600)
+    assert talk.get(str(target)) == b"TOKEN=x\n"
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in tmp_path.iterdir()] == ["env"]
+
+
+def test_a_command_past_its_timeout_is_killed_with_its_children(talk: Host, tmp_path: Path) -> None:
+    marker = tmp_path / "child"
+    with pytest.raises(RemoteTimeout) as late:
+        talk.run(["sh", "-c", f"(sleep 3; touch {marker}) & sleep 30"], timeout=0.5)
+    assert "did not finish within 0.5s" in late.value.message
+    assert talk.run(["echo", "still here"]).text == "still here\n"  # the conversation goes on
+    time.sleep(3.5)
+    assert not marker.exists()  # the whole process group got the signal
+
+
+def test_a_secret_word_reaches_the_command_but_not_the_process_list(talk: Host, plain: CountingHost) -> None:
+    secret = Secret("s3cr3t-token")
+    assert talk.run(["echo", secret]).text == "s3cr3t-token\n"
+    assert not any("s3cr3t" in word for argv in plain.started for word in argv)
+
+
+def test_a_dead_runner_fails_its_request_and_later_commands_use_plain_execs(plain: CountingHost, talk: Host) -> None:
+    pid = int(talk.run(["sh", "-c", "echo $PPID"]).text)
+    with pytest.raises(ConversationLost) as lost:
+        talk.run(["sh", "-c", f"kill -9 {pid}; sleep 5"])
+    assert "whether that command ran is unknown" in lost.value.message
+    assert talk.run(["echo", "again"]).text == "again\n"
+    assert len(plain.started) == 2
+
+
+def test_a_busy_conversation_does_not_hold_up_another_thread(plain: CountingHost, talk: Host) -> None:
+    slow = threading.Thread(target=talk.run, args=(["sleep", "4"],))
+    slow.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    assert talk.run(["echo", "beat"]).text == "beat\n"  # the lock's heartbeat, say
+    assert time.monotonic() - started < 4
+    slow.join()
+    assert len(plain.started) == 2
+
+
+def test_an_interpreter_that_cannot_run_the_runner_leaves_plain_execs(plain: CountingHost, tmp_path: Path) -> None:
+    with conversation(plain, conversation_argv(str(tmp_path / "missing-python")), lifetime_s=60) as host:
+        assert host.run(["echo", "ok"]).text == "ok\n"
+        assert host.run(["echo", "again"]).text == "again\n"
+    assert [argv[0] for argv in plain.started] == [str(tmp_path / "missing-python"), "echo", "echo"]
+
+
+def test_closing_ends_the_runner(plain: CountingHost) -> None:
+    with conversation(plain, conversation_argv(sys.executable), lifetime_s=60) as host:
+        pid = int(host.run(["sh", "-c", "echo $PPID"]).text)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
