@@ -25,6 +25,7 @@ from bench.deployscene import CHANGED_FILE, MANUAL_DIR, MANUAL_UNIT, Scene, set_
 from bench.deployscene import UNIT as SPECOPS_UNIT
 
 DEPLOYED = "deployed"
+ENGINE_EXIT = "old engine's exit (drain seconds)"
 ENGINE_UP = "The server is fired up and ready to roll!"
 ENGINE_UP_WAIT_S = 180.0
 
@@ -77,6 +78,8 @@ def initial_deploy(scene: Scene) -> str:
 def _overhead(scene: Scene, extras: Extras, key: str, wall: float, found: dict[str, Any]) -> float:
     gates = float(found["phases"]["gates"])
     extras.add(key, "wall", wall)
+    # the old engine's own exit, from SIGTERM to its unit inactive (the drain, as --json reports it)
+    extras.add(key, ENGINE_EXIT, float((found.get("drain") or {}).get("seconds") or 0.0))
     for phase, seconds in found["phases"].items():
         extras.add(key, f"phase {phase}", float(seconds))
     return wall - gates

@@ -7,10 +7,12 @@ the audit log says who put which release back.
 
 from __future__ import annotations
 
+from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
 from specops.config.inventory import HostSpec
 from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host
 from specops.events import Event, Reporter
 from specops.host.base import Host
+from specops.host.conversation import conversation
 from specops.ops import audit, lock
 from specops.ops.hooks import run_hook
 
@@ -30,31 +32,43 @@ def manual_rollback(
     """Take the lock (or raise LockHeld), roll back and gate, audit the outcome, release the lock.
 
     `command` is what the lock's holder record shows (default: this process's command line); `force` allows a
-    `target_id` marked bad. The release left is marked bad with this rollback as the reason."""
+    `target_id` marked bad. The release left is marked bad with this rollback as the reason. Its commands are
+    requests on one command conversation, as a deploy's (host/conversation.py)."""
     holder = lock.LockHolder.current(command)
 
     def say(text: str) -> None:
         reporter.event(Event(spec.name, "lock", text))
 
-    with lock.acquire(host, holder, wait_s=lock_wait_s, on_event=say) as held:
-        reason = f"specops rollback by {holder.who}"
-        result = _bracketed(host, spec, profile_for, target_id, reporter, reason, reap=reap, force=force)
-        entry = audit.new_entry(
-            "rollback",
-            outcome="verified" if result.ok else "failed",
-            from_release=result.from_release,
-            to_release=result.to_release,
-            gates=result.gates.to_json() if result.gates else {},
-            message=result.summary,
-            forced=force,
-        )
-        if result.stop is not None:
-            entry["drain"] = result.stop.drain.to_json()
-        if held.takeover_note:  # a killed deploy's lock, taken over: the log says whose and why
-            entry["lock_taken_over"] = held.takeover_note
-        audit.record(host, spec, entry)
-    _remember_environment(host, spec, result)
+    talk = conversation(host, conversation_argv(spec.python), lifetime_s=CONVERSATION_TIMEOUT_S)
+    with talk as on_host:
+        with lock.acquire(on_host, holder, wait_s=lock_wait_s, on_event=say) as held:
+            result = _locked(on_host, spec, profile_for, target_id, reporter, holder.who, reap=reap, force=force)
+            _audit(on_host, spec, result, force, held.takeover_note)
+        _remember_environment(on_host, spec, result)  # after the lock: the next deploy need not wait for it
     return result
+
+
+def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reporter: Reporter,
+            who: str, *, reap: bool, force: bool) -> RollbackResult:  # fmt: skip
+    reason = f"specops rollback by {who}"
+    return _bracketed(host, spec, profile_for, target_id, reporter, reason, reap=reap, force=force)
+
+
+def _audit(host: Host, spec: HostSpec, result: RollbackResult, force: bool, taken_over: str) -> None:
+    entry = audit.new_entry(
+        "rollback",
+        outcome="verified" if result.ok else "failed",
+        from_release=result.from_release,
+        to_release=result.to_release,
+        gates=result.gates.to_json() if result.gates else {},
+        message=result.summary,
+        forced=force,
+    )
+    if result.stop is not None:
+        entry["drain"] = result.stop.drain.to_json()
+    if taken_over:  # a killed deploy's lock, taken over: the log says whose and why
+        entry["lock_taken_over"] = taken_over
+    audit.record(host, spec, entry)
 
 
 def _bracketed(

@@ -138,8 +138,8 @@ class ConversationHost(HostBase):
             header = self._header(command.read_line_until(until), words, timeout)
             out = command.read_exact(header["out"], until)
             err = command.read_exact(header["err"], until)
-        except SpecopsError:
-            self._drop()
+        except BaseException:  # a lost connection, a timeout, Ctrl-C: this request's reply may still come, and
+            self._drop()  # would be read as the next one's, so the conversation is given up
             raise
         if out is None or err is None or len(out) < header["out"] or len(err) < header["err"]:
             self._drop()

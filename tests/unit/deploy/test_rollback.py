@@ -25,7 +25,9 @@ def _commands(host_calls: list[object]) -> list[str]:
     names = []
     for call in recorded(host_calls):  # type: ignore[arg-type]
         argv = call["argv"]
-        if "-IS" in argv:
+        if call["kind"] == "conversation":
+            names.append("conversation")
+        elif "-IS" in argv:
             names.append(f"release {argv[4]}")
         elif argv[:2] == ["sh", "-c"] and argv[3:4] == ["specops-lock"]:
             names.append(f"lock {argv[4]}")
@@ -46,6 +48,7 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
     assert (document["ok"], document["from"], document["to"]) == (True, NEW, OLD)
     assert document["gates"]["smoke"]["figures"] == FIGURES
     assert _commands(hosts[0].calls) == [
+        "conversation",  # one exec: every command below is a request on it
         "lock acquire", "release list", "systemctl stop", "systemctl show", "sh -c",  # drain, stop, GPUs free
         "journalctl -n", "release rollback", "readiness poll",
         "release update-manifest", "/opt/venv/bin/python -I", "lock release",

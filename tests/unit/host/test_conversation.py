@@ -4,6 +4,7 @@ Python through LocalHost, answering the same way a plain exec would."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -132,3 +133,12 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_an_interrupted_request_is_never_answered_by_the_next_one(plain: CountingHost, talk: Host) -> None:
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        talk.run(["sh", "-c", "sleep 1; echo late"])
+    assert talk.run(["echo", "next"]).text == "next\n"  # not "late": the conversation was given up
+    assert len(plain.started) == 2
