@@ -2,6 +2,8 @@
 
 A completion call happens on every Tab press; importing typer alone costs more than the whole answer may,
 so the request is answered from specops/cli/complete.py (tomllib and a table) and the app is never built.
+A plain `specops doctor NAME...` connects to its hosts before typer loads, and the CLI loads while the hosts
+run the probe (specops/cli/early.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,18 @@ def entry() -> None:
         from specops.cli.complete import respond
 
         sys.exit(respond(os.environ))
-    from specops.cli.main import main
+    from specops.cli import early
 
-    sys.exit(main())
+    try:
+        if early.start(sys.argv[1:]):
+            early.wait_connected()
+        from specops.cli.main import main
+
+        code = main()
+    except KeyboardInterrupt:  # only while connecting early: main() answers Ctrl-C itself
+        from specops.errors import ExitCode
+
+        code = int(ExitCode.INTERRUPTED)
+    finally:
+        early.discard()
+    sys.exit(code)
