@@ -10,6 +10,7 @@ the probe. A doctor's start-up imports thus overlap the host's work instead of p
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -20,6 +21,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from specops.errors import ConnectError, SpecopsError
+
+SHARED_GIL_SWITCH_S = 0.0005
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -178,6 +181,7 @@ class Examination:
         self._targets = list(targets)
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self._targets))))
         self._connected = [threading.Event() for _ in self._targets]
+        self._switch_interval: float | None = None  # the interpreter's, while ours is in force
         self._observed: list[Future[HostReport]] = [
             self._pool.submit(_observe, target, deep, connected)
             for target, connected in zip(self._targets, self._connected, strict=True)
@@ -188,6 +192,11 @@ class Examination:
         whatever the caller does next overlaps it instead of slowing the connection down."""
         for connected in self._connected:
             connected.wait()
+        if self._switch_interval is None:
+            # The caller now imports (CPU, holding the GIL) while the workers and paramiko's threads still
+            # open the channel and send the probe: hand the GIL over within 0.5 ms instead of 5 ms.
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._switch_interval, SHARED_GIL_SWITCH_S))
 
     def reports(self, checks: list[CheckSpec]) -> dict[str, HostReport]:
         """Each host's report with `checks` run on its facts, in the targets' order."""
@@ -202,6 +211,9 @@ class Examination:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self._pool.shutdown(wait=True)
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
 
 
 def _load_answer_modules() -> None:

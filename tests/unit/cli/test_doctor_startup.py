@@ -91,9 +91,11 @@ def test_a_plain_doctor_connects_once_and_before_the_parser(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], write_config: Any, events: Events
 ) -> None:
     write_config(VALID_HOST)
+    switch_interval = sys.getswitchinterval()
     code, out, _ = run_entry(monkeypatch, capsys, "doctor", "llm-two", "--json")
     assert code == ExitCode.UNREACHABLE
     assert events == ["connect llm-two", "parse"]
+    assert sys.getswitchinterval() == switch_interval  # shortened only while the hosts answer
     report = json.loads(out)["hosts"]["llm-two"]
     assert "connection refused" in report["unreachable"]
     assert [check["id"] for check in report["checks"]] == ["ssh.reachable"]
