@@ -43,8 +43,15 @@ def events(monkeypatch: pytest.MonkeyPatch) -> Events:
 
 
 def run_entry(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """The console script (`specops ARGS...`): its exit code, stdout and stderr."""
+    """The console script (`specops ARGS...`): its exit code, stdout and stderr. A doctor's quick exit (which
+    would end pytest too) exits as sys.exit does, with "quick exit" noted on stderr."""
+
+    def quick_exit(code: int) -> None:
+        print("quick exit", file=sys.stderr)
+        sys.exit(code)
+
     monkeypatch.setattr(sys, "argv", ["specops", *args])
+    monkeypatch.setattr("specops.cli.entry.exit_process", quick_exit)
     capsys.readouterr()
     with pytest.raises(SystemExit) as exited:
         entry()
@@ -151,3 +158,12 @@ def test_the_config_path_of_the_command_line_is_the_one_loaded(
     code, _, _ = run_entry(monkeypatch, capsys, "--config", str(elsewhere), "doctor", "llm-two", "--json")
     assert code == ExitCode.UNREACHABLE
     assert events == ["connect llm-two", "parse"]
+
+
+def test_only_a_doctor_leaves_quickly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], write_config: Any, events: Events
+) -> None:
+    write_config(VALID_HOST)
+    assert run_entry(monkeypatch, capsys, "doctor", "llm-two")[2].endswith("quick exit\n")
+    code, out, err = run_entry(monkeypatch, capsys, "hosts")
+    assert code == 0 and "llm-two" in out and "quick exit" not in err
