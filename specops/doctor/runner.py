@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
+from specops.doctor.model import CheckContext, CheckResult, CheckSpec, Status
+from specops.doctor.registry import run_checks
 from specops.errors import ConnectError, SpecopsError
 
 SHARED_GIL_SWITCH_S = 0.0005
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.config.loader import Config
     from specops.config.profile import Profile
-    from specops.doctor.model import CheckResult, CheckSpec, Status
     from specops.host.base import Host
     from specops.probe.facts import DeepFacts, HostFacts
 
@@ -106,8 +107,6 @@ def _observe(target: DoctorTarget, deep: bool, connected: threading.Event) -> Ho
         report.unreachable = error.message
         report.results = [_privilege_result(error) if _is_privilege_error(error) else _unreachable_result(error)]
     except SpecopsError as error:
-        from specops.doctor.model import CheckResult, Status
-
         report.unreachable = error.message
         report.results = [
             CheckResult("ssh.reachable", Status.FAIL, f"the probe could not run: {error.message}", [], error.hint)
@@ -123,9 +122,6 @@ def _observe(target: DoctorTarget, deep: bool, connected: threading.Event) -> Ho
 
 def _judge(report: HostReport, target: DoctorTarget, checks: list[CheckSpec]) -> HostReport:
     """Run the checks on a probed host's facts (a host without facts keeps its one failed result)."""
-    from specops.doctor.model import CheckContext
-    from specops.doctor.registry import run_checks
-
     if report.facts is None:
         return report
     started = time.monotonic()
@@ -140,8 +136,6 @@ def _judge(report: HostReport, target: DoctorTarget, checks: list[CheckSpec]) ->
 
 
 def _unreachable_result(error: ConnectError) -> CheckResult:
-    from specops.doctor.model import CheckResult, Status
-
     return CheckResult(
         "ssh.reachable",
         Status.FAIL,
@@ -159,8 +153,6 @@ def _is_privilege_error(error: ConnectError) -> bool:
 
 def _privilege_result(error: ConnectError) -> CheckResult:
     """Logged in, but sudo refused (password-only, not installed, not allowed): the probe never ran."""
-    from specops.doctor.model import CheckResult, Status
-
     return CheckResult("ssh.privilege", Status.FAIL, error.message, ["logged in over SSH: yes"], error.hint)
 
 
