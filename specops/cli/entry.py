@@ -28,7 +28,7 @@ def entry() -> None:
     try:
         if early.start(sys.argv[1:]):
             early.wait_connected()
-        from specops.cli.main import command_named, main
+        from specops.cli.main import main
 
         code = main()
     except KeyboardInterrupt:  # only while connecting early: main() answers Ctrl-C itself
@@ -37,6 +37,8 @@ def entry() -> None:
         code = int(ExitCode.INTERRUPTED)
     finally:
         early.discard()
+    from specops.cli.main import command_named
+
     if command_named(sys.argv[1:]) in QUICK_EXIT_COMMANDS:
         exit_process(code)
     sys.exit(code)

@@ -167,3 +167,17 @@ def test_only_a_doctor_leaves_quickly(
     assert run_entry(monkeypatch, capsys, "doctor", "llm-two")[2].endswith("quick exit\n")
     code, out, err = run_entry(monkeypatch, capsys, "hosts")
     assert code == 0 and "llm-two" in out and "quick exit" not in err
+
+
+def test_ctrl_c_while_connecting_early_is_an_interrupted_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], write_config: Any, events: Events
+) -> None:
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    write_config(VALID_HOST)
+    monkeypatch.setattr(early, "wait_connected", interrupted)
+    code, out, err = run_entry(monkeypatch, capsys, "doctor", "llm-two")
+    assert code == ExitCode.INTERRUPTED
+    assert (out, err) == ("", "quick exit\n")
+    assert events == ["connect llm-two"]  # the connection it had started was waited for, not left running
