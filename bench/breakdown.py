@@ -29,6 +29,10 @@ DOCTOR_IMPORTS = (
     "specops.host.ssh, specops.probe.run, specops.config.loader; specops.doctor.registry.all_checks()"
 )
 CLI_IMPORT = "import specops.cli.main"
+# what a plain `doctor HOST` loads before its connection starts (specops/cli/early.py): the rest loads meanwhile
+BEFORE_CONNECT_IMPORTS = (
+    "import specops.cli.early, specops.config.loader, specops.doctor.runner, specops.probe.run, specops.host.ssh"
+)
 BASHRC = "/root/.bashrc"
 
 Phases = dict[str, list[float]]
@@ -115,6 +119,8 @@ def process_round(phases: Phases) -> None:
         ("local: `python -c pass`", lambda: _run_seconds([python, "-c", "pass"])),
         ("local: python + import the CLI (the `--help` set)", lambda: _run_seconds([python, "-c", CLI_IMPORT])),
         ("local: python + import everything doctor uses", lambda: _run_seconds([python, "-c", DOCTOR_IMPORTS])),
+        ("local: python + import what doctor loads before connecting",
+         lambda: _run_seconds([python, "-c", BEFORE_CONNECT_IMPORTS])),
         ("local: `bash -c true`", lambda: _run_seconds(["env", "-i", "HOME=/root", "bash", "-c", "true"])),
         (f"local: bash sourcing {BASHRC} (every SSH exec pays it)",
          lambda: _run_seconds(["env", "-i", "HOME=/root", "bash", "-c", f". {BASHRC}"])),

@@ -215,6 +215,66 @@ def test_help_imports_nothing_heavy() -> None:
     assert result.stdout.strip().splitlines()[-1] == "HEAVY="
 
 
+# What a doctor must not have loaded when it connects (everything here can load while the host runs the probe),
+# and what it must not load at all for --json output.
+NOT_BEFORE_CONNECT = ("typer", "rich", "specops.doctor.checks", "specops.probe.facts", "specops.cli.main")
+NEVER_FOR_DOCTOR_JSON = ("rich", "httpx", "jinja2", "invoke", "specops.deploy", "specops.engine", "specops.ops")
+DOCTOR_RUN = """\
+import atexit
+import sys
+import specops.host.ssh
+from specops.errors import ConnectError
+
+def loaded(names):
+    return ",".join(name for name in names if name in sys.modules)
+
+def refuse(spec, **kwargs):
+    print("AT_CONNECT=" + loaded({at_connect}))
+    raise ConnectError("refused by the test")
+
+specops.host.ssh.connect = refuse
+atexit.register(lambda: print("AFTER=" + loaded({after})))  # exit handlers still run on a doctor's quick exit
+sys.argv = ["specops", "--config", {config!r}, "doctor", "llm-two", *{extra!r}]
+from specops.cli.entry import entry
+entry()
+"""
+
+
+def _doctor_imports(tmp_path: Path, extra: list[str], at_connect: tuple[str, ...], after: tuple[str, ...]) -> list[str]:
+    """`specops doctor llm-two EXTRA` as the console script runs it, in a fresh interpreter, the host refusing
+    the connection: the lines AT_CONNECT= and AFTER= (the watched modules loaded then), EXIT= (its exit code)
+    and whether stdout held the whole report."""
+    config = tmp_path / "specops.toml"
+    config.write_text(
+        '[hosts.llm-two]\nssh = "llm-two"\npython = "/opt/venv/bin/python"\nmodel_path = "/models/target"\n'
+        'draft_model_path = "/models/draft"\nprofile = "ddtree"\n'
+    )
+    code = DOCTOR_RUN.format(config=str(config), extra=extra, at_connect=at_connect, after=after)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    marks = [line for line in result.stdout.splitlines() if line.startswith(("AT_CONNECT=", "AFTER="))]
+    report = "refused by the test" in result.stdout and "refused by the test" not in marks[0]
+    return [*marks, f"EXIT={result.returncode}", f"REPORT={report}"]
+
+
+def test_a_doctor_connects_before_loading_its_parser_checks_or_output(tmp_path: Path) -> None:
+    """`specops doctor HOST --json`: the connection starts after the config (and paramiko), before anything
+    the probe's answer needs (typer, the checks, the facts' models); --json never loads rich."""
+    lines = _doctor_imports(tmp_path, ["--json"], NOT_BEFORE_CONNECT, NEVER_FOR_DOCTOR_JSON)
+    assert lines == ["AT_CONNECT=", "AFTER=", "EXIT=4", "REPORT=True"]
+
+
+def test_a_doctor_table_loads_rich_only_after_connecting(tmp_path: Path) -> None:
+    lines = _doctor_imports(tmp_path, ["--strict"], NOT_BEFORE_CONNECT, ("rich",))
+    assert lines == ["AT_CONNECT=", "AFTER=rich", "EXIT=4", "REPORT=True"]
+
+
+def test_a_parsed_doctor_connects_before_loading_its_checks(tmp_path: Path) -> None:
+    """A doctor the console script does not start early (here: --profile) still connects first."""
+    watched = ("rich", "specops.doctor.checks", "specops.probe.facts")
+    lines = _doctor_imports(tmp_path, ["--profile", "ddtree", "--json"], watched, NEVER_FOR_DOCTOR_JSON)
+    assert lines == ["AT_CONNECT=", "AFTER=", "EXIT=4", "REPORT=True"]
+
+
 def test_a_doctor_or_deploy_imports_no_test_or_async_machinery() -> None:
     """Every SSH command imports paramiko, whose `invoke` integration (for `Match exec`, which specops never
     evaluates) would pull in unittest.mock and asyncio: ~50 ms of each command's start-up."""

@@ -72,9 +72,9 @@ def table_data() -> dict[str, Any]:
     """The command tree of the current app, as complete.py reads it."""
     import typer.main
 
-    from specops.cli.main import app
+    from specops.cli.main import build_app
 
-    return _node(typer.main.get_command(app))
+    return _node(typer.main.get_command(build_app()))
 
 
 def build_table() -> str:

@@ -15,6 +15,7 @@ from specops.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from specops.config.loader import Config
     from specops.diagnose.compare import Comparison
+    from specops.doctor.model import CheckSpec
     from specops.doctor.runner import DoctorTarget, HostReport
 
 
@@ -34,29 +35,60 @@ def doctor(
     json_output: JsonOpt = False,
 ) -> None:
     """Check hosts before a deploy: native libraries, CUDA, the SGLang build, the models, the system."""
-    from specops.cli.doctor_view import print_check_list, print_reports
-    from specops.doctor.registry import all_checks, select
-    from specops.doctor.runner import examine_all
-
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     if list_checks:
+        from specops.cli.doctor_view import print_check_list
+        from specops.doctor.registry import all_checks
+
         print_check_list(all_checks(), as_json)
         return
     if since_verified and local:
         raise UsageError("--since-verified compares a host with its releases; it does not go with --local")
-    checks = select(only.split(",") if only is not None else None)
+    chosen = _chosen_checks(only)
     targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
     if not local:
         targets = _inventory_targets(app_state, names or [], all_hosts, profile)
-    reports = examine_all(targets, checks, deep)
+    reports = _examine(targets, chosen, deep, as_json)
     drift = _drift_since_verified(app_state, targets, reports) if since_verified else {}
     if as_json:
         print_json({"hosts": {name: _report_json(report, drift.get(name)) for name, report in reports.items()}})
     else:
+        from specops.cli.doctor_view import print_reports
+
         print_reports(reports, verbose=app_state.verbose)
         _print_drift(drift)
     raise typer.Exit(int(_exit_code(reports, strict)))
+
+
+def _chosen_checks(only: str | None) -> list[CheckSpec] | None:
+    """The checks `--only` names, checked before the config is read (a misspelt id is the first error, as
+    it always was); None for all of them, which are loaded later, while the hosts answer."""
+    if only is None:
+        return None
+    from specops.doctor.registry import select
+
+    return select(only.split(","))
+
+
+def _examine(
+    targets: list[DoctorTarget], chosen: list[CheckSpec] | None, deep: bool, as_json: bool
+) -> dict[str, HostReport]:
+    """Connect first, load the rest while the hosts run the probe: Python's imports then cost the operator
+    nothing they would not wait for anyway (the probe takes longer on the host than they do here)."""
+    from specops.cli.early import claim
+    from specops.doctor.runner import Examination
+
+    with claim(targets, deep) or Examination(targets, deep) as examination:
+        examination.wait_connected()
+        from specops.doctor.registry import select
+
+        checks = chosen if chosen is not None else select(None)
+        if not as_json:
+            from specops.cli.doctor_view import load_renderer
+
+            load_renderer()
+        return examination.reports(checks)
 
 
 def _drift_since_verified(
@@ -85,22 +117,9 @@ def _print_drift(drift: dict[str, Comparison]) -> None:
 def _inventory_targets(
     app_state: AppState, names: list[str], all_hosts: bool, profile: str | None
 ) -> list[DoctorTarget]:
-    from specops.doctor.runner import DoctorTarget
+    from specops.doctor.runner import inventory_targets
 
-    config = app_state.load_config()
-    if not names and not all_hosts:
-        raise UsageError("name hosts or groups, or pass --all (or --local for this machine)")
-    specs = list(config.inventory.hosts.values()) if all_hosts else config.inventory.select(names)
-    targets = []
-    for spec in specs:
-        chosen = spec.profile if profile is None else profile
-        resolved = config.resolve(spec.name, chosen).profile if chosen is not None else None
-        targets.append(
-            DoctorTarget(
-                name=spec.name, spec=spec, profile=resolved, open_host=app_state.opener(spec), python=spec.python
-            )
-        )
-    return targets
+    return inventory_targets(app_state.load_config(), names, all_hosts, profile, app_state.opener)
 
 
 def _local_target(config: Config | None, profile: str | None) -> DoctorTarget:

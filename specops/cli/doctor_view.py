@@ -21,6 +21,12 @@ _MARKS = {
 }
 
 
+def load_renderer() -> None:
+    """Import rich now, while the hosts answer, so that printing the reports does not wait for it."""
+    import rich.console
+    import rich.markup  # noqa: F401
+
+
 def print_check_list(checks: list[CheckSpec], as_json: bool) -> None:
     if as_json:
         print_json({"checks": [{"id": spec.id, "description": spec.description} for spec in checks]})

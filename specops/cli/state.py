@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
 from specops.host import ssh_opener
 
 if TYPE_CHECKING:
+    import typer
+
     from specops.config.inventory import HostSpec
     from specops.config.loader import Config
     from specops.config.secrets import Secret

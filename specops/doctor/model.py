@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from specops.config.inventory import HostSpec
-from specops.config.profile import Profile
-from specops.probe.facts import DeepFacts, HostFacts
+if TYPE_CHECKING:  # annotations only: a doctor imports this before it connects, the facts' models after
+    from specops.config.inventory import HostSpec
+    from specops.config.profile import Profile
+    from specops.probe.facts import DeepFacts, HostFacts
 
 
 class Status(StrEnum):

@@ -3,23 +3,27 @@
 Why `python -I -`: the host's configured interpreter (its venv) is what SGLang runs with, so the probe sees
 the same packages; `-I` keeps the user's PYTHONPATH/PYTHONSTARTUP out, and `-` reads the script from stdin,
 so nothing is written on the host and each probe costs one SSH round trip (`--deep`: one more).
+
+`prepare_probe` (request + script) needs no host and `send_probe` parses nothing: a caller can prepare before
+it connects, and the pydantic models of the answer (facts.py, parse.py) load only once an answer is parsed,
+so a doctor's connection does not wait for them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import ValidationError
-
-from specops.config.inventory import HostSpec
-from specops.config.profile import Profile
 from specops.errors import SpecopsError
 from specops.host.base import Result
-from specops.probe.facts import DeepFacts, HostFacts
-from specops.probe.parse import parse_deep, parse_host_facts
 from specops.remote.bundle import build_script
+
+if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+    from specops.config.profile import Profile
+    from specops.probe.facts import DeepFacts, HostFacts
 
 PROBE_TIMEOUT_S = 60.0
 DEEP_IMPORT_TIMEOUT_S = 120.0
@@ -109,8 +113,13 @@ def run_request(
     host_obj: CommandRunner, spec: HostSpec | None, python: str, request: dict[str, Any], timeout: float
 ) -> dict[str, Any]:
     """Send the script for `request` to `python` on the host; the parsed JSON document it printed."""
+    return _run_script(host_obj, spec, python, build_script(request).encode("utf-8"), timeout)
+
+
+def _run_script(
+    host_obj: CommandRunner, spec: HostSpec | None, python: str, script: bytes, timeout: float
+) -> dict[str, Any]:
     name = spec.name if spec else host_obj.name
-    script = build_script(request).encode("utf-8")
     result = host_obj.run([python, "-I", "-"], input=script, timeout=timeout, check=False)  # exits explained below
     if result.exit_code in COMMAND_NOT_FOUND:
         raise ProbeError(
@@ -148,6 +157,60 @@ def _indent(text: str) -> str:
     return "\n".join(f"  | {line}" for line in text.splitlines()) or "  | (no output)"
 
 
+@dataclass(frozen=True)
+class PreparedProbe:
+    """A probe ready to send: which interpreter runs it, and the script (with its request) on its stdin."""
+
+    spec: HostSpec | None
+    python: str
+    script: bytes
+    timeout: float = PROBE_TIMEOUT_S
+
+
+def prepare_probe(
+    spec: HostSpec | None,
+    profile: Profile | None = None,
+    *,
+    python: str | None = None,
+    extra_roots: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    timeout: float = PROBE_TIMEOUT_S,
+) -> PreparedProbe:
+    """The request and script of `probe`, built without a host (see `probe` for the arguments)."""
+    interpreter = _interpreter(spec, python)
+    if spec is None:
+        request = local_request(interpreter, profile, extra_roots)
+    else:
+        request = build_request(spec, profile, extra_roots)
+    request.update(overrides or {})
+    return PreparedProbe(spec, interpreter, build_script(request).encode("utf-8"), timeout)
+
+
+def send_probe(host_obj: CommandRunner, prepared: PreparedProbe) -> dict[str, Any]:
+    """Run a prepared probe on the host: the JSON document it printed, not parsed yet (`parse_probe`)."""
+    return _run_script(host_obj, prepared.spec, prepared.python, prepared.script, prepared.timeout)
+
+
+def parse_probe(host_obj: CommandRunner, document: dict[str, Any]) -> HostFacts:
+    """The probe's document as HostFacts; a document this version cannot read is a ProbeError."""
+    from pydantic import ValidationError
+
+    try:
+        return parse_host_facts(document)
+    except ValidationError as error:
+        raise ProbeError(
+            f"{host_obj.name}: the probe's answer does not match this specops version: {error.errors()[0]['msg']}",
+            hint="a bug in specops (the probe and its parser ship together): re-run with --debug and report it",
+        ) from error
+
+
+def parse_host_facts(document: dict[str, Any]) -> HostFacts:
+    """specops.probe.parse's parser, imported on first use: sending a probe does not need its models."""
+    from specops.probe.parse import parse_host_facts as parse
+
+    return parse(document)
+
+
 def probe(
     host_obj: CommandRunner,
     spec: HostSpec | None,
@@ -162,20 +225,10 @@ def probe(
 
     `spec=None` probes without an inventory (`doctor --local`) with the interpreter `python`.
     """
-    interpreter = _interpreter(spec, python)
-    if spec is None:
-        request = local_request(interpreter, profile, extra_roots)
-    else:
-        request = build_request(spec, profile, extra_roots)
-    request.update(overrides or {})
-    document = run_request(host_obj, spec, interpreter, request, timeout)
-    try:
-        return parse_host_facts(document)
-    except ValidationError as error:
-        raise ProbeError(
-            f"{host_obj.name}: the probe's answer does not match this specops version: {error.errors()[0]['msg']}",
-            hint="a bug in specops (the probe and its parser ship together): re-run with --debug and report it",
-        ) from error
+    prepared = prepare_probe(
+        spec, profile, python=python, extra_roots=extra_roots, overrides=overrides, timeout=timeout
+    )
+    return parse_probe(host_obj, send_probe(host_obj, prepared))
 
 
 def probe_deep(
@@ -186,6 +239,8 @@ def probe_deep(
     import_timeout: float = DEEP_IMPORT_TIMEOUT_S,
 ) -> DeepFacts:
     """`--deep`: really import torch, then torchcodec, each in a subprocess with a timeout; what went wrong."""
+    from specops.probe.parse import parse_deep
+
     request = {"deep": True, "deep_timeout_s": import_timeout}
     document = run_request(host_obj, spec, _interpreter(spec, python), request, timeout=2 * import_timeout + 30)
     return parse_deep(document)
