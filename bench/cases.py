@@ -162,3 +162,16 @@ def all_cases(fleet: Fleet) -> list[Case]:
         Case("docN_cli", f"`specops doctor {GROUP} --json`, console script ({count} hosts)",
              lambda: doctor_subprocess(fleet, [GROUP], everyone)),
     ]  # fmt: skip
+
+
+def compile_bytecode(log: Callable[[str], None]) -> None:
+    """What pip does when it installs a wheel: every module of specops compiled to .pyc. Without it, an editable
+    install run with PYTHONDONTWRITEBYTECODE=1 (or a stale cache) compiles the sources at every start, and a
+    console script's figure would measure the compiler rather than the imports an operator waits for."""
+    import compileall
+
+    import specops
+
+    if not compileall.compile_dir(Path(specops.__file__).parent, quiet=1):
+        raise CaseFailed("could not compile specops to bytecode")
+    log("compiled specops to bytecode (as pip does at install)")

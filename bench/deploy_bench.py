@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from bench.cases import CaseFailed
+from bench.cases import CaseFailed, compile_bytecode
 from bench.deploycases import Extras, all_cases, initial_deploy, rsync_untimed
 from bench.deployreport import BEGIN, END, render
 from bench.deployscene import SceneError, prepare_manual, start_scene
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the deploy benchmark needs {', '.join(missing)} on PATH (the by-hand case runs them)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops the host too, like Ctrl-C
+    compile_bytecode(log)
     load_before = os.getloadavg()
     started: list[TestHost] = []
     try:

@@ -12,7 +12,6 @@ about timings; it exits 1 only if a case failed to do its job (then no figure is
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
 import sys
 import tempfile
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench import breakdown
-from bench.cases import CaseFailed, all_cases
+from bench.cases import CaseFailed, all_cases, compile_bytecode
 from bench.fleet import build_fleet, stop_hosts
 from bench.report import machine_info, render, write_section
 from bench.rounds import ratios, run_rounds
@@ -29,17 +28,6 @@ from tests.testbed.testhost import TestHost
 
 def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def compile_bytecode() -> None:
-    """What pip does when it installs a wheel: every module of specops compiled to .pyc. Without it, an editable
-    install run with PYTHONDONTWRITEBYTECODE=1 (or a stale cache) compiles the sources at every start, and the
-    console script's figure would measure the compiler rather than the imports an operator waits for."""
-    import specops
-
-    if not compileall.compile_dir(Path(specops.__file__).parent, quiet=1):
-        raise CaseFailed("could not compile specops to bytecode")
-    log("compiled specops to bytecode (as pip does at install)")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -62,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     started: list[TestHost] = []
     try:
-        compile_bytecode()
+        compile_bytecode(log)
         return _run(args, load_before, started)
     except CaseFailed as error:
         log(f"a case failed, no figures: {error}")

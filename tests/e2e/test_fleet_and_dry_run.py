@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from specops.host.conversation import conversation
 from specops.host.recording import Call
 from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
 from tests.testbed import drift
@@ -100,11 +103,18 @@ def test_dry_run_prints_the_plan_and_changes_nothing(
 class _Recorded:
     """The real SSH host, with every command, file write and tunnel recorded (as the RecordingHost records)."""
 
-    def __init__(self, inner: Any, calls: list[Call]) -> None:
-        self.inner, self.calls, self.name = inner, calls, inner.name
+    def __init__(self, inner: Any, calls: list[Call], via: str = "") -> None:
+        self.inner, self.calls, self.name, self.via = inner, calls, inner.name, via
+
+    @contextmanager
+    def conversation(self, argv: Any, *, lifetime_s: float) -> Iterator[_Recorded]:
+        """The real command conversation, its requests recorded in order with the other calls."""
+        self.calls.append(Call("conversation", tuple(argv)))
+        with conversation(self.inner, argv, lifetime_s=lifetime_s) as talk:
+            yield _Recorded(talk, self.calls, via="conversation")
 
     def run(self, argv: Any, **options: Any) -> Any:
-        self.calls.append(Call("run", tuple(argv)))
+        self.calls.append(Call("run", tuple(argv), via=self.via))
         return self.inner.run(argv, **options)
 
     def stream(self, argv: Any, **options: Any) -> Any:
@@ -112,7 +122,7 @@ class _Recorded:
         return self.inner.stream(argv, **options)
 
     def put(self, data: bytes, remote_path: str, mode: int = 0o644, **options: Any) -> None:
-        self.calls.append(Call("put", path=remote_path, mode=mode))
+        self.calls.append(Call("put", path=remote_path, mode=mode, via=self.via))
         self.inner.put(data, remote_path, mode, **options)
 
     def get(self, remote_path: str, **options: Any) -> bytes:
