@@ -26,6 +26,7 @@ from bench.deployscene import UNIT as SPECOPS_UNIT
 
 DEPLOYED = "deployed"
 ENGINE_EXIT = "old engine's exit (drain seconds)"
+WATCH_UNIT = "specops-watch-sglang.service"
 ENGINE_UP = "The server is fired up and ready to roll!"
 ENGINE_UP_WAIT_S = 180.0
 
@@ -163,13 +164,18 @@ def _wait_up(scene: Scene, unit: str, invocation: str) -> None:
     argv = ["journalctl", f"_SYSTEMD_INVOCATION_ID={invocation}", "-o", "cat", "--no-pager"]
     while ENGINE_UP not in scene.host.exec(argv, check=False).stdout.decode():
         if time.monotonic() > deadline:
-            raise CaseFailed(f"the engine of {unit} was not up after {ENGINE_UP_WAIT_S:.0f} s")
+            status = scene.host.exec(["systemctl", "status", "--no-pager", "-n", "15", unit], check=False)
+            raise CaseFailed(f"the engine of {unit} was not up after {ENGINE_UP_WAIT_S:.0f} s:\n"
+                             f"{status.stdout.decode(errors='replace')[-2000:]}")  # fmt: skip
         time.sleep(0.5)
 
 
 def _serve_with(scene: Scene, stop: str, start: str) -> None:
     """Untimed: one engine serves the host's GPU at a time, so the hand case swaps its unit in and out."""
+    # the guard's watch after "verified" would take a stopped specops engine for a failure and roll it back
+    scene.host.exec(["systemctl", "stop", WATCH_UNIT], check=False)
     scene.host.exec(["systemctl", "stop", stop])
+    scene.host.exec(["systemctl", "reset-failed", start], check=False)  # these starts are not a crash loop
     scene.host.exec(["systemctl", "start", start])
     _wait_up(scene, start, _invocation(scene, start))
 

@@ -142,3 +142,32 @@ def test_an_interrupted_request_is_never_answered_by_the_next_one(plain: Countin
         talk.run(["sh", "-c", "sleep 1; echo late"])
     assert talk.run(["echo", "next"]).text == "next\n"  # not "late": the conversation was given up
     assert len(plain.started) == 2
+
+
+def test_the_release_script_runs_in_a_fork_and_answers_as_its_own_interpreter(
+    plain: CountingHost, talk: Host, tmp_path: Path
+) -> None:
+    """`python -IS -c SCRIPT ...` for the runner's own interpreter skips a new interpreter: same output, exit
+    codes, stdin, umask and deadline as running it for real."""
+    script = (
+        "import os, sys\n"
+        "data = sys.stdin.read()\n"
+        "os.umask(0o077)\n"
+        "print(sys.argv[1:], repr(data), sys.flags.isolated, sys.flags.no_site)\n"
+        "print('to stderr', file=sys.stderr)\n"
+        "sys.exit(int(sys.argv[1]))\n"
+    )
+    for code in ("0", "3"):
+        argv = [sys.executable, "-IS", "-c", script, code, "two words"]
+        want, got = plain.run(argv, input=b"in\n", check=False), talk.run(argv, input=b"in\n", check=False)
+        assert (got.exit_code, got.stdout, got.stderr) == (want.exit_code, want.stdout, want.stderr)
+    assert len(plain.started) == 3  # the runner, and the two real interpreters
+    assert (
+        talk.run(["sh", "-c", "umask"]).text == plain.run(["sh", "-c", "umask"]).text
+    )  # the fork's umask stayed there
+    raised = [sys.executable, "-IS", "-c", "raise ValueError('boom')"]
+    failed = talk.run(raised, check=False)
+    assert failed.exit_code == 1 and "ValueError: boom" in failed.stderr_text
+    with pytest.raises(RemoteTimeout):
+        talk.run([sys.executable, "-IS", "-c", "import time; time.sleep(30)"], timeout=0.5)
+    assert talk.run(["echo", "after"]).text == "after\n"
