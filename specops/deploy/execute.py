@@ -44,6 +44,7 @@ from specops.probe.run import probe
 __all__ = ["DeployOptions", "HostOutcome", "LockLost", "Outcome", "deploy_host"]
 
 GATE_FAILED = ExitCode.CHECKS_FAILED
+PARTIAL_OUTCOME = "host_outcome"  # on a SpecopsError that stopped a deploy: the HostOutcome as far as it got
 OUTSIDE_STEPS = ("lock", "read", "unlock", "record")  # done around the plan: before it exists, or after the lock
 PHASE_MESSAGES = {
     "push": "sending the release",
@@ -93,6 +94,8 @@ def deploy_host(
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
         if locked and isinstance(error, SpecopsError):
             record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
+        if isinstance(error, SpecopsError):  # what it knew (releases, phases) reaches the summary and --json
+            setattr(error, PARTIAL_OUTCOME, outcome)  # an attribute SpecopsError itself does not declare
         reporter.event(Event(spec.name, DONE_PHASE, f"stopped ({type(error).__name__})", level="error"))
         raise
     message = f"{outcome.outcome}; serving {outcome.release or 'no release'}"

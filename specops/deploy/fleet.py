@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from specops.deploy.execute import LockLost
+from specops.deploy.execute import PARTIAL_OUTCOME, LockLost
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.plan import HostPlan
 from specops.errors import ConnectError, ExitCode, LockHeld, SpecopsError
@@ -37,13 +37,24 @@ def guarded(run: HostRunner, host_plan: HostPlan) -> HostOutcome:
     try:
         return run(host_plan)
     except ConnectError as error:
-        return HostOutcome(name, Outcome.UNREACHABLE, ExitCode.UNREACHABLE, cause=error.message, hint=error.hint)
+        return _stopped(name, Outcome.UNREACHABLE, ExitCode.UNREACHABLE, error)
     except LockHeld as error:
-        return HostOutcome(name, Outcome.LOCKED, ExitCode.LOCK_HELD, cause=error.message, hint=error.hint)
+        return _stopped(name, Outcome.LOCKED, ExitCode.LOCK_HELD, error)
     except LockLost as error:
-        return HostOutcome(name, Outcome.LOCK_LOST, error.exit_code, cause=error.message, hint=error.hint)
+        return _stopped(name, Outcome.LOCK_LOST, error.exit_code, error)
     except SpecopsError as error:
-        return HostOutcome(name, Outcome.ERROR, error.exit_code, cause=error.message, hint=error.hint)
+        return _stopped(name, Outcome.ERROR, error.exit_code, error)
+
+
+def _stopped(name: str, outcome: Outcome, code: ExitCode, error: SpecopsError) -> HostOutcome:
+    """The error's outcome, with what the deploy knew when it stopped: the releases it came from and tried
+    (a connection lost after the switch must still say which release may be serving), and its phases."""
+    stopped = HostOutcome(name, outcome, code, cause=error.message, hint=error.hint)
+    partial = getattr(error, PARTIAL_OUTCOME, None)
+    if isinstance(partial, HostOutcome):
+        stopped.release, stopped.attempted, stopped.previous = partial.release, partial.attempted, partial.previous
+        stopped.phases, stopped.push, stopped.stop = dict(partial.phases), partial.push, partial.stop
+    return stopped
 
 
 def run_fleet(

@@ -146,6 +146,9 @@ def test_a_lost_lock_stops_the_deploy_at_the_next_step(world: World) -> None:
     assert "lost the lock (removed or taken over by someone else); stopped before the unit step" in run.outcome[
         "cause"]  # fmt: skip
     run.assert_followed(upto="preflight", then=("unlock", "record"))  # the audit line says why it stopped
+    # what it knew when it stopped: the release serving and the one it was deploying, and its phases so far
+    assert (run.outcome["previous"], run.outcome["release"]) == ("20260101T000000Z-old", "20260101T000000Z-old")
+    assert run.outcome["attempted"] == run.plan["release"] and "preflight" in run.outcome["phases"]
 
 
 def test_ctrl_c_during_the_switch_leaves_the_guard_armed_and_releases_the_lock(world: World) -> None:
