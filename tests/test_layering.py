@@ -287,3 +287,25 @@ def test_a_doctor_or_deploy_imports_no_test_or_async_machinery() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-2:] == ["LOADED=", "INVOKE=invoke"]
+
+
+# What `specops --json deploy` must never load: the live view (rich) and other commands' modules.
+NEVER_FOR_DEPLOY_JSON = ("rich", "invoke", "specops.cli.doctor_view", "specops.cli.cmd_status", "specops.cli.cmd_diff")
+
+
+def test_a_json_deploy_loads_neither_the_live_view_nor_other_commands(tmp_path: Path) -> None:
+    build = tmp_path / "build" / "sglang"
+    build.mkdir(parents=True)
+    (build / "__init__.py").write_text("__version__ = '0.0.1'\n")
+    config = tmp_path / "specops.toml"
+    config.write_text(
+        '[hosts.llm-two]\nssh = "llm-two"\npython = "/opt/venv/bin/python"\nmodel_path = "/models/target"\n'
+        'draft_model_path = "/models/draft"\nprofile = "ddtree"\n'
+    )
+    code = DOCTOR_RUN.replace('"doctor", "llm-two"', '"--json", "deploy", "llm-two", "--build", {build!r}').format(
+        config=str(config), extra=[], at_connect=("rich",), after=NEVER_FOR_DEPLOY_JSON, build=str(build.parent)
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    marks = [line for line in result.stdout.splitlines() if line.startswith(("AT_CONNECT=", "AFTER="))]
+    assert (marks, result.returncode) == (["AT_CONNECT=", "AFTER="], 4), result.stdout + result.stderr
+    assert '"outcome": "unreachable"' in result.stdout
