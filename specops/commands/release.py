@@ -3,7 +3,8 @@ parsers for the host's JSON replies. Nothing here talks to a host (specops/ops/r
 specops would run can be unit-tested and shown by a dry run.
 
 Every remote value travels as its own argv word (the Host quotes once); the host-side logic is the stdlib
-script specops/remote/release/script.py, passed with `python -I -c` (isolated: no PYTHONPATH, no user site).
+script specops/remote/release/script.py, passed with `python -IS -c` (isolated: no PYTHONPATH, no user site;
+no site: stdlib only).
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ def record_commands(spec: HostSpec) -> list[HostCommand]:
     path = host_audit_path(spec)
     entry = "the audit entry (one JSON line: who, what, outcome, phases, gates)"
     return [
-        run([spec.python, "-I", "-c", APPEND_SCRIPT, path], stdin=entry,
+        run([spec.python, "-IS", "-c", APPEND_SCRIPT, path], stdin=entry,
             note="on a new connection when the deploy's own one is gone"),
         run(["sh", "-c", APPEND_FALLBACK, "specops-audit", path], stdin=entry, times=Times.IF_NEEDED,
             note=f"only when {spec.python} cannot run"),

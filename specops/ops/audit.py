@@ -127,7 +127,7 @@ def append_on_host(host: Host, path: str, line: bytes, python: str | None = None
     """One O_APPEND write on the host, by `python` (the host's interpreter) or dd when it is missing."""
     result = None
     if python:
-        argv = [python, "-I", "-c", APPEND_SCRIPT, path]
+        argv = [python, "-IS", "-c", APPEND_SCRIPT, path]  # -S: stdlib only (and a request on a conversation)
         result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # 126/127: try dd
     if result is None or result.exit_code in MISSING_PROGRAM:
         argv = ["sh", "-c", APPEND_FALLBACK, "specops-audit", path]

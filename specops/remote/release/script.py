@@ -1,5 +1,5 @@
 """The host side of releases: one stdlib-only script (this file and the release_*.py bundled after it), run as
-`<python> -I -c <script> OP ARGS...`.
+`<python> -IS -c <script> OP ARGS...`.
 
 Why a script and not shell commands: listing every release with its manifest, receiving a tar stream while
 hard-linking the rest, verifying a tree hash and switching `current` must each be ONE round trip, atomic on the

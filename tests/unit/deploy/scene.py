@@ -87,7 +87,7 @@ class DeployScene:
         self._script_release_ops(host, script)
         self._script_gates(host)
         for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"],
-                       ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"],
+                       ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"], [PYTHON, "-IS", "-c"],
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))

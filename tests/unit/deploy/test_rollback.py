@@ -27,6 +27,8 @@ def _commands(host_calls: list[object]) -> list[str]:
         argv = call["argv"]
         if call["kind"] == "conversation":
             names.append("conversation")
+        elif argv[-1].endswith("/audit.jsonl"):
+            names.append("audit")
         elif "-IS" in argv:
             names.append(f"release {argv[4]}")
         elif argv[:2] == ["sh", "-c"] and argv[3:4] == ["specops-lock"]:
@@ -51,7 +53,7 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
         "conversation",  # one exec: every command below is a request on it
         "lock acquire", "release list", "systemctl stop", "systemctl show", "sh -c",  # drain, stop, GPUs free
         "journalctl -n", "release rollback", "readiness poll",
-        "release update-manifest", "/opt/venv/bin/python -I", "lock release",
+        "release update-manifest", "audit", "lock release",
         "/opt/venv/bin/python -I",  # the probe whose fingerprint is kept locally for diff/diagnose
     ]  # fmt: skip
     remembered = world.folder / "state" / "specops" / "fingerprints" / f"{HOST}.json"
