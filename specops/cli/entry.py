@@ -3,7 +3,8 @@
 A completion call happens on every Tab press; importing typer alone costs more than the whole answer may,
 so the request is answered from specops/cli/complete.py (tomllib and a table) and the app is never built.
 A plain `specops doctor NAME...` connects to its hosts before typer loads, and the CLI loads while the hosts
-run the probe (specops/cli/early.py); a doctor also leaves without tearing down every loaded module.
+run the probe (specops/cli/early.py); a doctor, a deploy and a rollback also leave without tearing down every
+loaded module.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import sys
 from typing import NoReturn
 
 COMPLETE_VAR = "_SPECOPS_COMPLETE"
-QUICK_EXIT_COMMANDS = ("doctor",)  # read-only here: nothing is left open or unwritten once they return
+# Nothing is left open or unwritten once these return: every file is written in a `with` block or by one
+# os.write, the stage's temporary folder is removed, connections are closed and the lock's thread stopped.
+QUICK_EXIT_COMMANDS = ("doctor", "deploy", "rollback")
 
 
 def entry() -> None:

@@ -160,11 +160,13 @@ def test_the_config_path_of_the_command_line_is_the_one_loaded(
     assert events == ["connect llm-two", "parse"]
 
 
-def test_only_a_doctor_leaves_quickly(
+def test_a_doctor_and_a_deploy_leave_quickly_other_commands_do_not(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], write_config: Any, events: Events
 ) -> None:
     write_config(VALID_HOST)
     assert run_entry(monkeypatch, capsys, "doctor", "llm-two")[2].endswith("quick exit\n")
+    code, _, err = run_entry(monkeypatch, capsys, "deploy", "no-such-host", "--build", "/nonexistent")
+    assert code == 2 and err.endswith("quick exit\n")  # the same exit code as without the quick exit
     code, out, err = run_entry(monkeypatch, capsys, "hosts")
     assert code == 0 and "llm-two" in out and "quick exit" not in err
 
