@@ -12,6 +12,8 @@ line's fresh connection) connects again, as before.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -83,9 +85,36 @@ def _connect(open_host: Opener) -> _Opened:
         return _Opened(error=error)
 
 
+# What a deploy imports only when it first needs it (the probe's models and the checks at preflight, the engine
+# client at the drain and the gates): loaded meanwhile, in a thread, while this process waits on the network.
+LATER_MODULES = (
+    "specops.probe.parse",
+    "specops.doctor.checks",
+    "specops.engine.client",
+    "specops.engine.smoke",
+    "specops.engine.sampled",
+)
+
+
+def prefetch(modules: tuple[str, ...] = LATER_MODULES) -> threading.Thread:
+    """Import `modules` in a daemon thread: its bytecode runs while the main thread waits on sockets (the GIL is
+    free then), so the first preflight and gates do not pay the imports. A module the main thread asks for
+    meanwhile waits for this thread's import of it (the import system's per-module lock)."""
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(ImportError):  # the main thread will import it (and report) itself
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="specops-prefetch", daemon=True)
+    thread.start()
+    return thread
+
+
 @contextmanager
 def connect_all(specs: list[HostSpec], opener: Callable[[HostSpec], Opener]) -> Iterator[Connections]:
     """Open every host's connection in parallel; all are closed when the block ends."""
+    prefetch()
     connections = Connections()
     try:
         if len(specs) == 1:  # in this thread: Ctrl-C interrupts the connect itself
