@@ -114,14 +114,23 @@ class ConversationHost(HostBase):
         try:
             if not self._greeted and self._command is not None:
                 self._greeted = True
-                if not greeted(self._command):
-                    self._drop()
+                self._greet(self._command)
             if self._command is None:  # it never started, or died while this request waited
                 return self.host.run(words, input=input, timeout=timeout, check=check, env=env)
             result = self._exchange(self._command, words, input or b"", timeout, env)
         finally:
             self._busy.release()
         return checked(result, self.name, check)
+
+    def _greet(self, command: RunningCommand) -> None:
+        """Read the runner's first line; without it (or interrupted meanwhile) the conversation is given up."""
+        try:
+            ready = greeted(command)
+        except BaseException:
+            self._drop()
+            raise
+        if not ready:
+            self._drop()
 
     def _exchange(
         self, command: RunningCommand, words: tuple[str, ...], data: bytes, timeout: float,

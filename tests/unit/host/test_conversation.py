@@ -100,10 +100,19 @@ def test_a_dead_runner_fails_its_request_and_later_commands_use_plain_execs(plai
     assert len(plain.started) == 2
 
 
+def in_flight(talk: Host) -> None:
+    """Wait until a request of another thread holds the conversation (a fixed sleep would race under load)."""
+    assert isinstance(talk, ConversationHost)
+    deadline = time.monotonic() + 30
+    while not talk._busy.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert talk._busy.locked()
+
+
 def test_a_busy_conversation_does_not_hold_up_another_thread(plain: CountingHost, talk: Host) -> None:
     slow = threading.Thread(target=talk.run, args=(["sleep", "4"],))
     slow.start()
-    time.sleep(0.3)
+    in_flight(talk)
     started = time.monotonic()
     assert talk.run(["echo", "beat"]).text == "beat\n"  # the lock's heartbeat, say
     assert time.monotonic() - started < 4
@@ -136,10 +145,15 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_interrupted_request_is_never_answered_by_the_next_one(plain: CountingHost, talk: Host) -> None:
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+    def interrupt_once_sent() -> None:
+        in_flight(talk)
+        time.sleep(0.2)  # the request is on its way; its reply comes a second later
+        os.kill(os.getpid(), signal.SIGINT)
+
+    assert talk.run(["true"]).ok  # the runner is up: the interrupted request is an exchange, not the greeting
+    threading.Thread(target=interrupt_once_sent, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        talk.run(["sh", "-c", "sleep 1; echo late"])
+        talk.run(["sh", "-c", "sleep 2; echo late"])
     assert talk.run(["echo", "next"]).text == "next\n"  # not "late": the conversation was given up
     assert len(plain.started) == 2
 
@@ -171,3 +185,18 @@ def test_the_release_script_runs_in_a_fork_and_answers_as_its_own_interpreter(
     with pytest.raises(RemoteTimeout):
         talk.run([sys.executable, "-IS", "-c", "import time; time.sleep(30)"], timeout=0.5)
     assert talk.run(["echo", "after"]).text == "after\n"
+
+
+def test_ctrl_c_while_the_runner_starts_gives_the_conversation_up(
+    plain: CountingHost, talk: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import specops.host.conversation as module
+
+    def interrupted(command: object) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "greeted", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        talk.run(["echo", "first"])
+    assert talk.run(["echo", "second"]).text == "second\n"  # its greeting is never read as a reply
+    assert len(plain.started) == 2
