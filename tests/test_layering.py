@@ -177,16 +177,18 @@ def test_every_known_exception_is_still_real() -> None:
     assert sorted(set(KNOWN_INTO_REMOTE) - real) == []
 
 
-@pytest.mark.parametrize("script", ["probe", "release"])
+@pytest.mark.parametrize("script", ["probe", "release", "runner.py"])
 def test_host_side_scripts_are_stdlib_only_python_3_8_and_self_contained(script: str) -> None:
     """What runs on the host imports the standard library and its own script's modules only (the bundler
-    concatenates one folder into one text), in syntax Python 3.8 can parse."""
+    concatenates one folder into one text; the command conversation's runner is one file), in syntax Python
+    3.8 can parse."""
     offenders = []
-    for path in sorted((PACKAGE / "remote" / script).rglob("*.py")):
+    where = PACKAGE / "remote" / script
+    for path in [where] if where.suffix == ".py" else sorted(where.rglob("*.py")):
         ast.parse(path.read_text(encoding="utf-8"), filename=str(path), feature_version=(3, 8))
         for module in _full_imports(path):
             top = module.split(".")[0]
-            own = module.startswith(f"specops.remote.{script}")
+            own = module.startswith(f"specops.remote.{script.removesuffix('.py')}")
             if not own and top != "__future__" and top not in sys.stdlib_module_names:
                 offenders.append(f"{_relative(path)} imports {module}")
     assert offenders == []
