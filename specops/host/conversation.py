@@ -1,6 +1,6 @@
 """A Host whose commands run as requests over ONE exec on the host: a deploy's whole conversation.
 
-    with conversation(host, conversation_argv(spec.python)) as talk:
+    with conversation(host, conversation_argv(spec.python), lifetime_s=CONVERSATION_TIMEOUT_S) as talk:
         talk.run(["systemctl", "show", unit, "-p", "ActiveState"])   # a request, not a new exec
         talk.put(env_text, env_file, mode=0o600)                      # the atomic put, as a request too
 
@@ -97,7 +97,6 @@ class ConversationHost(HostBase):
         self._command: RunningCommand | None = command
         self._greeted = False
         self._busy = threading.Lock()
-        self.requests = 0
 
     def run(
         self,
@@ -153,7 +152,6 @@ class ConversationHost(HostBase):
         if out is None or err is None or len(out) < header["out"] or len(err) < header["err"]:
             self._drop()
             raise self._lost(words, "its reply was cut short")
-        self.requests += 1
         if header.get("timed_out"):
             raise RemoteTimeout(shorten(display_command(words)), timeout, host=self.name)
         return Result(words, int(header["rc"]), out, err, time.monotonic() - started)
