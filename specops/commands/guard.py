@@ -89,10 +89,12 @@ def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSetti
 
 
 def disarm_argvs(spec: HostSpec) -> list[list[str]]:
-    """Stop the timer and a running watch, then forget their failed runs (they exit non-zero when there is no
-    guard: not an error)."""
+    """Stop the timer, a guard run still exiting and a running watch, then forget their failed runs (they exit
+    non-zero when there is no guard: not an error). The caller holds the lock, and a guard rolls back only
+    under it, so the guard run stopped here is at most a check, or one that has just let the lock go: left
+    running, it would make the next `systemd-run --unit=` fail ("already loaded")."""
     unit, watch = guard_unit(spec), watch_unit(spec)
     return [
-        ["systemctl", "stop", f"{unit}.timer", f"{watch}.service"],
+        ["systemctl", "stop", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
         ["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
     ]

@@ -36,7 +36,7 @@ RELEASE_MODULES = (
     "receive.py",
     "session.py",
 )
-GUARD_MODULES = ("guard.py", "watch.py")  # only in the guard file (guard_source): the timer's and the watch's ops
+GUARD_MODULES = ("hostlock.py", "guard.py", "watch.py")  # only in the guard file (guard_source): the guard's ops
 MODULE_ORDER = (
     "common", "elf", "elfhash", "libs", "gpu", "server_args", "sglang", "hoststate", "dists", "account", "main",
 )  # fmt: skip

@@ -19,20 +19,16 @@ which `specops status` shows, are kept in .specops-watch.json (script.py WATCH_F
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import threading
 import time
 from typing import Any
 
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused
+from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.rollback import append_audit, op_rollback
 from specops.remote.release.script import WATCH_FILE, current_id, write_json_atomic
 from specops.remote.release.session import OPS
-
-HEARTBEAT_S = 15.0  # the lock's heartbeat while the guard rolls back (others take a lock over after 90 s)
-
 
 def utc(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
@@ -61,63 +57,6 @@ def probe(url: str, timeout: float) -> str | None:
         return "failed (" + type(error).__name__ + ": " + str(error) + ")"
 
 
-def lock_token(lock_dir: str) -> str | None:
-    """The token of whoever holds the deploy lock; None when it is free, "" when its holder is unreadable."""
-    if not os.path.isdir(lock_dir):
-        return None
-    try:
-        with open(os.path.join(lock_dir, "holder.json"), encoding="utf-8") as handle:
-            return str(json.load(handle).get("token") or "")
-    except (OSError, ValueError, AttributeError):
-        return ""
-
-
-def take_lock(lock_dir: str, release: str) -> str | None:
-    """Take the deploy lock the way the lock script does (mkdir under the flock of `<root>.guard`), with a
-    holder.json any specops reads; the token, or None when someone holds it."""
-    import fcntl
-    import secrets
-    import socket
-
-    os.makedirs(os.path.dirname(lock_dir), exist_ok=True)
-    with open(lock_dir + ".guard", "a") as guard:
-        fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
-        try:
-            os.mkdir(lock_dir)
-        except FileExistsError:
-            return None
-        token, now = secrets.token_hex(16), utc(time.time())
-        holder = {SCHEMA_KEY: 1, "user": "root", "machine": socket.gethostname(), "pid": os.getpid(),
-                  "command": "specops guard: rolling back " + release + " (it failed its watch)",
-                  "started_at": now, "heartbeat_at": now, "version": "guard", "token": token}  # fmt: skip
-        path = os.path.join(lock_dir, "holder.json")
-        with open(path + ".tmp", "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(holder, sort_keys=True) + "\n")  # default separators: the lock script greps
-        os.replace(path + ".tmp", path)
-    return token
-
-
-def release_lock(lock_dir: str, token: str) -> None:
-    import fcntl
-    import shutil
-
-    with open(lock_dir + ".guard", "a") as guard:
-        fcntl.flock(guard, fcntl.LOCK_EX)
-        if lock_token(lock_dir) != token:
-            return  # taken over meanwhile (a stale heartbeat): not ours to remove
-        away = lock_dir + ".removed-" + token + "-" + str(os.getpid())
-        os.rename(lock_dir, away)
-    shutil.rmtree(away, ignore_errors=True)
-
-
-def heartbeat(lock_dir: str, stop: threading.Event) -> None:
-    while not stop.wait(HEARTBEAT_S):
-        try:
-            os.utime(os.path.join(lock_dir, "holder.json"))
-        except OSError:
-            return
-
-
 class Watch:
     """One window: its record (what .specops-watch.json holds), the probe settings, and the loop."""
 
@@ -142,21 +81,18 @@ class Watch:
         The record keeps where to (`rolled_back_to`): `status` names the guard's rollback while that serves."""
         import subprocess
 
-        token = take_lock(self.lock_dir, self.release)
+        command = "specops guard: rolling back " + self.release + " (it failed its watch)"
+        token = take_lock(self.lock_dir, command)
         if token is None:
             return None
-        stop = threading.Event()
-        threading.Thread(target=heartbeat, args=(self.lock_dir, stop), daemon=True).start()
-        try:
+        with HeldLock(self.lock_dir, token):
             if current_id(self.service_dir) != self.release:
                 return "ended", "current changed before the guard could roll back: nothing left to watch"
-            self.record["rolled_back_to"] = op_rollback(self.service_dir, self.unit, "", reason)["current"]
+            try:
+                self.record["rolled_back_to"] = op_rollback(self.service_dir, self.unit, "", reason)["current"]
+            except (Refused, OSError, ValueError, subprocess.SubprocessError) as error:
+                return "rollback-failed", reason + "; the rollback failed: " + str(error)
             return "rolled-back", reason
-        except (Refused, OSError, ValueError, subprocess.SubprocessError) as error:
-            return "rollback-failed", reason + "; the rollback failed: " + str(error)
-        finally:
-            stop.set()
-            release_lock(self.lock_dir, token)
 
     def run(self) -> tuple[str, str]:
         starter = lock_token(self.lock_dir)  # the deploy that started the watch: it lets go in a moment

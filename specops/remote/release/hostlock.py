@@ -1,0 +1,120 @@
+"""The deploy lock, taken on the host by the rollback guard and its watch (bundled first in the guard file).
+
+Why: a guard that rolls back without the lock races the next deploy. An operator whose deploy was killed
+runs it again; the new deploy takes the lock and writes its unit while the guard restores the old unit text,
+or it arms a new guard while the old guard's rollback still runs ("Unit specops-guard-... was already
+loaded"). Under the lock, the next deploy waits for the rollback (--lock-wait) or says who holds the host.
+
+The lock is taken the way the lock script (specops/commands/lock.py) takes it: mkdir(2) under the flock of
+`<root>.guard`, a holder.json any specops reads (default JSON separators: the script greps its token), a
+stale holder (no heartbeat for STALE_AFTER_S, host clock) put away by renaming first. Stdlib only, 3.8+.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from specops.remote.release.hostdata import SCHEMA_KEY
+
+HEARTBEAT_S = 15.0  # the lock's heartbeat while the guard rolls back (others take a lock over after 90 s)
+
+
+def lock_is_alive(lock_dir: str, stale_after_s: float) -> bool:
+    """The lock exists and its heartbeat (holder.json's mtime, else the directory's: host clock) is recent."""
+    for name in ("holder.json", ""):
+        try:
+            return time.time() - os.stat(os.path.join(lock_dir, name)).st_mtime <= stale_after_s
+        except OSError:
+            continue
+    return False
+
+
+def lock_token(lock_dir: str) -> str | None:
+    """The token of whoever holds the deploy lock; None when it is free, "" when its holder is unreadable."""
+    if not os.path.isdir(lock_dir):
+        return None
+    try:
+        with open(os.path.join(lock_dir, "holder.json"), encoding="utf-8") as handle:
+            return str(json.load(handle).get("token") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def take_lock(lock_dir: str, command: str, stale_after_s: float = 0.0) -> str | None:
+    """Take the deploy lock as `command` (what `specops lock status` shows); the token, or None when someone
+    holds it. With `stale_after_s` > 0 a holder without a heartbeat for that long is taken over."""
+    import fcntl
+    import shutil
+
+    os.makedirs(os.path.dirname(lock_dir), exist_ok=True)
+    away = ""
+    with open(lock_dir + ".guard", "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            os.mkdir(lock_dir)
+        except FileExistsError:
+            if stale_after_s <= 0 or lock_is_alive(lock_dir, stale_after_s):
+                return None
+            away = lock_dir + ".removed-guard-" + str(os.getpid())
+            os.rename(lock_dir, away)  # others may mkdir at once: rename first, delete at leisure
+            os.mkdir(lock_dir)
+        token = write_holder(lock_dir, command)
+    if away:
+        shutil.rmtree(away, ignore_errors=True)
+    return token
+
+
+def write_holder(lock_dir: str, command: str) -> str:
+    import secrets
+    import socket
+
+    token, now = secrets.token_hex(16), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    holder: dict[str, Any] = {SCHEMA_KEY: 1, "user": "root", "machine": socket.gethostname(), "pid": os.getpid(),
+                              "command": command, "started_at": now, "heartbeat_at": now, "version": "guard",
+                              "token": token}  # fmt: skip
+    path = os.path.join(lock_dir, "holder.json")
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(holder, sort_keys=True) + "\n")
+    os.replace(path + ".tmp", path)
+    return token
+
+
+def release_lock(lock_dir: str, token: str) -> None:
+    """Remove the lock if it is still ours (a stale heartbeat may have let another specops take it over)."""
+    import fcntl
+    import shutil
+
+    with open(lock_dir + ".guard", "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if lock_token(lock_dir) != token:
+            return
+        away = lock_dir + ".removed-" + token + "-" + str(os.getpid())
+        os.rename(lock_dir, away)
+    shutil.rmtree(away, ignore_errors=True)
+
+
+def heartbeat(lock_dir: str, stop: threading.Event) -> None:
+    while not stop.wait(HEARTBEAT_S):
+        try:
+            os.utime(os.path.join(lock_dir, "holder.json"))
+        except OSError:
+            return
+
+
+class HeldLock:
+    """`with HeldLock(dir, token):` keeps the lock's heartbeat going, then releases it, whatever happens."""
+
+    def __init__(self, lock_dir: str, token: str) -> None:
+        self.lock_dir, self.token, self.stop = lock_dir, token, threading.Event()
+
+    def __enter__(self) -> HeldLock:
+        threading.Thread(target=heartbeat, args=(self.lock_dir, self.stop), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        release_lock(self.lock_dir, self.token)
