@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -232,6 +233,7 @@ def loaded(names):
 
 def refuse(spec, **kwargs):
     print("AT_CONNECT=" + loaded({at_connect}))
+    print("REACH=" + type(spec).__name__)
     raise ConnectError("refused by the test")
 
 specops.host.ssh.connect = refuse
@@ -252,8 +254,9 @@ def _doctor_imports(tmp_path: Path, extra: list[str], at_connect: tuple[str, ...
         'draft_model_path = "/models/draft"\nprofile = "ddtree"\n'
     )
     code = DOCTOR_RUN.format(config=str(config), extra=extra, at_connect=at_connect, after=after)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    marks = [line for line in result.stdout.splitlines() if line.startswith(("AT_CONNECT=", "AFTER="))]
+    environ = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # its own doctor plans
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=environ)
+    marks = [line for line in result.stdout.splitlines() if line.startswith(("AT_CONNECT=", "AFTER=", "REACH="))]
     report = "refused by the test" in result.stdout and "refused by the test" not in marks[0]
     return [*marks, f"EXIT={result.returncode}", f"REPORT={report}"]
 
@@ -262,19 +265,29 @@ def test_a_doctor_connects_before_loading_its_parser_checks_or_output(tmp_path: 
     """`specops doctor HOST --json`: the connection starts after the config (and paramiko), before anything
     the probe's answer needs (typer, the checks, the facts' models); --json never loads rich."""
     lines = _doctor_imports(tmp_path, ["--json"], NOT_BEFORE_CONNECT, NEVER_FOR_DOCTOR_JSON)
-    assert lines == ["AT_CONNECT=", "AFTER=", "EXIT=4", "REPORT=True"]
+    assert lines == ["AT_CONNECT=", "REACH=HostSpec", "AFTER=", "EXIT=4", "REPORT=True"]
+
+
+def test_the_same_doctor_again_connects_before_the_config_models_load(tmp_path: Path) -> None:
+    """The second identical run connects from the plan the first one validated (early_plan.py): pydantic and
+    the config's models load while the host runs the probe, and the report is the same."""
+    watched = ("pydantic", "specops.config.inventory", "specops.config.loader", *NOT_BEFORE_CONNECT)
+    first = _doctor_imports(tmp_path, ["--json"], watched, NEVER_FOR_DOCTOR_JSON)
+    again = _doctor_imports(tmp_path, ["--json"], watched, NEVER_FOR_DOCTOR_JSON)
+    assert first[:2] == ["AT_CONNECT=pydantic,specops.config.inventory,specops.config.loader", "REACH=HostSpec"]
+    assert again == ["AT_CONNECT=", "REACH=PlainReach", "AFTER=", "EXIT=4", "REPORT=True"]
 
 
 def test_a_doctor_table_loads_rich_only_after_connecting(tmp_path: Path) -> None:
     lines = _doctor_imports(tmp_path, ["--strict"], NOT_BEFORE_CONNECT, ("rich",))
-    assert lines == ["AT_CONNECT=", "AFTER=rich", "EXIT=4", "REPORT=True"]
+    assert lines == ["AT_CONNECT=", "REACH=HostSpec", "AFTER=rich", "EXIT=4", "REPORT=True"]
 
 
 def test_a_parsed_doctor_connects_before_loading_its_checks(tmp_path: Path) -> None:
     """A doctor the console script does not start early (here: --profile) still connects first."""
     watched = ("rich", "specops.doctor.checks", "specops.probe.facts")
     lines = _doctor_imports(tmp_path, ["--profile", "ddtree", "--json"], watched, NEVER_FOR_DOCTOR_JSON)
-    assert lines == ["AT_CONNECT=", "AFTER=", "EXIT=4", "REPORT=True"]
+    assert lines == ["AT_CONNECT=", "REACH=HostSpec", "AFTER=", "EXIT=4", "REPORT=True"]
 
 
 def test_a_doctor_or_deploy_imports_no_test_or_async_machinery() -> None:

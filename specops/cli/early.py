@@ -9,13 +9,17 @@ the parsed command then claims that `Examination` instead of starting its own (`
 Nothing changes for the operator: the config is validated first (no connection on an invalid config), and any
 problem here (an invalid config, an unknown host) only means nothing is started: the parsed command meets the
 same problem again and reports it as it always does. A command line this module is unsure of is left alone.
+
+The same command line the next time does not wait for the config's models: the plan of the last run that
+validated exactly these inputs (specops/cli/early_plan.py) connects at once, and the parsed command claims those
+connections only when the config it validates gives that same plan.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from specops.doctor.runner import DoctorTarget, Examination
@@ -36,6 +40,8 @@ class EarlyDoctor:
 class _Started:
     targets: list[DoctorTarget]
     examination: Examination
+    plan: list[dict[str, Any]] | None = None  # started from a remembered plan (its key), not a validated config
+    key: str | None = None
 
 
 _started: list[_Started] = []
@@ -65,6 +71,33 @@ def start(args: list[str]) -> bool:
     plan = plain_doctor(args)
     if plan is None:
         return False
+    from specops.cli import early_plan
+
+    key = early_plan.plan_key(plan.config_path, plan.names)
+    remembered = early_plan.recall(key) if key is not None else None
+    if key is not None and remembered is not None:
+        return _start_from_plan(key, remembered)
+    return _start_from_config(plan, key)
+
+
+def _start_from_plan(key: str, plan: list[dict[str, Any]]) -> bool:
+    from specops.doctor.runner import DoctorTarget, Examination
+    from specops.host import plain_opener
+    from specops.probe.run import probe_from_request
+
+    targets = [
+        DoctorTarget(
+            name=record["name"], spec=None, profile=None, python=record["python"],
+            open_host=plain_opener(record["name"], record["ssh"], record["jump"], record["sudo_as"]),
+            probe=probe_from_request(record["python"], record["request"]),
+        )
+        for record in plan
+    ]  # fmt: skip
+    _started.append(_Started(targets, Examination(targets, deep=False), plan, key))
+    return True
+
+
+def _start_from_config(plan: EarlyDoctor, key: str | None) -> bool:
     from specops.cli.state import AppState
     from specops.doctor.runner import Examination, inventory_targets
 
@@ -74,6 +107,10 @@ def start(args: list[str]) -> bool:
     except Exception:  # reported by the parsed command, which meets it again
         return False
     _started.append(_Started(targets, Examination(targets, deep=False)))
+    if key is not None:  # after the connections are under way: the next run starts from this plan
+        from specops.cli.early_plan import records, remember
+
+        remember(key, records(targets))
     return True
 
 
@@ -87,10 +124,30 @@ def claim(targets: list[DoctorTarget], deep: bool) -> Examination | None:
     if not _started:
         return None
     started = _started.pop()
-    if not deep and _same(started.targets, targets):
+    if not deep and _matches(started, targets):
+        if started.plan is not None:
+            started.examination.adopt(targets)  # the checks see the validated hosts and profiles
         return started.examination
+    if started.key is not None:  # a plan that no longer matches its inputs: the next run validates first
+        from specops.cli.early_plan import forget
+
+        forget(started.key)
     with started.examination:  # not what the command asks for: wait for it and drop it
         return None
+
+
+def _matches(started: _Started, targets: list[DoctorTarget]) -> bool:
+    if started.plan is None:
+        return _same(started.targets, targets)
+    import json
+
+    from specops.cli.early_plan import records
+
+    try:
+        fresh = json.loads(json.dumps(records(targets)))
+    except (TypeError, ValueError):  # not inventory hosts: not what the plan connected to
+        return False
+    return bool(fresh == started.plan)
 
 
 def discard() -> None:

@@ -16,12 +16,12 @@ from pydantic import ValidationError
 
 from specops.config.errorfmt import display_path, read_toml_file, validation_lines
 from specops.config.inventory import HostSettings, HostSpec, Inventory
+from specops.config.locate import find_config
 from specops.config.profile import Profile
 from specops.config.profile_store import LoadedProfile, apply_overrides, load_profiles
 from specops.config.secrets import use_secrets_file
 from specops.errors import ConfigError, UsageError
 
-CONFIG_NAME = "specops.toml"
 _TOP_KEYS = {"hosts", "groups", "defaults", "secrets_file"}
 
 
@@ -93,30 +93,6 @@ def _overridden(override: Mapping[str, Any], path: str) -> bool:
             return False
         node = node[part]
     return True
-
-
-def find_config(explicit: Path | None, cwd: Path, environ: Mapping[str, str]) -> Path:
-    """--config, else ./specops.toml, else $SPECOPS_CONFIG, else ~/.config/specops/specops.toml."""
-    if explicit is not None:
-        if explicit.is_dir():
-            raise ConfigError([f"{explicit}: is a folder, not a TOML file (given with --config)"])
-        if not explicit.is_file():
-            raise ConfigError([f"{explicit}: no such file (given with --config)"])
-        return explicit
-    candidates = [cwd / CONFIG_NAME]
-    if environ.get("SPECOPS_CONFIG"):
-        env_path = Path(environ["SPECOPS_CONFIG"])
-        if not env_path.is_file():
-            raise ConfigError([f"{env_path}: no such file (named by $SPECOPS_CONFIG)"])
-        candidates.append(env_path)
-    candidates.append(Path(environ.get("HOME", "~")).expanduser() / ".config" / "specops" / CONFIG_NAME)
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise ConfigError(
-        [f"no {CONFIG_NAME} found (looked for ./{CONFIG_NAME}, $SPECOPS_CONFIG, ~/.config/specops/{CONFIG_NAME})"],
-        hint="run `specops init` to write a commented starter file, or pass --config PATH",
-    )
 
 
 def load_config(path: Path, cwd: Path) -> Config:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from specops.config.profile import Profile
     from specops.host.base import Host
     from specops.probe.facts import DeepFacts, HostFacts
+    from specops.probe.run import PreparedProbe
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class DoctorTarget:
     open_host: Callable[[], AbstractContextManager[Host]]
     python: str
     gpu_host: bool = True
+    probe: PreparedProbe | None = None  # prepared already (a remembered plan); else built from spec and profile
 
 
 def inventory_targets(
@@ -97,7 +99,7 @@ def _observe(target: DoctorTarget, deep: bool, connected: threading.Event) -> Ho
     started = time.monotonic()
     report = HostReport(name=target.name)
     try:
-        prepared = prepare_probe(target.spec, target.profile, python=target.python)
+        prepared = target.probe or prepare_probe(target.spec, target.profile, python=target.python)
         with target.open_host() as host:
             connected.set()
             report.facts = parse_probe(host, send_probe(host, prepared))
@@ -189,6 +191,13 @@ class Examination:
             # open the channel and send the probe: hand the GIL over within 0.5 ms instead of 5 ms.
             self._switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(min(self._switch_interval, SHARED_GIL_SWITCH_S))
+
+    def adopt(self, targets: list[DoctorTarget]) -> None:
+        """Judge the answers against `targets` (the same hosts, in order, with their validated config): an
+        examination started from a remembered plan connected before the config was validated."""
+        if [target.name for target in targets] != [target.name for target in self._targets]:
+            raise ValueError("adopt: not the hosts this examination connected to")
+        self._targets = list(targets)
 
     def reports(self, checks: list[CheckSpec]) -> dict[str, HostReport]:
         """Each host's report with `checks` run on its facts, in the targets' order."""

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.config.secrets import Secret
 
-__all__ = ["Host", "Result", "Tunnel", "ssh_opener"]
+__all__ = ["Host", "Result", "Tunnel", "plain_opener", "ssh_opener"]
 
 
 def ssh_opener(spec: HostSpec, become_password: Secret | None = None) -> Callable[[], AbstractContextManager[Host]]:
@@ -31,6 +31,30 @@ def ssh_opener(spec: HostSpec, become_password: Secret | None = None) -> Callabl
         if spec.uses_sudo:
             try:
                 host.become(Become(user=spec.become_user, password=become_password))
+            except BaseException:
+                host.close()
+                raise
+        return host
+
+    return open_host
+
+
+def plain_opener(
+    name: str, ssh: str, jump: str | None, sudo_as: str | None
+) -> Callable[[], AbstractContextManager[Host]]:
+    """`ssh_opener` for settings already validated by an earlier run (a doctor's cached plan, which connects
+    before the config's models load): the host's name, its `ssh` and `jump` values, and the user it acts as
+    through sudo (None: no sudo). No password: a plain doctor never asks for one."""
+
+    def open_host() -> AbstractContextManager[Host]:
+        from specops.host.become import Become
+        from specops.host.ssh import connect
+        from specops.host.target import PlainReach
+
+        host = connect(PlainReach(name, ssh, jump))
+        if sudo_as is not None:
+            try:
+                host.become(Become(user=sudo_as))
             except BaseException:
                 host.close()
                 raise

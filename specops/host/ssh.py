@@ -60,7 +60,7 @@ with invoke_blocked():
     import paramiko.agent
 
 if TYPE_CHECKING:
-    from specops.config.inventory import HostSpec
+    from specops.host.target import Reach
 
 # paramiko logs handshake failures with a traceback from its own thread; we raise ConnectError instead. A
 # NullHandler keeps Python's last-resort handler from printing them (a configured root logger still sees them).
@@ -79,13 +79,14 @@ __all__ = ["SshHost", "connect", "open_ssh", "resolve_ssh_target", "shared_hops"
 
 
 def connect(
-    spec: HostSpec,
+    spec: Reach,
     ssh_config: Path | None = None,
     known_hosts: Sequence[Path] | None = None,
     *,
     connect_timeout: float | None = None,
 ) -> SshHost:
-    """Connect to an inventory host. `known_hosts` replaces the default files; config ones always apply."""
+    """Connect to an inventory host (a HostSpec, or the same three settings kept from a validated config).
+    `known_hosts` replaces the default files; config ones always apply."""
     target = resolve_ssh_target(spec.ssh, ssh_config, jump=spec.jump)
     return open_ssh(target, name=spec.name, known_hosts=known_hosts, connect_timeout=connect_timeout)
 

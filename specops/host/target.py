@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -51,3 +52,23 @@ def split_ssh_spec(spec: str) -> tuple[str | None, str, int | None]:
         spec, port_text = spec.split(":")
         port = int(port_text)
     return user, spec, port
+
+
+class Reach(Protocol):
+    """What connecting to an inventory host needs: its name, its `ssh` value and its `jump` hosts."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ssh(self) -> str: ...
+    @property
+    def jump(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class PlainReach:
+    """A Reach kept as plain values (a doctor's remembered plan), without the config's models."""
+
+    name: str
+    ssh: str
+    jump: str | None

@@ -165,6 +165,7 @@ class PreparedProbe:
     python: str
     script: bytes
     timeout: float = PROBE_TIMEOUT_S
+    request: Mapping[str, Any] | None = None  # what the script carries (a doctor's cached plan keeps it)
 
 
 def prepare_probe(
@@ -183,7 +184,12 @@ def prepare_probe(
     else:
         request = build_request(spec, profile, extra_roots)
     request.update(overrides or {})
-    return PreparedProbe(spec, interpreter, build_script(request).encode("utf-8"), timeout)
+    return PreparedProbe(spec, interpreter, build_script(request).encode("utf-8"), timeout, request)
+
+
+def probe_from_request(python: str, request: Mapping[str, Any], timeout: float = PROBE_TIMEOUT_S) -> PreparedProbe:
+    """A probe rebuilt from a request prepared earlier (a doctor's cached plan): no config models needed."""
+    return PreparedProbe(None, python, build_script(dict(request)).encode("utf-8"), timeout, request)
 
 
 def send_probe(host_obj: CommandRunner, prepared: PreparedProbe) -> dict[str, Any]:

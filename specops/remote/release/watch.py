@@ -30,6 +30,7 @@ from specops.remote.release.rollback import append_audit, op_rollback
 from specops.remote.release.script import WATCH_FILE, current_id, write_json_atomic
 from specops.remote.release.session import OPS
 
+
 def utc(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
