@@ -29,9 +29,13 @@ DOCTOR_IMPORTS = (
     "specops.host.ssh, specops.probe.run, specops.config.loader; specops.doctor.registry.all_checks()"
 )
 CLI_IMPORT = "import specops.cli.main"
-# what a plain `doctor HOST` loads before its connection starts (specops/cli/early.py): the rest loads meanwhile
+# what a plain `doctor HOST` loads before its connection starts (specops/cli/early.py): the rest loads meanwhile;
+# the first time (validating the config), and again with the plan that first run kept (specops/cli/early_plan.py)
 BEFORE_CONNECT_IMPORTS = (
     "import specops.cli.early, specops.config.loader, specops.doctor.runner, specops.probe.run, specops.host.ssh"
+)
+BEFORE_CONNECT_FROM_PLAN = (
+    "import specops.cli.early, specops.cli.early_plan, specops.doctor.runner, specops.probe.run, specops.host.ssh"
 )
 BASHRC = "/root/.bashrc"
 
@@ -119,8 +123,10 @@ def process_round(phases: Phases) -> None:
         ("local: `python -c pass`", lambda: _run_seconds([python, "-c", "pass"])),
         ("local: python + import the CLI (the `--help` set)", lambda: _run_seconds([python, "-c", CLI_IMPORT])),
         ("local: python + import everything doctor uses", lambda: _run_seconds([python, "-c", DOCTOR_IMPORTS])),
-        ("local: python + import what doctor loads before connecting",
+        ("local: python + import what doctor loads before connecting (first run: config validated)",
          lambda: _run_seconds([python, "-c", BEFORE_CONNECT_IMPORTS])),
+        ("local: python + import what doctor loads before connecting (again: from the remembered plan)",
+         lambda: _run_seconds([python, "-c", BEFORE_CONNECT_FROM_PLAN])),
         ("local: `bash -c true`", lambda: _run_seconds(["env", "-i", "HOME=/root", "bash", "-c", "true"])),
         (f"local: bash sourcing {BASHRC} (every SSH exec pays it)",
          lambda: _run_seconds(["env", "-i", "HOME=/root", "bash", "-c", f". {BASHRC}"])),
