@@ -17,6 +17,7 @@ connections only when the config it validates gives that same plan.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,8 +110,10 @@ def _start_from_config(plan: EarlyDoctor, key: str | None) -> bool:
     _started.append(_Started(targets, Examination(targets, deep=False)))
     if key is not None:  # after the connections are under way: the next run starts from this plan
         from specops.cli.early_plan import records, remember
+        from specops.errors import SpecopsError
 
-        remember(key, records(targets))
+        with contextlib.suppress(SpecopsError, ValueError, TypeError):  # no plan: the next run validates first
+            remember(key, records(targets))
     return True
 
 
@@ -142,10 +145,11 @@ def _matches(started: _Started, targets: list[DoctorTarget]) -> bool:
     import json
 
     from specops.cli.early_plan import records
+    from specops.errors import SpecopsError
 
     try:
         fresh = json.loads(json.dumps(records(targets)))
-    except (TypeError, ValueError):  # not inventory hosts: not what the plan connected to
+    except (SpecopsError, TypeError, ValueError):  # not inventory hosts, or no probe for them: not this plan
         return False
     return bool(fresh == started.plan)
 
