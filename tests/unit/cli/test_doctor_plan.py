@@ -111,7 +111,9 @@ def test_a_plan_that_does_not_match_the_validated_config_is_dropped(
     assert connects[-1][0] == "HostSpec" and len(plans()) == 1
 
 
-@pytest.mark.parametrize("content", ["", "{not json", '{"schema": 1, "hosts": [{"name": "llm-two"}]}', '{"schema": 99}'])
+@pytest.mark.parametrize(
+    "content", ["", "{not json", '{"schema": 1, "hosts": [{"name": "llm-two"}]}', '{"schema": 99}']
+)
 def test_an_unreadable_or_foreign_plan_is_ignored(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
