@@ -24,8 +24,8 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 VERSION = 1
@@ -33,37 +33,28 @@ KILL_AFTER_S = 5.0
 CODE: dict[str, Any] = {}  # inline scripts compiled once, by their text
 
 
-def _kill_group(process: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
-
-
 def run_one(argv: list[str], env: dict[str, str] | None, timeout: float, data: bytes) -> tuple[int, bytes, bytes, bool]:
-    """(exit code, stdout, stderr, timed out) of one command."""
-    environment = None
-    if env:
-        environment = dict(os.environ)
-        environment.update(env)
+    """(exit code, stdout, stderr, timed out) of one command, exec'd by a fork of this process."""
+    return _forked(lambda: _exec_command(argv, env), timeout, data)
+
+
+def _exec_command(argv: list[str], env: dict[str, str] | None) -> int:
+    """In the fork: become the command, with the signal dispositions a shell would give it; if it cannot
+    start, the shell's words and exit code (127: not found, 126: not executable)."""
+    for name in ("SIGPIPE", "SIGXFSZ"):  # this interpreter ignores them; a command must not inherit that
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    environment = dict(os.environ)
+    environment.update(env or {})
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env=environment, start_new_session=True)  # fmt: skip
+        os.execvpe(argv[0], argv, environment)
     except FileNotFoundError:
-        return 127, b"", f"{argv[0]}: command not found\n".encode(), False
-    except PermissionError:
-        return 126, b"", f"{argv[0]}: Permission denied\n".encode(), False
-    try:
-        out, err = process.communicate(data, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process, signal.SIGTERM)
-        try:
-            out, err = process.communicate(timeout=KILL_AFTER_S)
-            return 124, out, err, True
-        except subprocess.TimeoutExpired:
-            _kill_group(process, signal.SIGKILL)
-            out, err = process.communicate()
-            return 137, out, err, True
-    code = process.returncode
-    return (128 - code if code < 0 else code), out, err, False
+        os.write(2, (argv[0] + ": command not found\n").encode())
+        return 127
+    except OSError as error:  # not permitted, not an executable format
+        os.write(2, (argv[0] + ": " + (error.strerror or "cannot execute") + "\n").encode())
+        return 126
+    return 126  # not reached: exec replaced this process
 
 
 def inline_script(argv: list[str]) -> tuple[str, list[str]] | None:
@@ -79,29 +70,40 @@ def run_inline(script: str, args: list[str], env: dict[str, str] | None, timeout
     """What `python -IS -c script args` would answer, run by a fork of this interpreter (started with the same
     flags): its own session, fresh stdin/stdout/stderr, the same deadline rule as a command."""
     code = CODE.get(script) or CODE.setdefault(script, compile(script, "<string>", "exec"))
+    return _forked(lambda: _run_script(code, args, env), timeout, data)
+
+
+def _run_script(code: Any, args: list[str], env: dict[str, str] | None) -> int:
+    if env:
+        os.environ.update(env)
+    sys.stdin, sys.stdout, sys.stderr = _fresh_streams()
+    sys.argv = ["-c", *args]
+    status = _exec_main(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return status
+
+
+def _forked(body: Callable[[], int], timeout: float, data: bytes) -> tuple[int, bytes, bytes, bool]:
+    """Run `body` in a fork that is its own session with pipes as fds 0-2, and collect what it answers under
+    the deadline rule: one way for commands and inline scripts alike."""
     (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
     pid = os.fork()
     if pid == 0:
-        _inline_child(code, args, env, (in_r, out_w, err_w))
+        _child(body, (in_r, out_w, err_w))
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     return _pump(pid, in_w, out_r, err_r, data, timeout)
 
 
-def _inline_child(code: Any, args: list[str], env: dict[str, str] | None, fds: tuple[int, int, int]) -> None:
+def _child(body: Callable[[], int], fds: tuple[int, int, int]) -> None:
     status = 1
     try:
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, 65536)
-        if env:
-            os.environ.update(env)
-        sys.stdin, sys.stdout, sys.stderr = _fresh_streams()
-        sys.argv = ["-c", *args]
-        status = _exec_main(code)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        status = body()
     except BaseException:  # whatever happens, the fork ends here with a status
         pass
     finally:

@@ -51,10 +51,18 @@ def test_many_commands_cost_one_exec(plain: CountingHost, talk: Host) -> None:
     assert len(plain.started) == 1
 
 
-def test_answers_as_a_plain_exec_does(talk: Host, plain: CountingHost) -> None:
-    for argv in (["sh", "-c", "echo out; echo err >&2; exit 3"], ["no-such-program-here"]):
+def test_answers_as_a_plain_exec_does(talk: Host, plain: CountingHost, tmp_path: Path) -> None:
+    not_executable = tmp_path / "script.sh"
+    not_executable.write_text("#!/bin/sh\necho ran\n")
+    for argv in (
+        ["sh", "-c", "echo out; echo err >&2; exit 3"],
+        ["no-such-program-here"],
+        ["sh", "-c", "yes | head -n 1"],  # SIGPIPE ends `yes` quietly, as in a login shell (not ignored)
+    ):
         want, got = plain.run(argv, check=False), talk.run(argv, check=False)
-        assert (got.exit_code, got.stdout) == (want.exit_code, want.stdout)
+        assert (got.exit_code, got.stdout) == (want.exit_code, want.stdout), argv
+    assert talk.run([str(not_executable)], check=False).exit_code == 126  # as a shell says: it cannot execute
+    assert talk.run(["sh", "-c", "yes | head -n 1"]).stderr == b""  # ignored, `yes` would say "Broken pipe"
     assert talk.run(["sh", "-c", "kill $$"], check=False).exit_code == 128 + 15  # as a shell reports SIGTERM
     with pytest.raises(CommandFailed) as failed:
         talk.run(["sh", "-c", "echo 'disk full' >&2; exit 2"])
