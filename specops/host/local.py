@@ -1,8 +1,9 @@
 """LocalHost: the Host protocol on this machine, by subprocess (`specops doctor --local`, and tests).
 
-It behaves like SshHost where the caller can tell: a missing program is exit 127 with a shell-like message
-(not a Python exception), a timeout kills the whole process group (sshd kills the session's group too) and
-raises RemoteTimeout, and put() is the same atomic temp-file-and-rename as over SSH.
+It behaves like SshHost where the caller can tell: a missing program is exit 127, and a file that cannot be
+executed exit 126, with a shell-like message (not a Python exception); a timeout kills the whole process
+group (sshd kills the session's group too) and raises RemoteTimeout; put() is the same atomic
+temp-file-and-rename as over SSH.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from specops.host.base import (
 from specops.host.process import POLL_S, FinishedPipe, RunningCommand
 
 COMMAND_NOT_FOUND = 127
+CANNOT_EXECUTE = 126
 
 
 class LocalHost(HostBase):
@@ -47,10 +49,11 @@ class LocalHost(HostBase):
         try:
             process = subprocess.Popen([reveal(word) for word in words], stdin=pipe, stdout=pipe, stderr=pipe,
                                        env=environment, start_new_session=True)  # fmt: skip
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
+        except OSError as error:  # as a shell reports it: not found (127), or found but not executable (126)
+            missing = isinstance(error, FileNotFoundError | NotADirectoryError)
             message = f"{words[0]}: {error.strerror or error}\n".encode()
-            return RunningCommand(FinishedPipe(COMMAND_NOT_FOUND, message), words, host=self.name, timeout=timeout,
-                                  grace=0.0, started=started)  # fmt: skip
+            pipe_ = FinishedPipe(COMMAND_NOT_FOUND if missing else CANNOT_EXECUTE, message)
+            return RunningCommand(pipe_, words, host=self.name, timeout=timeout, grace=0.0, started=started)
         return RunningCommand(_ProcessPipe(process), words, host=self.name, timeout=timeout, grace=0.0,
                               started=started)  # fmt: skip
 

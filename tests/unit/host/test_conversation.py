@@ -57,11 +57,12 @@ def test_answers_as_a_plain_exec_does(talk: Host, plain: CountingHost, tmp_path:
     for argv in (
         ["sh", "-c", "echo out; echo err >&2; exit 3"],
         ["no-such-program-here"],
+        [str(not_executable)],  # 126: a shell, the runner and LocalHost cannot execute it
         ["sh", "-c", "yes | head -n 1"],  # SIGPIPE ends `yes` quietly, as in a login shell (not ignored)
     ):
         want, got = plain.run(argv, check=False), talk.run(argv, check=False)
         assert (got.exit_code, got.stdout) == (want.exit_code, want.stdout), argv
-    assert talk.run([str(not_executable)], check=False).exit_code == 126  # as a shell says: it cannot execute
+    assert talk.run([str(not_executable)], check=False).exit_code == 126
     assert talk.run(["sh", "-c", "yes | head -n 1"]).stderr == b""  # ignored, `yes` would say "Broken pipe"
     assert talk.run(["sh", "-c", "kill $$"], check=False).exit_code == 128 + 15  # as a shell reports SIGTERM
     with pytest.raises(CommandFailed) as failed:

@@ -44,6 +44,15 @@ def test_missing_program_is_exit_127_like_a_shell() -> None:
         LocalHost().run(["specops-no-such-tool", "--version"])
 
 
+def test_a_file_that_cannot_be_executed_is_exit_126_like_a_shell(tmp_path: Path) -> None:
+    script = tmp_path / "no-x-bit.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    shell = subprocess.run(["sh", "-c", str(script)], capture_output=True, check=False)
+    result = LocalHost().run([str(script)], check=False)
+    assert result.exit_code == shell.returncode == 126
+    assert result.stdout == b"" and "Permission denied" in result.stderr_text
+
+
 def test_input_and_env_reach_the_process() -> None:
     result = LocalHost().run(
         ["sh", "-c", 'cat; printf %s "$TOKEN_NAME"'], input=b"from stdin\n", env={"TOKEN_NAME": "v"}
