@@ -14,15 +14,16 @@ import os
 import time
 from pathlib import Path
 
+from specops.localdirs import cache_root
+
 MAX_ENTRIES = 50_000
 RACY_WINDOW_S = 2.0
 CHUNK = 1 << 20
 
 
 def default_cache_file() -> Path:
-    """$XDG_CACHE_HOME/specops/hashes.json, else ~/.cache/specops/hashes.json."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "specops" / "hashes.json"
+    """The file-hash cache, in specops's cache folder."""
+    return cache_root() / "hashes.json"
 
 
 class HashCache:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from typing import Any
 
 from specops.cli.completion_table import TABLE
 from specops.cli.entry import COMPLETE_VAR
+from specops.localdirs import state_root
 
 Node = dict[str, Any]
 
@@ -154,10 +154,8 @@ def _profile_names(config: Path | None) -> list[str]:
 
 def _known_releases(host: list[str], environ: Mapping[str, str]) -> list[str]:
     """Release ids this machine has deployed or rolled back to on the host, newest first (local audit log)."""
-    base = environ.get("XDG_STATE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path(environ.get("HOME", "~")).expanduser() / ".local/state"
     try:
-        lines = (root / "specops" / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (state_root(environ) / "audit.jsonl").read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
     seen: dict[str, None] = {}

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specops.localdirs import cache_root
+
 if TYPE_CHECKING:
     from specops.doctor.runner import DoctorTarget
 
@@ -34,11 +36,8 @@ CODE_FOLDERS = ("config", "probe", "doctor", "host", "cli")
 
 
 def plan_dir() -> Path:
-    """$XDG_CACHE_HOME/specops/doctor-plans, else ~/.cache/specops/doctor-plans (a relative XDG path is
-    ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "specops" / "doctor-plans"
+    """The doctor's remembered plans, in specops's cache folder."""
+    return cache_root() / "doctor-plans"
 
 
 def plan_key(config_path: Path | None, names: Iterable[str]) -> str | None:
@@ -82,18 +81,17 @@ def _code_identity() -> bytes:
 
 def records(targets: Iterable[DoctorTarget]) -> list[dict[str, Any]]:
     """What each validated target's connection and probe need, as plain JSON data (the plan)."""
-    from specops.probe.run import prepare_probe
+    from specops.probe.run import probe_request
 
     found = []
     for target in targets:
         spec = target.spec
         if spec is None:
             raise ValueError("a doctor plan is made of inventory hosts")
-        prepared = prepare_probe(spec, target.profile, python=target.python)
+        python, request = probe_request(spec, target.profile, python=target.python)
         found.append({
             "name": target.name, "ssh": spec.ssh, "jump": spec.jump,
-            "sudo_as": spec.become_user if spec.uses_sudo else None,
-            "python": prepared.python, "request": dict(prepared.request or {}),
+            "sudo_as": spec.become_user if spec.uses_sudo else None, "python": python, "request": request,
         })  # fmt: skip
     return found
 

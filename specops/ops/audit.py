@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
+from specops.localdirs import state_root
 from specops.ops.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, check_schema
 from specops.ops.lock_holder import local_who, utc_now
 
@@ -83,10 +84,8 @@ def host_audit_path(spec: HostSpec) -> str:
 
 
 def local_audit_path() -> Path:
-    """$XDG_STATE_HOME/specops/audit.jsonl, default ~/.local/state (a relative XDG path is ignored, per spec)."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
-    return root / "specops" / AUDIT_FILE
+    """The local copy of the audit log, in specops's state folder."""
+    return state_root() / AUDIT_FILE
 
 
 def record(host: Host, spec: HostSpec, entry: Mapping[str, Any], *, local: bool = True) -> None:

@@ -178,13 +178,24 @@ def prepare_probe(
     timeout: float = PROBE_TIMEOUT_S,
 ) -> PreparedProbe:
     """The request and script of `probe`, built without a host (see `probe` for the arguments)."""
-    interpreter = _interpreter(spec, python)
-    if spec is None:
-        request = local_request(interpreter, profile, extra_roots)
-    else:
-        request = build_request(spec, profile, extra_roots)
+    interpreter, request = probe_request(spec, profile, python=python, extra_roots=extra_roots)
     request.update(overrides or {})
     return PreparedProbe(spec, interpreter, build_script(request).encode("utf-8"), timeout, request)
+
+
+def probe_request(
+    spec: HostSpec | None,
+    profile: Profile | None = None,
+    *,
+    python: str | None = None,
+    extra_roots: dict[str, str] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The interpreter and request `prepare_probe` sends, without building the ~70 kB script around them (a
+    doctor's remembered plan keeps only these)."""
+    interpreter = _interpreter(spec, python)
+    if spec is None:
+        return interpreter, local_request(interpreter, profile, extra_roots)
+    return interpreter, build_request(spec, profile, extra_roots)
 
 
 def probe_from_request(python: str, request: Mapping[str, Any], timeout: float = PROBE_TIMEOUT_S) -> PreparedProbe:

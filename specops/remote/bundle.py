@@ -23,6 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from specops.localdirs import cache_root
+
 REMOTE_PACKAGE = "specops.remote.probe"
 RELEASE_PACKAGE = "specops.remote.release"
 # in this order: hostdata first (versions, ids, Refused: used by all), session last (it has main())
@@ -191,10 +193,8 @@ class _WireTransformer(ast.NodeTransformer):
 
 
 def bundle_cache_dir() -> Path:
-    """$XDG_CACHE_HOME/specops/bundles, else ~/.cache/specops/bundles (a relative XDG path is ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "specops" / "bundles"
+    """The built scripts, in specops's cache folder."""
+    return cache_root() / "bundles"
 
 
 def bundle_key(kind: str, sources: Iterable[bytes]) -> str:

@@ -21,6 +21,7 @@ specops, never guessed at: a field this specops does not know could be the one t
 from __future__ import annotations
 
 import re
+import time
 
 SCHEMA_KEY = "schema"
 MANIFEST_SCHEMA = 2  # 2: the tree hash holds each file's mode as on the host (script.file_kind)
@@ -50,6 +51,12 @@ class SchemaTooNew(Refused):
 
     def __init__(self, path: str, found: int, newest: int) -> None:
         super().__init__("schema", too_new_message(path, found, newest), path=path, found=found, newest=newest)
+
+
+def utc_text(epoch: float | None = None) -> str:
+    """A moment as every file specops writes on a host states it (audit lines, marks, the lock holder, the
+    watch): UTC to the second, ISO 8601 with a Z, whatever the host's time zone. Now when `epoch` is None."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def too_new_message(path: str, found: int, newest: int) -> str:

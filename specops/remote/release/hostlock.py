@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from specops.remote.release.hostdata import SCHEMA_KEY
+from specops.remote.release.hostdata import HOLDER_SCHEMA, SCHEMA_KEY, utc_text
 
 HEARTBEAT_S = 15.0  # the lock's heartbeat while the guard rolls back (others take a lock over after 90 s)
 
@@ -72,10 +72,10 @@ def write_holder(lock_dir: str, command: str) -> str:
     import secrets
     import socket
 
-    token, now = secrets.token_hex(16), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    holder: dict[str, Any] = {SCHEMA_KEY: 1, "user": "root", "machine": socket.gethostname(), "pid": os.getpid(),
-                              "command": command, "started_at": now, "heartbeat_at": now, "version": "guard",
-                              "token": token}  # fmt: skip
+    token, now = secrets.token_hex(16), utc_text()
+    holder: dict[str, Any] = {SCHEMA_KEY: HOLDER_SCHEMA, "user": "root", "machine": socket.gethostname(),
+                              "pid": os.getpid(), "command": command, "started_at": now, "heartbeat_at": now,
+                              "version": "guard", "token": token}  # fmt: skip
     path = os.path.join(lock_dir, "holder.json")
     with open(path + ".tmp", "w", encoding="utf-8") as handle:
         handle.write(json.dumps(holder, sort_keys=True) + "\n")

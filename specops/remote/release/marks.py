@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from specops.remote.release.hostdata import Refused, checked_release_id
+from specops.remote.release.hostdata import Refused, checked_release_id, utc_text
 from specops.remote.release.script import MANIFEST, read_manifest, summary, write_json_atomic, write_summary
 
 MAX_REASON_CHARS = 500
@@ -25,10 +25,7 @@ MAX_REASON_CHARS = 500
 
 def bad_mark(reason: str, who: str) -> dict[str, str]:
     """The record kept under `bad`: why, when (UTC, the host's clock) and who."""
-    import datetime  # here, not at the top: every `list` would pay for the import
-
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (3.8)
-    return {"reason": reason[:MAX_REASON_CHARS] or "marked bad", "when": when, "who": who}
+    return {"reason": reason[:MAX_REASON_CHARS] or "marked bad", "when": utc_text(), "who": who}
 
 
 def set_bad(service_dir: str, release_id: str, mark: dict[str, str] | None) -> dict[str, Any]:

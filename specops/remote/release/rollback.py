@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, Refused, checked_release_id
+from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, utc_text
 from specops.remote.release.marks import mark_left_release
 from specops.remote.release.script import (
     current_id,
@@ -79,8 +79,7 @@ def append_audit(service_dir: str, entry: dict[str, Any]) -> None:
 
 
 def op_rollback(service_dir: str, unit: str, target: str, reason: str, force: str = "") -> dict[str, Any]:
-    import datetime  # here, not at the top: every `list` and `receive` would pay for these imports
-    import socket
+    import socket  # here, not at the top: every `list` and `receive` would pay for these imports
     import subprocess
 
     release_id = rollback_target(service_dir, checked_release_id(target, empty_ok=True), force == "force")
@@ -92,10 +91,9 @@ def op_rollback(service_dir: str, unit: str, target: str, reason: str, force: st
     # A deliberate restart: forget the start-rate counter first, so rollbacks never end in start-limit-hit.
     subprocess.run(["systemctl", "reset-failed", unit], check=False, timeout=120)  # not loaded yet: exits 1
     subprocess.run(["systemctl", "restart", unit], check=True, timeout=600)
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (3.8)
     append_audit(
         service_dir,
-        {"when": when, "who": who, "action": "rollback", "from": switched["previous"],
+        {"when": utc_text(), "who": who, "action": "rollback", "from": switched["previous"],
          "to": release_id, "outcome": "restarted", "message": reason, "unit_restored": unit_changed,
          "marked_bad": marked},
     )  # fmt: skip

@@ -24,15 +24,11 @@ import sys
 import time
 from typing import Any
 
-from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused
+from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.rollback import append_audit, op_rollback
 from specops.remote.release.script import WATCH_FILE, current_id, write_json_atomic
 from specops.remote.release.session import OPS
-
-
-def utc(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def probe(url: str, timeout: float) -> str | None:
@@ -68,8 +64,8 @@ class Watch:
         self.started = time.time()
         self.deadline = self.started + float(window_s)
         self.record: dict[str, Any] = {
-            SCHEMA_KEY: WATCH_SCHEMA, "release": release, "state": "watching", "started_at": utc(self.started),
-            "deadline": utc(self.deadline), "deadline_epoch": int(self.deadline), "window_s": int(float(window_s)),
+            SCHEMA_KEY: WATCH_SCHEMA, "release": release, "state": "watching", "started_at": utc_text(self.started),
+            "deadline": utc_text(self.deadline), "deadline_epoch": int(self.deadline), "window_s": int(float(window_s)),
             "failures": 0, "probes": 0, "reason": "",
         }  # fmt: skip
 
@@ -132,7 +128,7 @@ def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[
         signal.signal(signal.SIGTERM, previous)
         watch.save(state=state, reason=reason)
         if state not in ("rolled-back", "stopped"):  # a rollback audits itself (this reason); a stop, its deploy
-            append_audit(service_dir, {"when": utc(time.time()), "who": "specops guard", "action": "watch",
+            append_audit(service_dir, {"when": utc_text(time.time()), "who": "specops guard", "action": "watch",
                                        "to": release, "outcome": state, "message": reason})  # fmt: skip
     return {"state": state, "reason": reason}
 
