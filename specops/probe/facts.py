@@ -102,7 +102,7 @@ class NvidiaFacts(_Facts):
 
 
 class FfmpegFacts(_Facts):
-    cli_version: str | None = None  # "5.1.9-0+deb12u1" from `ffmpeg -version`
+    cli_version: str | None = None  # "5.1.9-0+deb12u1", as `ffmpeg -version` says it (probe: libs.ffmpeg_cli)
     libs: dict[str, str] = {}  # soname -> resolved path, e.g. "libavutil.so.57" -> "/usr/lib/.../libavutil.so.57"
     conda_prefix: str | None = None
 

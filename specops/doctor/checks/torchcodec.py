@@ -242,7 +242,7 @@ def ffmpeg_consistency(ctx: CheckContext) -> CheckResult:
     if ffmpeg.cli_version is None and installed is None:
         return skipped("ffmpeg.consistency", "no FFmpeg on this host (see torchcodec.ffmpeg)")
     cli = numbers(ffmpeg.cli_version)[:1]
-    evidence = [f"ffmpeg -version: {ffmpeg.cli_version or 'not found'}"]
+    evidence = [f"ffmpeg CLI: {ffmpeg.cli_version or 'not found'}"]
     evidence += [f"{soname} → {path}" for soname, path in sorted(ffmpeg.libs.items()) if soname.startswith("libavutil")]
     problems, hints = [], []
     if installed and cli and cli[0] != installed[0]:

@@ -12,8 +12,9 @@ import re
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Callable
-from typing import Any
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 PROBE_VERSION = 1
 COMMAND_TIMEOUT_S = 10.0
@@ -131,3 +132,37 @@ def package_version(folder: str) -> str | None:
             if match:
                 return match.group(1)
     return None
+
+
+Item = TypeVar("Item")
+Outcome = TypeVar("Outcome")
+
+
+def map_in_threads(function: Callable[[Item], Outcome], items: Sequence[Item], workers: int) -> list[Outcome]:
+    """`ThreadPoolExecutor.map` in order, without concurrent.futures: that import pulls in logging, ~10 ms of
+    every probe's start. The first exception (in item order) is raised once every item is done."""
+    results: list[Any] = [None] * len(items)
+    errors: list[BaseException | None] = [None] * len(items)
+    pending = iter(range(len(items)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                index = next(pending, None)
+            if index is None:
+                return
+            try:
+                results[index] = function(items[index])
+            except BaseException as exc:  # re-raised in the caller's thread, as pool.map does
+                errors[index] = exc
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, min(workers, len(items))))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results

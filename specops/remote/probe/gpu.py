@@ -6,10 +6,9 @@ Why raw: the formats drift between driver branches, so interpretation lives in t
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from specops.remote.probe.common import read_text, run_command
+from specops.remote.probe.common import map_in_threads, read_text, run_command
 
 GPU_QUERY = "--query-gpu=index,name,driver_version,compute_cap,memory.total,memory.used,uuid"
 APPS_QUERY = "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"
@@ -20,8 +19,7 @@ PROC_DRIVER_VERSION = "/proc/driver/nvidia/version"
 def gather_nvidia(request: dict[str, Any]) -> dict[str, Any]:
     """The three nvidia-smi calls run side by side: each can take a second on a driver without persistence mode."""
     argvs = [["nvidia-smi"], ["nvidia-smi", GPU_QUERY, CSV_FORMAT], ["nvidia-smi", APPS_QUERY, CSV_FORMAT]]
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        header, query_gpu, query_apps = pool.map(run_command, argvs)
+    header, query_gpu, query_apps = map_in_threads(run_command, argvs, workers=3)
     facts: dict[str, Any] = {"header": header}
     if header["found"]:
         facts["query_gpu"] = query_gpu

@@ -25,6 +25,7 @@ MULTIARCH = platform.machine() + "-linux-gnu"  # x86_64-linux-gnu, aarch64-linux
 DEFAULT_LIB_DIRS = ["/lib/" + MULTIARCH, "/usr/lib/" + MULTIARCH, "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
 LDCONFIG_ABI = {"x86_64": "x86-64", "aarch64": "AArch64"}  # the `(libc6,x86-64)` tag of `ldconfig -p` lines
 FFMPEG_SONAME_RE = re.compile(r"^lib(avutil|avcodec|avformat|avdevice|avfilter|swscale|swresample)\.so\.\d+$")
+FFMPEG_BANNER = b"%s version "  # fftools: av_log(..., "%s version " FFMPEG_VERSION, program_name)
 CUDA_LIB_FAMILIES = ("libcudart", "libnvrtc", "libnppicc", "libcublas")
 MAX_EXT_LIBS = 40
 _CACHE: dict[str, Any] = {}
@@ -188,13 +189,9 @@ def _scan_dirs(folders: list[str], pattern: Any) -> dict[str, str]:
 
 
 def gather_ffmpeg() -> dict[str, Any]:
-    """`ffmpeg -version` and the FFmpeg sonames the loader reaches (LD_LIBRARY_PATH first, then the cache).
-
-    The command runs first: this section runs in a background thread, so `ffmpeg -version` overlaps with
-    the main thread's `ldconfig -p` instead of waiting for it.
-    """
-    cli = first_found([["ffmpeg", "-version"]])
-    cli["out"] = "\n".join(cli["out"].splitlines()[:1])  # the version line; the build configuration is noise
+    """The ffmpeg CLI's version and the FFmpeg sonames the loader reaches (LD_LIBRARY_PATH first, then the
+    cache)."""
+    cli = ffmpeg_cli()
     conda = os.environ.get("CONDA_PREFIX")
     libs = _scan_dirs(ld_library_path(), FFMPEG_SONAME_RE)
     for soname, path in sorted(ldconfig_cache().items()):
@@ -204,6 +201,51 @@ def gather_ffmpeg() -> dict[str, Any]:
         for soname, path in _scan_dirs([os.path.join(conda, "lib")], FFMPEG_SONAME_RE).items():
             libs.setdefault(soname, path)
     return {"cli": cli, "libs": libs, "conda_prefix": conda}
+
+
+def ffmpeg_cli() -> dict[str, Any]:
+    """What the first line of `ffmpeg -version` says, read from the program file when it carries it.
+
+    Why not run it: `ffmpeg -version` loads a hundred-odd shared libraries before it prints a line, 0.1-0.3 s
+    on the probe's critical path and that much of the host's CPU on every doctor. Every ffmpeg build carries
+    its banner as one string, `%s version <FFMPEG_VERSION>` (the program name goes into %s), so the file
+    says the same without starting it. A file without that string (a wrapper script) is run as before.
+    The version is the CLI's even when its libraries are missing, which is what ffmpeg.consistency compares.
+    """
+    path = program_on_path("ffmpeg")
+    version = banner_version(path) if path else None
+    if path and version:
+        return {"found": True, "rc": 0, "out": "ffmpeg version " + version, "err": "", "timed_out": False,
+                "path": path, "read_from_file": True}  # fmt: skip
+    cli = first_found([["ffmpeg", "-version"]])
+    cli["out"] = "\n".join(cli["out"].splitlines()[:1])  # the version line; the build configuration is noise
+    cli["path"] = path
+    return cli
+
+
+def program_on_path(name: str) -> str | None:
+    """The file `execvp` would run for `name`: the first executable regular file along $PATH."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def banner_version(path: str) -> str | None:
+    """FFMPEG_VERSION from the `%s version <FFMPEG_VERSION>` banner string in an ffmpeg program file."""
+    import mmap
+
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as image:
+            start = image.find(FFMPEG_BANNER)
+            if start < 0:
+                return None
+            tail = image[start + len(FFMPEG_BANNER) : start + len(FFMPEG_BANNER) + 200]
+    except (OSError, ValueError):  # unreadable, or empty (mmap refuses a zero-length file)
+        return None
+    found = re.match(rb"[\x21-\x7e]+", tail)
+    return found.group(0).decode("ascii") if found else None
 
 
 def gather_cuda_userspace(cuda_home: str | None, sites: list[str]) -> dict[str, Any]:

@@ -86,7 +86,7 @@ def in_background(result: dict[str, Any], section: str, gather: Callable[[], Any
 def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"probe_version": PROBE_VERSION, "errors": {}}
     nvidia = in_background(result, "nvidia", lambda: gather_nvidia(request))
-    ffmpeg = in_background(result, "ffmpeg", gather_ffmpeg)  # `ffmpeg -version` takes 0.1-0.3 s on a host
+    ffmpeg = in_background(result, "ffmpeg", gather_ffmpeg)  # may run `ffmpeg -version` (0.1-0.3 s) or ldconfig
     guarded(result, "python", gather_python)
     guarded(result, "system", gather_system)
     guarded(result, "env", gather_env)

@@ -14,10 +14,9 @@ import ast
 import json
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from specops.remote.probe.common import package_version, read_text, run_command
+from specops.remote.probe.common import map_in_threads, package_version, read_text, run_command
 from specops.remote.probe.server_args import SERVER_ARGS_SNIPPET, read_server_args_source
 
 # a real SGLang spec_info + server_args import: ~6 s alone, 10-11 s with three at once on a busy 2-core host
@@ -239,5 +238,4 @@ def gather_sglang(request: dict[str, Any], releases: dict[str, Any], venv_root: 
     def inspect(pair: list[str]) -> dict[str, Any]:
         return inspect_spec_info(pair[0], pair[1], argv if pair[0] != "previous" else None)
 
-    with ThreadPoolExecutor(max_workers=min(4, len(roots))) as pool:
-        return list(pool.map(inspect, roots))
+    return map_in_threads(inspect, roots, workers=4)
