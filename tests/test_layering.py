@@ -307,6 +307,42 @@ def test_a_doctor_or_deploy_imports_no_test_or_async_machinery() -> None:
     assert result.stdout.strip().splitlines()[-2:] == ["LOADED=", "INVOKE=invoke"]
 
 
+def test_paramiko_imports_without_importlib_metadata_and_still_knows_its_version() -> None:
+    """paramiko reads its own version through importlib.metadata (email, zipfile, csv: ~20-50 ms before every
+    first connection); specops gives it the same line from the same METADATA file without that import."""
+    code = (
+        "import sys\n"
+        "import specops.host.ssh, paramiko\n"
+        "print('LOADED=' + str('importlib.metadata' in sys.modules))\n"
+        "import importlib.metadata\n"
+        "print('SAME=' + str(importlib.metadata.version('paramiko') == paramiko.__version__ != ''))\n"
+        "print('REAL=' + str(callable(importlib.metadata.distributions)))\n"
+        "print('BANNER=' + paramiko.Transport._CLIENT_ID)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    import importlib.metadata
+
+    expected = ["LOADED=False", "SAME=True", "REAL=True", f"BANNER=paramiko_{importlib.metadata.version('paramiko')}"]
+    assert result.stdout.strip().splitlines()[-4:] == expected
+
+
+def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
+    """Another name, or another attribute, while paramiko imports: the real importlib.metadata answers and
+    replaces the stand-in for everyone after."""
+    code = (
+        "import sys\n"
+        "from specops.host.paramiko_import import _metadata_stand_in\n"
+        "with _metadata_stand_in():\n"
+        "    from importlib import metadata\n"
+        "    print('STAND_IN=' + type(metadata).__name__)\n"
+        "    print('PIP=' + str(bool(metadata.version('pip'))))\n"
+        "    print('AFTER=' + type(sys.modules['importlib.metadata']).__name__)\n"
+        "print('KEPT=' + type(sys.modules['importlib.metadata']).__name__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-4:] == ["STAND_IN=_StandIn", "PIP=True", "AFTER=module", "KEPT=module"]
+
+
 # What `specops --json deploy` must never load: the live view (rich) and other commands' modules.
 NEVER_FOR_DEPLOY_JSON = ("rich", "invoke", "specops.cli.doctor_view", "specops.cli.cmd_status", "specops.cli.cmd_diff")
 

@@ -47,7 +47,7 @@ from specops.host.base import (
 from specops.host.become import CHECK_TIMEOUT_S, Become, Escalation
 from specops.host.hostkeys import HostKeyChecker
 from specops.host.keyorder import key_order
-from specops.host.paramiko_import import invoke_blocked
+from specops.host.paramiko_import import lean_paramiko_import
 from specops.host.passphrase import KeyUnlocker
 from specops.host.process import POLL_S, RunningCommand
 from specops.host.proxycommand import ProxySocket, proxy_argv, start_proxy
@@ -55,7 +55,7 @@ from specops.host.resolve import resolve_ssh_target
 from specops.host.shared import SharedConnections, register_at_exit
 from specops.host.target import SshTarget
 
-with invoke_blocked():
+with lean_paramiko_import():
     import paramiko
     import paramiko.agent
 
