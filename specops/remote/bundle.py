@@ -31,6 +31,7 @@ RELEASE_PACKAGE = "specops.remote.release"
 RELEASE_MODULES = (
     "hostdata.py",
     "script.py",
+    "catalog.py",
     "claim.py",
     "marks.py",
     "rollback.py",

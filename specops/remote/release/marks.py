@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from specops.remote.release.catalog import summary, write_summary
 from specops.remote.release.hostdata import Refused, checked_release_id, utc_text
-from specops.remote.release.script import MANIFEST, read_manifest, summary, write_json_atomic, write_summary
+from specops.remote.release.script import MANIFEST, read_manifest, write_json_atomic
 
 MAX_REASON_CHARS = 500
 

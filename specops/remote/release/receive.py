@@ -25,6 +25,7 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.catalog import write_summary
 from specops.remote.release.claim import claim_release_dir, is_disk_full
 from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, checked_schema
 from specops.remote.release.script import (
@@ -37,7 +38,6 @@ from specops.remote.release.script import (
     read_manifest,
     scan_release_dir,
     write_json_atomic,
-    write_summary,
 )
 from specops.remote.release.stream import extract_with_tar
 

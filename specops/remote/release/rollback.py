@@ -16,11 +16,11 @@ import json
 import os
 from typing import Any
 
+from specops.remote.release.catalog import op_list
 from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, utc_text
 from specops.remote.release.marks import mark_left_release
 from specops.remote.release.script import (
     current_id,
-    op_list,
     op_switch,
     read_manifest,
 )

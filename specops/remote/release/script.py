@@ -1,5 +1,5 @@
-"""The host side of releases: one stdlib-only script (this file and the release_*.py bundled after it), run as
-`<python> -IS -c <script> OP ARGS...`.
+"""The host side of releases: one stdlib-only script (this file and the modules bundled after it: catalog.py for
+`list`, `prune` and `update-manifest`, receive.py, session.py, ...), run as `<python> -IS -c <script> OP ARGS...`.
 
 Why a script and not shell commands: listing every release with its manifest, receiving a tar stream while
 hard-linking the rest, verifying a tree hash and switching `current` must each be ONE round trip, atomic on the
@@ -18,35 +18,25 @@ Ops (each prints one JSON object on stdout; exit 0 with {"ok": true, ...}, exit 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import shutil
 import stat
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from specops.remote.release.hostdata import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # re-exported: the client's stage
+from specops.remote.release.hostdata import RELEASE_ID as RELEASE_ID  # re-exported: the client's id check
+from specops.remote.release.hostdata import Refused as Refused  # re-exported: the stage checks links by the host's rule
 from specops.remote.release.hostdata import (
-    PLAIN_SUMMARY_SCHEMA,
-    SCHEMA_KEY,
-    SUMMARY_SCHEMA,
-    WATCH_SCHEMA,
     checked_release_id,
     checked_schema,
 )
-from specops.remote.release.hostdata import RELEASE_ID as RELEASE_ID  # re-exported: the client's id check
-from specops.remote.release.hostdata import Refused as Refused  # re-exported: the stage checks links by the host's rule
 
 MANIFEST = "manifest.json"
 UNFINISHED = "unfinished"
-SUMMARIES = ".release-summaries"  # <service_dir>/.release-summaries/<id>.json: what `list` reads
 WATCH_FILE = ".specops-watch.json"  # the guard's watch after "verified" (watch.py); `list` reports it
 NOT_HASHED = (MANIFEST, UNFINISHED)
-SUMMARY_KEYS = ("created_at", "profile", "tree_hash", "verified_at", "gates", "deployed_by", "verified", "bad")
-PROTECTED_MANIFEST_KEYS = ("schema", "id", "tree_hash", "files", "created_at")
 CHUNK = 1 << 20
 MODES_IN_HASH = 2  # the manifest schema from which a file's line carries its full mode, not only the exec bit
 
@@ -202,84 +192,6 @@ def release_ids(service_dir: str) -> list[str]:
     return sorted(name for name in names if RELEASE_ID.fullmatch(name))  # not .trash-*, nor a stray folder
 
 
-def manifest_stamp(folder: str) -> list[int]:
-    info = os.stat(os.path.join(folder, MANIFEST))
-    return [info.st_size, info.st_mtime_ns, info.st_ino]
-
-
-def summary_path(folder: str) -> str:
-    """Outside the release folder on purpose: the release holds exactly the build and its manifest."""
-    releases, release_id = os.path.split(folder)
-    return os.path.join(os.path.dirname(releases), SUMMARIES, release_id + ".json")
-
-
-def write_summary(folder: str, manifest: dict[str, Any]) -> None:
-    """Keep a summary of manifest.json (docs/performance.md "## Push"): the listing's keys plus the manifest's
-    (size, mtime, inode) when it was taken, so `list` reads a few hundred bytes per release instead of the
-    whole files map, and a manifest changed any other way (by hand, a crash between the two writes) is noticed
-    and read in full."""
-    record = {key: manifest.get(key) for key in SUMMARY_KEYS}
-    record["manifest"] = manifest_stamp(folder)
-    record[SCHEMA_KEY] = SUMMARY_SCHEMA if manifest.get("bad") else PLAIN_SUMMARY_SCHEMA  # hostdata.py: why
-    path = summary_path(folder)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_json_atomic(path, record)
-
-
-def read_summary(folder: str) -> dict[str, Any] | None:
-    """The summary if it still describes manifest.json as it is now, else None (read the manifest). A summary
-    without a version has the same keys (read as it is); a newer one is refused (SchemaTooNew)."""
-    path = summary_path(folder)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
-        if isinstance(record, dict) and record.get("manifest") == manifest_stamp(folder):
-            checked_schema(record, path, SUMMARY_SCHEMA)
-            return record
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def summary(service_dir: str, release_id: str) -> dict[str, Any]:
-    folder = os.path.join(service_dir, "releases", release_id)
-    # complete: the receive finished (no marker) -- and it began: a receive stopped between its mkdir and the
-    # marker leaves a folder with neither the marker nor a manifest, which is not a release either
-    finished = not os.path.lexists(os.path.join(folder, UNFINISHED))
-    info = {"id": release_id, "complete": finished and os.path.lexists(os.path.join(folder, MANIFEST)), "error": None}
-    manifest = read_summary(folder)
-    if manifest is None:
-        try:
-            manifest = read_manifest(folder)
-        except (OSError, ValueError) as error:
-            info["error"] = str(error)
-            manifest = {}
-    for key in SUMMARY_KEYS:
-        info[key] = manifest.get(key)
-    info["verified"] = manifest.get("verified") is True
-    return info
-
-
-def watch_record(service_dir: str) -> dict[str, Any] | None:
-    """The guard's last watch (watch.py) with `left_s` by the host's clock; None when none or unreadable."""
-    import time
-
-    path = os.path.join(service_dir, WATCH_FILE)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            record: dict[str, Any] = json.load(handle)  # not an object: the assignment below raises TypeError
-        checked_schema(record, path, WATCH_SCHEMA)  # a newer one: refused (SchemaTooNew), never half-read
-        record["left_s"] = max(0, record["deadline_epoch"] - int(time.time()))
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    return record
-
-
-def op_list(service_dir: str) -> dict[str, Any]:
-    releases = [summary(service_dir, release_id) for release_id in release_ids(service_dir)]
-    return {"current": current_id(service_dir), "releases": releases, "watch": watch_record(service_dir)}
-
-
 def op_switch(service_dir: str, release_id: str) -> dict[str, Any]:
     release_id = checked_release_id(release_id)
     target = os.path.join(service_dir, "releases", release_id)
@@ -295,42 +207,3 @@ def op_switch(service_dir: str, release_id: str) -> dict[str, Any]:
     os.symlink(target, temporary)
     os.replace(temporary, link)
     return {"previous": previous, "current": release_id}
-
-
-def prune_plan(releases: list[dict[str, Any]], current: str | None, keep: int, protected: set[str]) -> list[str]:
-    """Ids to delete: complete releases beyond the newest `keep`, and unfinished leftovers older than the newest
-    complete one; never current, the newest verified or a protected id."""
-    complete = [r["id"] for r in releases if r["complete"]]
-    verified = [r["id"] for r in releases if r["complete"] and r["verified"] and not r["error"]]
-    spared = set(protected) | {current} | set(verified[-1:]) | set(complete[-keep:] if keep > 0 else [])
-    newest_complete = complete[-1] if complete else None
-    doomed = [r for r in complete if r not in spared]
-    if newest_complete is not None:
-        doomed += [r["id"] for r in releases if not r["complete"] and r["id"] < newest_complete]
-    return sorted(r for r in doomed if r not in spared)
-
-
-def op_prune(service_dir: str, keep: str, protected: str) -> dict[str, Any]:
-    spared = {checked_release_id(release_id) for release_id in protected.split(",") if release_id}
-    plan = prune_plan(op_list(service_dir)["releases"], current_id(service_dir), int(keep), spared)
-    releases = os.path.join(service_dir, "releases")
-    for release_id in plan:
-        with contextlib.suppress(FileNotFoundError):  # first: a summary never outlives its release
-            os.unlink(summary_path(os.path.join(releases, release_id)))
-        trash = os.path.join(releases, ".trash-" + release_id)
-        os.rename(os.path.join(releases, release_id), trash)  # gone from listings at once, even if rmtree fails
-        shutil.rmtree(trash)
-    return {"removed": plan}
-
-
-def op_update_manifest(service_dir: str, release_id: str) -> dict[str, Any]:
-    release_id = checked_release_id(release_id)
-    changes = json.loads(sys.stdin.read())
-    if not isinstance(changes, dict) or set(changes) & set(PROTECTED_MANIFEST_KEYS):
-        raise Refused("manifest", "manifest changes must be an object without " + ", ".join(PROTECTED_MANIFEST_KEYS))
-    folder = os.path.join(service_dir, "releases", release_id)
-    manifest = read_manifest(folder)
-    manifest.update(changes)
-    write_json_atomic(os.path.join(folder, MANIFEST), manifest)
-    write_summary(folder, manifest)
-    return summary(service_dir, release_id)

@@ -24,17 +24,12 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.catalog import op_list, op_prune, op_update_manifest
 from specops.remote.release.hostdata import Refused, checked_release_id
 from specops.remote.release.marks import op_mark_bad, op_unmark_bad
 from specops.remote.release.receive import op_receive
 from specops.remote.release.rollback import op_rollback
-from specops.remote.release.script import (
-    op_list,
-    op_prune,
-    op_switch,
-    op_update_manifest,
-    read_manifest,
-)
+from specops.remote.release.script import op_switch, read_manifest
 
 
 def say(reply: dict[str, Any]) -> None:

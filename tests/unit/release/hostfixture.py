@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from specops.remote.release.script import write_summary
+from specops.remote.release.catalog import write_summary
 
 
 def add_release(service_dir: Path, release_id: str, verified: bool = True) -> None:

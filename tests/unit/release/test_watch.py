@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from specops.remote.release import watch
-from specops.remote.release.script import WATCH_FILE, op_list
+from specops.remote.release.catalog import op_list
+from specops.remote.release.script import WATCH_FILE
 from tests.unit.release.hostfixture import add_release, audit_lines, current, point_current, record_systemctl
 
 OLD, NEW = "20261101T000000Z-aaaa", "20261102T000000Z-bbbb"
