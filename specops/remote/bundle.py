@@ -80,7 +80,9 @@ def probe_source() -> str:
 
 
 def _build_probe_source() -> str:
-    parts = [HEADER, "from __future__ import annotations\n"]
+    """The modules in order, as the host runs them: without docstrings, annotations and typing imports (the
+    host compiles the whole text on every doctor; see without_docstrings)."""
+    body: list[ast.stmt] = []
     owner: dict[str, str] = {}
     for module in MODULE_ORDER:
         source = resources.files(REMOTE_PACKAGE).joinpath(f"{module}.py").read_text(encoding="utf-8")
@@ -89,8 +91,8 @@ def _build_probe_source() -> str:
             if name in owner:
                 raise BundleError(f"{name!r} is defined in both remote/{owner[name]}.py and remote/{module}.py")
             owner[name] = module
-        parts.append(f"\n# ---- remote/{module}.py ----\n{text}")
-    return "".join(parts)
+        body += without_docstrings(ast.parse(text)).body
+    return HEADER + one_space_indents(ast.unparse(ast.Module(body=body, type_ignores=[]))) + "\n"
 
 
 def build_script(request: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 PROBE_VERSION = 1
 COMMAND_TIMEOUT_S = 10.0
@@ -134,11 +134,7 @@ def package_version(folder: str) -> str | None:
     return None
 
 
-Item = TypeVar("Item")
-Outcome = TypeVar("Outcome")
-
-
-def map_in_threads(function: Callable[[Item], Outcome], items: Sequence[Item], workers: int) -> list[Outcome]:
+def map_in_threads(function: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
     """`ThreadPoolExecutor.map` in order, without concurrent.futures: that import pulls in logging, ~10 ms of
     every probe's start. The first exception (in item order) is raised once every item is done."""
     results: list[Any] = [None] * len(items)

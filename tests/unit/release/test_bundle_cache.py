@@ -69,3 +69,22 @@ def test_one_space_indents_leave_the_release_script_the_same_program() -> None:
     compact = bundle._build_release_script()
     assert ast.dump(ast.parse(compact)) == ast.dump(ast.parse(full))
     assert len(compact) < 0.95 * len(full)
+
+
+@pytest.mark.parametrize("kind", ["probe", "release", "guard"])
+def test_what_the_host_compiles_is_python_3_8_without_docstrings_or_typing(kind: str) -> None:
+    """Hosts run Python 3.8+; the scripts carry no docstrings, annotations or typing imports (the host compiles
+    the whole text on every command), and the probe's one-space indents are the same program."""
+    import ast
+
+    text = {"probe": bundle._build_probe_source, "release": bundle._build_release_script}.get(
+        kind, bundle._build_guard_source
+    )()
+    tree = ast.parse(text, feature_version=(3, 8))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} | {
+        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    assert {"typing", "collections.abc", "__future__"} & imported == set()
+    assert [f.name for f in functions if f.returns is not None or ast.get_docstring(f) is not None] == []
+    assert len(functions) > 40
