@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import glob
 import os
-import platform
 import re
 import sys
 import threading
@@ -21,7 +20,7 @@ from specops.remote.probe.elf import ElfError, read_elf
 from specops.remote.probe.elfhash import defined_in_library
 
 TORCH_SYMBOL_RE = re.compile(r"^(?:_Z(?:T[VIS])?N?K?(?:3c10|2at|5torch)|aoti_torch_|torch_)")
-MULTIARCH = platform.machine() + "-linux-gnu"  # x86_64-linux-gnu, aarch64-linux-gnu (GH200 hosts)
+MULTIARCH = os.uname().machine + "-linux-gnu"  # x86_64-linux-gnu, aarch64-linux-gnu (GH200 hosts)
 DEFAULT_LIB_DIRS = ["/lib/" + MULTIARCH, "/usr/lib/" + MULTIARCH, "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
 LDCONFIG_ABI = {"x86_64": "x86-64", "aarch64": "AArch64"}  # the `(libc6,x86-64)` tag of `ldconfig -p` lines
 FFMPEG_SONAME_RE = re.compile(r"^lib(avutil|avcodec|avformat|avdevice|avfilter|swscale|swresample)\.so\.\d+$")
@@ -48,7 +47,7 @@ def _ldconfig_cache_unlocked() -> dict[str, str]:
         entries: dict[str, str] = {}
         for line in listing["out"].splitlines():
             match = re.match(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)", line)
-            abi = LDCONFIG_ABI.get(platform.machine(), "")
+            abi = LDCONFIG_ABI.get(os.uname().machine, "")
             if match and abi in match.group(2) and match.group(1) not in entries:
                 entries[match.group(1)] = match.group(3)
         _CACHE["ldconfig"] = entries

@@ -1,5 +1,6 @@
-"""The probe reads the ffmpeg CLI's version from its program file instead of running it (which loads ~100
-libraries); what it reports must be exactly what `ffmpeg -version` would have said."""
+"""What the probe learns without starting programs or heavy imports on the host: the ffmpeg CLI's version from
+its program file (running it loads ~100 libraries), system facts through the os module. What it reports must be
+exactly what `ffmpeg -version`, platform and socket would have said."""
 
 from __future__ import annotations
 
@@ -77,3 +78,20 @@ def test_map_in_threads_keeps_order_and_raises_the_first_error() -> None:
 
     with pytest.raises(ValueError, match="odd 1"):
         map_in_threads(fail_on_odd, [0, 1, 2, 3], workers=2)
+
+
+def test_system_facts_say_what_platform_and_socket_would() -> None:
+    """The probe reads them through the os module (no platform or socket import on the host); the values
+    must be the ones those modules give."""
+    import platform
+    import socket
+    import sys
+
+    from specops.remote.probe.hoststate import _blocks, gather_python, gather_system
+
+    system = gather_system()
+    expected = (socket.gethostname(), platform.release(), " ".join(platform.libc_ver()).strip())
+    assert (system["hostname"], system["kernel"], system["glibc"]) == expected
+    assert gather_python()["version"] == platform.python_version() == sys.version.split()[0]
+    assert _blocks("0100007F", "127.0.0.1") and _blocks("0B00000A", "10.0.0.11")
+    assert not _blocks("0B00000A", "10.0.0.12")
