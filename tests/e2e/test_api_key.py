@@ -5,12 +5,10 @@ engine's own command line), never in specops's output, the unit file, the manife
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
-from tests.testbed.testhost import TestHost
+from tests.e2e.deployscene import PATCH, UNPATCHED, Scene
 
 pytestmark = pytest.mark.e2e
 
@@ -29,11 +27,9 @@ except urllib.error.HTTPError as error:
 
 
 @pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    made = make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
+def scene(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> Scene:
+    """The shared scene, with the engine protected by an API key kept as a secret."""
+    made = scene
     config = made.folder / "specops.toml"
     config.write_text(config.read_text() + 'secrets = ["SGLANG_API_KEY"]\napi_key_secret = "SGLANG_API_KEY"\n')
     monkeypatch.setenv("SGLANG_API_KEY", KEY)

@@ -10,20 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import Scene, make_scene
+from tests.e2e.deployscene import Scene
 from tests.testbed.engine import RENUMBER_PATCH
-from tests.testbed.testhost import TestHost
 
 pytestmark = pytest.mark.e2e
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
 
 @pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    made = make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
+def scene(scene: Scene) -> Scene:
+    """The shared scene, with a ddtree profile whose start limit is two starts."""
+    made = scene
     profile = (PROFILES / "ddtree.toml").read_text().replace("[readiness]\n", "[readiness]\nstart_limit_burst = 2\n")
     (made.folder / "profiles").mkdir()
     (made.folder / "profiles" / "ddtree.toml").write_text(profile)

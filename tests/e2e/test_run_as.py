@@ -5,12 +5,10 @@ release files and the env file stay root's, and the engine cannot write to its o
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import Scene, make_scene
-from tests.testbed.testhost import TestHost
+from tests.e2e.deployscene import Scene
 
 pytestmark = pytest.mark.e2e
 
@@ -18,11 +16,9 @@ SERVICE_DIR = "/opt/specops/sglang"
 
 
 @pytest.fixture
-def scene(
-    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Scene:  # fmt: skip
-    made = make_scene(testhost, host_venv, tmp_path, capsys, monkeypatch)
+def scene(scene: Scene) -> Scene:
+    """The shared scene, with the engine run as `sglang` and a GPU device node only the video group opens."""
+    made = scene
     config = made.folder / "specops.toml"
     config.write_text(config.read_text() + 'run_as = "sglang"\nrun_as_groups = ["video"]\n')
     # a GPU device node as a hardened driver leaves it: root:video 0660 (NVreg_DeviceFileGID/Mode)
