@@ -87,6 +87,13 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"probe_version": PROBE_VERSION, "errors": {}}
     nvidia = in_background(result, "nvidia", lambda: gather_nvidia(request))
     ffmpeg = in_background(result, "ffmpeg", gather_ffmpeg)  # may run `ffmpeg -version` (0.1-0.3 s) or ldconfig
+    # The builds' parsers run in subprocesses (an import of sglang each: seconds where it pulls in torch), so
+    # they start as soon as the releases are known and run while this thread reads everything else.
+    guarded(result, "releases", lambda: gather_releases(request))
+    venv_package = package_dir("sglang")
+    venv_root = os.path.dirname(venv_package) if venv_package else None
+    releases = result.get("releases") or {}
+    sglang = in_background(result, "sglang", lambda: gather_sglang(request, releases, venv_root))
     guarded(result, "python", gather_python)
     guarded(result, "system", gather_system)
     guarded(result, "env", gather_env)
@@ -95,10 +102,6 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     guarded(result, "torchcodec", gather_torchcodec)
     guarded(result, "native_ext", lambda: gather_native_ext(NATIVE_EXTENSIONS))
     guarded(result, "cuda_userspace", lambda: gather_cuda_userspace(request.get("cuda_home"), site_packages()))
-    guarded(result, "releases", lambda: gather_releases(request))
-    venv_package = package_dir("sglang")
-    venv_root = os.path.dirname(venv_package) if venv_package else None
-    guarded(result, "sglang", lambda: gather_sglang(request, result.get("releases") or {}, venv_root))
     guarded(result, "models", lambda: gather_models(request))
     guarded(result, "ports", lambda: gather_ports(request))
     guarded(result, "disks", lambda: gather_disks(request))
@@ -107,6 +110,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     guarded(result, "service_user", lambda: gather_service_user(request))
     nvidia.join()
     ffmpeg.join()
+    sglang.join()
     return result
 
 
