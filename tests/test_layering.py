@@ -341,6 +341,16 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-4:] == ["STAND_IN=_StandIn", "PIP=True", "AFTER=module", "KEPT=module"]
+    attribute_form = (  # `import importlib.metadata; importlib.metadata.X(...)`, as some libraries call it
+        "from specops.host.paramiko_import import _metadata_stand_in\n"
+        "with _metadata_stand_in():\n"
+        "    import importlib.metadata\n"
+        "    print('FIRST=' + type(importlib.metadata).__name__)\n"
+        "    print('CALLABLE=' + str(callable(importlib.metadata.distributions)))\n"
+        "    print('AFTER=' + type(importlib.metadata).__name__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", attribute_form], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-3:] == ["FIRST=_StandIn", "CALLABLE=True", "AFTER=module"]
 
 
 # What `specops --json deploy` must never load: the live view (rich) and other commands' modules.

@@ -54,14 +54,19 @@ def _metadata_stand_in() -> Iterator[None]:
     if METADATA in sys.modules:
         yield  # already paid for
         return
+    import importlib
+
     stand_in = _StandIn(METADATA)
     sys.modules[METADATA] = stand_in
+    importlib.metadata = stand_in  # for `import importlib.metadata; importlib.metadata.X`
     try:
         yield
     finally:
         with _HANDOVER:
             if sys.modules.get(METADATA) is stand_in:
                 del sys.modules[METADATA]
+            if getattr(importlib, "metadata", None) is stand_in:
+                del importlib.metadata
 
 
 class _StandIn(types.ModuleType):
@@ -77,10 +82,14 @@ class _StandIn(types.ModuleType):
 
 def _real_metadata(stand_in: types.ModuleType) -> types.ModuleType:
     """The real importlib.metadata, imported now (the stand-in leaves sys.modules first)."""
+    import importlib
+
     with _HANDOVER:
         if sys.modules.get(METADATA) is stand_in:
             del sys.modules[METADATA]
-    import importlib.metadata
+        if getattr(importlib, "metadata", None) is stand_in:
+            del importlib.metadata
+    import importlib.metadata  # loading it sets importlib.metadata to the real module again
 
     return importlib.metadata
 
