@@ -357,19 +357,42 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
 NEVER_FOR_DEPLOY_JSON = ("rich", "invoke", "specops.cli.doctor_view", "specops.cli.cmd_status", "specops.cli.cmd_diff")
 
 
-def test_a_json_deploy_loads_neither_the_live_view_nor_other_commands(tmp_path: Path) -> None:
-    build = tmp_path / "build" / "sglang"
-    build.mkdir(parents=True)
-    (build / "__init__.py").write_text("__version__ = '0.0.1'\n")
+def _deploy_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A config naming llm-two and a build folder holding sglang: (config, build)."""
+    build = tmp_path / "build"
+    (build / "sglang").mkdir(parents=True)
+    (build / "sglang" / "__init__.py").write_text("__version__ = '0.0.1'\n")
     config = tmp_path / "specops.toml"
     config.write_text(
         '[hosts.llm-two]\nssh = "llm-two"\npython = "/opt/venv/bin/python"\nmodel_path = "/models/target"\n'
         'draft_model_path = "/models/draft"\nprofile = "ddtree"\n'
     )
+    return config, build
+
+
+def test_a_json_deploy_loads_neither_the_live_view_nor_other_commands(tmp_path: Path) -> None:
+    config, build = _deploy_files(tmp_path)
     code = DOCTOR_RUN.replace('"doctor", "llm-two"', '"--json", "deploy", "llm-two", "--build", {build!r}').format(
-        config=str(config), extra=[], at_connect=("rich",), after=NEVER_FOR_DEPLOY_JSON, build=str(build.parent)
+        config=str(config), extra=[], at_connect=("rich",), after=NEVER_FOR_DEPLOY_JSON, build=str(build)
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     marks = [line for line in result.stdout.splitlines() if line.startswith(("AT_CONNECT=", "AFTER="))]
     assert (marks, result.returncode) == (["AT_CONNECT=", "AFTER="], 4), result.stdout + result.stderr
     assert '"outcome": "unreachable"' in result.stdout
+
+
+def test_the_same_deploy_again_connects_before_typer_or_the_config_models_load(tmp_path: Path) -> None:
+    """The second identical deploy connects from the plan the first one kept (cli/early_deploy.py): typer,
+    pydantic, the config's models and the deploy's own modules load while the host starts its commands."""
+    config, build = _deploy_files(tmp_path)
+    watched = ("typer", "pydantic", "specops.config.inventory", "specops.deploy.execute", "specops.cli.main")
+    code = DOCTOR_RUN.replace('"doctor", "llm-two"', '"--json", "deploy", "llm-two", "--build", {build!r}').format(
+        config=str(config), extra=[], at_connect=watched, after=("rich",), build=str(build)
+    )
+    environ = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=environ)
+            for _ in range(2)]  # fmt: skip
+    marks = [[line for line in run.stdout.splitlines() if line.startswith(("AT_CONNECT=", "REACH="))] for run in runs]
+    assert marks[0] == ["AT_CONNECT=" + ",".join(watched), "REACH=HostSpec"], runs[0].stdout + runs[0].stderr
+    assert marks[1] == ["AT_CONNECT=", "REACH=PlainReach"], runs[1].stdout + runs[1].stderr
+    assert [run.returncode for run in runs] == [4, 4]

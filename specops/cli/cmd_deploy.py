@@ -44,6 +44,7 @@ def deploy(
     json_output: JsonOpt = False,
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
+    from specops.cli.early_deploy import claim
     from specops.deploy.connections import connect_all
     from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
@@ -65,7 +66,12 @@ def deploy(
             return
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
         specs = [host_plan.target.host for host_plan in plan.hosts]
-        with deploy_reporter(as_json, app_state.verbose) as reporter, connect_all(specs, app_state.opener) as opened:
+        asks_password = app_state.become_password is not None
+        early = claim(specs, asks_password, plan.staged.total_bytes)  # opened by the console script, if any
+        with (
+            deploy_reporter(as_json, app_state.verbose) as reporter,
+            connect_all(specs, app_state.opener, early) as opened,
+        ):
 
             def run_host(host_plan: HostPlan) -> HostOutcome:
                 spec = host_plan.target.host

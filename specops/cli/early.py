@@ -50,9 +50,21 @@ _started: list[_Started] = []
 
 def plain_doctor(args: list[str]) -> EarlyDoctor | None:
     """The doctor run `args` asks for, when they are nothing but names and the flags above (else None)."""
+    split = split_root(args, "doctor")
+    if split is None:
+        return None
+    config_path, words = split
+    names = [word for word in words if word not in DOCTOR_FLAGS]
+    if not names or any(name.startswith("-") for name in names):
+        return None
+    return EarlyDoctor(config_path, names)
+
+
+def split_root(args: list[str], command: str) -> tuple[Path | None, list[str]] | None:
+    """`--config PATH` and the words after `command`, when nothing but ROOT_FLAGS comes before it (else None)."""
     config_path: Path | None = None
     words = list(args)
-    while words and words[0] != "doctor":
+    while words and words[0] != command:
         word = words.pop(0)
         if word == "--config" and words:
             config_path = Path(words.pop(0))
@@ -60,10 +72,7 @@ def plain_doctor(args: list[str]) -> EarlyDoctor | None:
             config_path = Path(word.partition("=")[2])
         elif word not in ROOT_FLAGS:
             return None
-    names = [word for word in words[1:] if word not in DOCTOR_FLAGS]
-    if not words or not names or any(name.startswith("-") for name in names):
-        return None
-    return EarlyDoctor(config_path, names)
+    return (config_path, words[1:]) if words else None
 
 
 def start(args: list[str]) -> bool:

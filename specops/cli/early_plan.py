@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,12 +36,13 @@ CODE_FOLDERS = ("config", "probe", "doctor", "host", "cli")
 
 
 def plan_dir() -> Path:
-    """The doctor's remembered plans, in specops's cache folder."""
+    """The remembered plans (a doctor's and a deploy's), in specops's cache folder."""
     return cache_root() / "doctor-plans"
 
 
-def plan_key(config_path: Path | None, names: Iterable[str]) -> str | None:
-    """The key of this command line's plan; None when the config cannot be found (the parsed command says why)."""
+def plan_key(config_path: Path | None, names: Iterable[str], command: str = "doctor") -> str | None:
+    """The key of this command line's plan (`command`: whose plan, a doctor's or a deploy's); None when the config
+    cannot be found (the parsed command says why)."""
     from specops.config.locate import find_config
     from specops.errors import SpecopsError
 
@@ -55,7 +56,7 @@ def plan_key(config_path: Path | None, names: Iterable[str]) -> str | None:
         digest.update(_code_identity())
     except (OSError, SpecopsError):
         return None
-    digest.update("\0".join(["", *names]).encode())
+    digest.update("\0".join([command, *names]).encode())
     return digest.hexdigest()[:32]
 
 
@@ -96,12 +97,14 @@ def records(targets: Iterable[DoctorTarget]) -> list[dict[str, Any]]:
     return found
 
 
-def recall(key: str) -> list[dict[str, Any]] | None:
-    """The plan stored under `key`, or None (none, unreadable, or not one this version wrote)."""
+def recall(key: str, is_record: Callable[[object], bool] | None = None) -> list[dict[str, Any]] | None:
+    """The plan stored under `key`, or None (none, unreadable, or not one this version wrote); `is_record`
+    judges each host's record (default: a doctor's)."""
+    valid = _is_record if is_record is None else is_record
     with contextlib.suppress(OSError, ValueError):
         data = json.loads((plan_dir() / f"{key}.json").read_text(encoding="utf-8"))
         plan = data.get("hosts") if isinstance(data, dict) and data.get("schema") == PLAN_SCHEMA else None
-        if isinstance(plan, list) and plan and all(_is_record(record) for record in plan):
+        if isinstance(plan, list) and plan and all(valid(record) for record in plan):
             return plan
     return None
 

@@ -3,7 +3,8 @@
 A completion call happens on every Tab press; importing typer alone costs more than the whole answer may,
 so the request is answered from specops/cli/complete.py (tomllib and a table) and the app is never built.
 A plain `specops doctor NAME...` connects to its hosts before typer loads, and the CLI loads while the hosts
-run the probe (specops/cli/early.py); a doctor, a deploy and a rollback also leave without tearing down every
+run the probe (specops/cli/early.py); a plain deploy run before connects while the rest loads
+(specops/cli/early_deploy.py); a doctor, a deploy and a rollback also leave without tearing down every
 loaded module.
 """
 
@@ -26,11 +27,13 @@ def entry() -> None:
         from specops.cli.complete import respond
 
         sys.exit(respond(os.environ))
-    from specops.cli import early
+    from specops.cli import early, early_deploy
 
     try:
         if early.start(sys.argv[1:]):
             early.wait_connected()
+        elif early_deploy.start(sys.argv[1:]):
+            early_deploy.wait_started()
         from specops.cli.main import main
 
         code = main()
@@ -40,6 +43,7 @@ def entry() -> None:
         code = int(ExitCode.INTERRUPTED)
     finally:
         early.discard()
+        early_deploy.discard()
     from specops.cli.main import command_named
 
     if command_named(sys.argv[1:]) in QUICK_EXIT_COMMANDS:

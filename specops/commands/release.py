@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from specops.config.inventory import HostSpec
 from specops.remote.bundle import release_script
 from specops.remote.release.script import MANIFEST, RELEASE_ID
 
+if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
+
 SEND_ALWAYS = (MANIFEST,)
+SCRIPT_TIMEOUT_S = 120.0
+MIN_PUSH_RATE_BPS = 2_000_000  # the push timeout grows with the bytes sent (a slow WAN link, not a hang)
 
 
 @dataclass(frozen=True)
@@ -67,13 +71,28 @@ def check_release_id(release_id: str) -> str:
 
 
 def script_argv(spec: HostSpec, op: str, *args: str) -> list[str]:
-    return [spec.python, "-IS", "-c", release_script(), op, spec.service_dir, *args]  # -S: stdlib only, no site
+    return plain_script_argv(spec.python, spec.service_dir, op, *args)
+
+
+def plain_script_argv(python: str, service_dir: str, op: str, *args: str) -> list[str]:
+    """The release script's argv from plain values (a deploy's remembered plan has no HostSpec yet)."""
+    return [python, "-IS", "-c", release_script(), op, service_dir, *args]  # -S: stdlib only, no site
 
 
 def session_argv(spec: HostSpec, on_request: bool = False) -> list[str]:
     """The push conversation (remote/release/session.py): the listing first (`on_request`: once asked for), then
     files/receive requests on stdin."""
-    return script_argv(spec, "session", *(["on-request"] if on_request else []))
+    return plain_session_argv(spec.python, spec.service_dir, on_request)
+
+
+def plain_session_argv(python: str, service_dir: str, on_request: bool = False) -> list[str]:
+    return plain_script_argv(python, service_dir, "session", *(["on-request"] if on_request else []))
+
+
+def push_session_timeout(max_bytes: int, wait_s: float) -> float:
+    """The push conversation's time limit: `max_bytes` at MIN_PUSH_RATE_BPS (a slow WAN, not a hang), plus the
+    lock wait before its listing is asked for."""
+    return SCRIPT_TIMEOUT_S + wait_s + max_bytes / MIN_PUSH_RATE_BPS
 
 
 def list_argv(spec: HostSpec) -> list[str]:

@@ -19,17 +19,20 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from specops.config.inventory import HostSpec
 from specops.errors import SpecopsError
 from specops.host.base import Host
+
+if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
 
 Opener = Callable[[], AbstractContextManager[Host]]
 MAX_PARALLEL = 32
 
 
 @dataclass
-class _Opened:
+class Opened:
     manager: AbstractContextManager[Host] | None = None
     host: Host | None = None
     error: SpecopsError | None = None  # why it could not connect (a ConnectError: unreachable)
@@ -39,7 +42,7 @@ class _Opened:
 class Connections:
     """The hosts' connections opened up front; `not_connected` names the hosts that could not be reached."""
 
-    opened: dict[str, _Opened] = field(default_factory=dict)
+    opened: dict[str, Opened] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -77,12 +80,13 @@ class Connections:
                 opened.manager.__exit__(None, None, None)
 
 
-def _connect(open_host: Opener) -> _Opened:
+def connect_one(open_host: Opener) -> Opened:
+    """Connect now; what went wrong is kept, not raised (the deploy of that host reports it)."""
     try:
         manager = open_host()  # an opener may connect here already, or on entering
-        return _Opened(manager=manager, host=manager.__enter__())
+        return Opened(manager=manager, host=manager.__enter__())
     except SpecopsError as error:  # unreachable, a refused host key, an unsupported ProxyJump...
-        return _Opened(error=error)
+        return Opened(error=error)
 
 
 # What a deploy imports only when it first needs it (the probe's models and the checks at preflight, the engine
@@ -112,19 +116,23 @@ def prefetch(modules: tuple[str, ...] = LATER_MODULES) -> threading.Thread:
 
 
 @contextmanager
-def connect_all(specs: list[HostSpec], opener: Callable[[HostSpec], Opener]) -> Iterator[Connections]:
-    """Open every host's connection in parallel; all are closed when the block ends."""
-    prefetch()
+def connect_all(
+    specs: list[HostSpec], opener: Callable[[HostSpec], Opener], early: dict[str, Opened] | None = None
+) -> Iterator[Connections]:
+    """Open every host's connection in parallel; all are closed when the block ends. `early`: connections the
+    console script already opened for some of these hosts (specops/cli/early_deploy.py), taken as they are."""
     connections = Connections()
     try:
-        if len(specs) == 1:  # in this thread: Ctrl-C interrupts the connect itself
-            connections.opened[specs[0].name] = _connect(opener(specs[0]))
-            yield connections
-            return
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(specs)) or 1) as pool:
-            futures = {spec.name: pool.submit(_connect, opener(spec)) for spec in specs}
-            for name, future in futures.items():
-                connections.opened[name] = future.result()
+        connections.opened.update(early or {})
+        prefetch()
+        missing = [spec for spec in specs if spec.name not in connections.opened]
+        if len(missing) == 1:  # in this thread: Ctrl-C interrupts the connect itself
+            connections.opened[missing[0].name] = connect_one(opener(missing[0]))
+        elif missing:
+            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(missing))) as pool:
+                futures = {spec.name: pool.submit(connect_one, opener(spec)) for spec in missing}
+                for name, future in futures.items():
+                    connections.opened[name] = future.result()
         yield connections
     finally:
         connections.close()

@@ -73,7 +73,8 @@ def plan_host(config: Config, name: str, profile: str | None, build_flags: Colle
 def make_plan(
     config: Config, names: list[str], profile: str | None, build: Path, patches: list[Path], workdir: Path
 ) -> DeployPlan:
-    """Every host resolved and the build staged once (patches applied) before the first connection."""
+    """Every host resolved and the build staged once (patches applied) before any host is used (a connection the
+    console script opened early from a remembered plan is only taken afterwards: specops/cli/early_deploy.py)."""
     specs = config.inventory.select(names)
     for spec in specs:
         config.resolve(spec.name, profile)  # configuration mistakes first, before the build is staged

@@ -49,6 +49,7 @@ from specops.host.hostkeys import HostKeyChecker
 from specops.host.keyorder import key_order
 from specops.host.paramiko_import import lean_paramiko_import
 from specops.host.passphrase import KeyUnlocker
+from specops.host.prestart import PrestartedCommands
 from specops.host.process import POLL_S, RunningCommand
 from specops.host.proxycommand import ProxySocket, proxy_argv, start_proxy
 from specops.host.resolve import resolve_ssh_target
@@ -176,13 +177,18 @@ class SshHost(HostBase):
         self.connect_s = connect_s  # connect + handshake + auth (+ the hops), for `--verbose` and benchmarks
         self.escalation: Escalation | None = None  # set by become(): every command then runs through sudo
         self._transport_ = transport
+        self._prestarted = PrestartedCommands()
 
     def stream(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
     ) -> RunningCommand:
         """Start the command on its own exec channel and hand it back running (see host/process.py); with
-        `become`, the whole command line (deadline included) runs through sudo (host/become.py)."""
+        `become`, the whole command line (deadline included) runs through sudo (host/become.py). The same command
+        started early by `prestart` is handed over instead (host/prestart.py)."""
         words = checked_argv(argv, env)
+        early = self._prestarted.take(words, timeout) if env is None else None
+        if early is not None:
+            return early
         line = with_deadline(with_env(words, env), timeout)
         preamble = b""
         if self.escalation is not None:
@@ -191,6 +197,10 @@ class SshHost(HostBase):
         if preamble:  # sudo's password: the first line of stdin, before anything the caller writes
             command.write(preamble)
         return command
+
+    def prestart(self, argv: Sequence[str], *, timeout: float) -> None:
+        """Start `argv` now, for the first `stream` of the same command (host/prestart.py)."""
+        self._prestarted.add(checked_argv(argv), timeout, self.stream(argv, timeout=timeout))
 
     def become(self, become: Become) -> None:
         """Act through sudo from now on: asks the host once how (NOPASSWD or the run's password), raising
@@ -234,6 +244,7 @@ class SshHost(HostBase):
 
     def close(self) -> None:
         """Closes this host's connection (and its channel through a jump host); the jump host stays for others."""
+        self._prestarted.close_all()
         self._transport_.close()
 
     def _transport(self) -> paramiko.Transport:

@@ -20,7 +20,7 @@ from typing import Any
 from specops.build.stage import StagedBuild
 from specops.build.tree_cache import cached_tree, remember_tree
 from specops.commands import release as cmd
-from specops.commands.release import Listing, ReleaseInfo, ReplyError
+from specops.commands.release import SCRIPT_TIMEOUT_S, Listing, ReleaseInfo, ReplyError
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.base import Host
@@ -31,8 +31,6 @@ from specops.ops.release_replies import checked_reply, script_failed
 from specops.remote.release.script import MANIFEST
 
 Progress = Callable[[str], None]
-SCRIPT_TIMEOUT_S = 120.0
-MIN_PUSH_RATE_BPS = 2_000_000  # the push timeout grows with the bytes sent (a slow WAN link, not a hang)
 
 
 @dataclass(frozen=True)
@@ -216,7 +214,7 @@ def open_push(
     """Start the conversation; its time limit allows `max_bytes` at MIN_PUSH_RATE_BPS (a slow WAN, not a hang).
     `on_request`: the host lists its releases only when `listing` is first read, so a deploy can start the
     session (a login shell, an interpreter) before it holds the lock; `wait_s` more for that wait."""
-    timeout = SCRIPT_TIMEOUT_S + wait_s + max_bytes / MIN_PUSH_RATE_BPS
+    timeout = cmd.push_session_timeout(max_bytes, wait_s)
     command = host.stream(cmd.session_argv(spec, on_request), timeout=timeout)
     session = PushSession(host, spec, command, on_request)
     try:

@@ -17,25 +17,11 @@ from typing import Any
 import pytest
 
 from specops.cli import early_plan
-from specops.errors import ConnectError, ExitCode
+from specops.errors import ExitCode
 from tests.unit.cli.test_doctor_startup import run_entry
 from tests.unit.conftest import VALID_HOST
 
-Seen = list[tuple[str, str, str]]
-
-
-@pytest.fixture
-def connects(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> Seen:
-    """Each connection attempt: (how it was described: HostSpec or PlainReach, host name, ssh value)."""
-    seen: Seen = []
-
-    def refuse(reach: Any, **_: Any) -> Any:
-        seen.append((type(reach).__name__, reach.name, reach.ssh))
-        raise ConnectError(f"{reach.name}: connection refused to {reach.ssh} (by the test)")
-
-    monkeypatch.setattr("specops.host.ssh.connect", refuse)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(config_dir / "cache"))
-    return seen
+Seen = list[tuple[str, str, str]]  # the `connects` fixture's (tests/unit/cli/conftest.py)
 
 
 def plans() -> list[Path]:
