@@ -37,6 +37,7 @@ RECORD_TEXTS = ("name", "ssh", "python", "service_dir")
 RECORD_OPTIONAL = ("jump", "sudo_as")
 PUSH_ALLOWANCE = 1.25  # the push session started early allows this much more than the last push's bytes...
 PUSH_SLACK_BYTES = 16 * 2**20  # ...and this much: the next one-line change fits, a build twice as big starts anew
+MAX_LOCK_WAIT_S = 86400.0  # --lock-wait's own limit
 WAIT_STARTED_S = 1.0  # a silent host is not waited for before the config is validated and the build staged
 
 
@@ -73,6 +74,8 @@ def plain_deploy(args: list[str]) -> EarlyDeploy | None:
     try:
         lock_wait_s = float(values.get("--lock-wait", "0"))
     except ValueError:  # the parsed command says why
+        return None
+    if not 0 <= lock_wait_s <= MAX_LOCK_WAIT_S:  # nan, inf, out of range: the parsed command says why
         return None
     return EarlyDeploy(config_path, names, lock_wait_s)
 

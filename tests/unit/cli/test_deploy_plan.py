@@ -66,6 +66,8 @@ def test_a_plain_deploy_command_line_is_recognised(args: list[str], names: list[
         ["deploy", "llm-two", "--build"],  # a value missing: the parsed command says so
         ["deploy", "--build", "b"],  # no host
         ["deploy", "llm-two", "--lock-wait", "soon"],
+        ["deploy", "llm-two", "--lock-wait", "nan"],
+        ["deploy", "llm-two", "--lock-wait=-1"],
         ["deploy", "llm-two", "--help"],
         ["rollback", "llm-two"],
         ["doctor", "llm-two"],
