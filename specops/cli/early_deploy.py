@@ -2,16 +2,19 @@
 
 Why: a deploy connects only after typer, pydantic and the config's models have loaded, the config is validated
 and the build is staged (patches applied, the tree hashed): 0.2-0.5 s of the operator's machine, and, on a real
-network, every round trip of TCP, key exchange and authentication came after it. The plan of the last run of
-the same command line (each host's name, `ssh`, `jump` and sudo user, kept by specops/cli/early_plan.py under a
-key made of the config's bytes, the profiles, the names and specops's own code) lets the console script start
-those connections first, in threads, so they are made while the process imports and stages.
+network, every round trip of TCP, key exchange and authentication came after it, and then the host's login
+shells for the deploy's two execs. The plan of the last run of the same command line (each host's name, `ssh`,
+`jump`, sudo user, `python`, service folder and last push size, kept by specops/cli/early_plan.py under a key
+made of the config's bytes, the profiles, the names and specops's own code) lets the console script connect
+first, in threads, and start the command conversation and the push session at once (host/prestart.py), so the
+host starts them while this process imports and stages.
 
 Nothing changes for the operator: the parsed command validates the config and stages the build as always, and
 takes the early connections (`claim`) only when the hosts it selected give exactly the plan that connected.
 Otherwise they are closed and the deploy connects as it always did; the same happens to connections nobody
-claimed (a planning error, `--dry-run`). A connection changes nothing on a host. A command line this module is
-unsure of (another option, a sudo password to ask for) starts nothing.
+claimed (a planning error, `--dry-run`). Neither a connection nor the two commands, which wait for their first
+request, change anything on a host. A command line this module is unsure of (another option, a sudo password to
+ask for) starts nothing.
 """
 
 from __future__ import annotations
@@ -183,10 +186,9 @@ def records(specs: list[HostSpec], push_bytes: int = 0) -> list[dict[str, Any]]:
 
 
 def _is_record(record: object) -> bool:
-    if not isinstance(record, dict) or not isinstance(record.get("push_bytes"), int):
-        return False
-    texts = all(isinstance(record.get(key), str) for key in RECORD_TEXTS)
-    return texts and all(record.get(key) is None or isinstance(record.get(key), str) for key in RECORD_OPTIONAL)
+    from specops.cli.early_plan import has_fields
+
+    return has_fields(record, RECORD_TEXTS, RECORD_OPTIONAL) and isinstance(record.get("push_bytes"), int)
 
 
 def _settings(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from specops.localdirs import cache_root
 
@@ -110,11 +110,17 @@ def recall(key: str, is_record: Callable[[object], bool] | None = None) -> list[
 
 
 def _is_record(record: object) -> bool:
+    return has_fields(record, ("name", "ssh", "python"), ("jump", "sudo_as")) and isinstance(
+        record.get("request"), Mapping
+    )
+
+
+def has_fields(record: object, texts: Iterable[str], optional_texts: Iterable[str]) -> TypeGuard[Mapping[str, Any]]:
+    """Whether `record` is a mapping with a string under each of `texts` and None or a string under the others."""
     if not isinstance(record, Mapping):
         return False
-    texts = all(isinstance(record.get(key), str) for key in ("name", "ssh", "python"))
-    optional = all(record.get(key) is None or isinstance(record.get(key), str) for key in ("jump", "sudo_as"))
-    return texts and optional and isinstance(record.get("request"), Mapping)
+    present = all(isinstance(record.get(key), str) for key in texts)
+    return present and all(record.get(key) is None or isinstance(record.get(key), str) for key in optional_texts)
 
 
 def remember(key: str, plan: list[dict[str, Any]]) -> None:
