@@ -389,6 +389,9 @@ def test_the_same_deploy_again_connects_before_typer_or_the_config_models_load(t
     code = DOCTOR_RUN.replace('"doctor", "llm-two"', '"--json", "deploy", "llm-two", "--build", {build!r}').format(
         config=str(config), extra=[], at_connect=watched, after=("rich",), build=str(build)
     )
+    # the refused connection answers at once: wait for it in full, not 1 s, so a busy machine cannot reorder them
+    code = code.replace("from specops.cli.entry import entry", "import specops.cli.early_deploy as early_deploy\n"
+                        "early_deploy.WAIT_STARTED_S = 60.0\nfrom specops.cli.entry import entry")  # fmt: skip
     environ = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state")}
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=environ)
             for _ in range(2)]  # fmt: skip

@@ -22,6 +22,13 @@ from tests.unit.conftest import VALID_HOST
 Seen = list[tuple[str, str, str]]  # the `connects` fixture's (tests/unit/cli/conftest.py)
 
 
+@pytest.fixture(autouse=True)
+def wait_for_early_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refused connections answer at once; waiting for them in full (not 1 s) keeps the order of the
+    attempts the same on a busy machine, where a thread may take longer than that to get to its connect."""
+    monkeypatch.setattr(early_deploy, "WAIT_STARTED_S", 60.0)
+
+
 @pytest.fixture
 def build(config_dir: Path) -> Path:
     root = config_dir / "build"
@@ -181,17 +188,21 @@ def test_a_silent_host_connecting_early_does_not_hold_up_a_planning_error(
     host is still connecting, and that connection is dropped when it ends."""
     write_config(VALID_HOST)
     deploy(monkeypatch, capsys, build, "llm-two")
-    answer = threading.Event()
+    answer, connecting = threading.Event(), threading.Event()
     seen: list[str] = []
 
     def silent(reach: Any, **_: Any) -> Any:
         seen.append("connecting")
+        connecting.set()
         answer.wait(30)
         seen.append("answered" if answer.is_set() else "gave up")
         raise ConnectError(f"{reach.name}: timed out (by the test)")
 
+    def limit_passes_while_connecting(limit_s: float | None = None) -> None:  # the 1 s limit, without the second
+        connecting.wait(30)
+
     monkeypatch.setattr("specops.host.ssh.connect", silent)
-    monkeypatch.setattr(early_deploy, "WAIT_STARTED_S", 0.05)
+    monkeypatch.setattr(early_deploy, "wait_started", limit_passes_while_connecting)
     patch = config_dir / "bad.patch"
     patch.write_text("--- a/sglang/missing.py\n+++ b/sglang/missing.py\n@@ -1 +1 @@\n-a\n+b\n")
     code, _, err = run_entry(monkeypatch, capsys, "deploy", "llm-two", "--build", str(build), "--patch", str(patch))
