@@ -32,6 +32,10 @@ def deploy(
     patch: Annotated[list[Path] | None, typer.Option("--patch", help="A patch to apply (repeatable).")] = None,
     profile: ProfileOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Deploy even when preflight checks fail (audited).")] = False,
+    skip_check: Annotated[
+        list[str] | None,
+        typer.Option("--skip-check", metavar="ID[,ID]", help="Waive these preflight checks (repeatable)."),
+    ] = None,
     no_rollback: Annotated[bool, typer.Option("--no-rollback", help="Leave a failed release running.")] = False,
     lock_wait: LockWaitOpt = 0.0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
@@ -52,13 +56,14 @@ def deploy(
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
+    skip_checks = check_ids(skip_check)  # a misspelt id is the first error: nothing is read or connected yet
     config = app_state.load_config()
     with tempfile.TemporaryDirectory(prefix="specops-stage-") as workdir:
         plan = make_plan(config, names, profile, build, list(patch or []), Path(workdir))
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
-                                cancel=cancel, reap=reap)  # fmt: skip
+                                cancel=cancel, reap=reap, skip_checks=skip_checks)  # fmt: skip
         if dry_run:
             from specops.cli.dry_run import show_plan
 
@@ -82,6 +87,21 @@ def deploy(
             results = run_fleet(plan.hosts, run_host, fleet, cancel, not_connected=opened.not_connected)
     _report(results, as_json)
     raise typer.Exit(int(fleet_exit_code(results)))
+
+
+def check_ids(values: list[str] | None) -> tuple[str, ...]:
+    """The `--skip-check` ids (repeatable, comma-separated), each a known check: a typo would waive nothing."""
+    from specops.config.waivers import CHECK_IDS, LIST_HINT, unknown_check_message
+    from specops.errors import UsageError
+
+    ids = [word.strip() for value in values or () for word in value.split(",")]
+    if values and not any(ids):
+        raise UsageError("--skip-check names no check", hint=LIST_HINT)
+    for check_id in ids:
+        if check_id and check_id not in CHECK_IDS:
+            raise UsageError(f"--skip-check: {unknown_check_message(check_id)}",
+                             hint=f"known checks: {', '.join(CHECK_IDS)}; {LIST_HINT}")  # fmt: skip
+    return tuple(dict.fromkeys(check_id for check_id in ids if check_id))
 
 
 def profile_resolver(config: Config, host: str, default: str | None) -> Callable[[str | None], Profile]:

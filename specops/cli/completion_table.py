@@ -73,6 +73,7 @@ TABLE: dict[str, Any] = {
                 "--profile": {"value": "profile", "help": "Profile (default: the host's)."},
                 "-p": {"value": "profile", "help": "Profile (default: the host's)."},
                 "--force": {"value": "", "help": "Deploy even when preflight checks fail (audited)."},
+                "--skip-check": {"value": "any", "help": "Waive these preflight checks (repeatable)."},
                 "--no-rollback": {"value": "", "help": "Leave a failed release running."},
                 "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
                 "--dry-run": {"value": "", "help": "Print the plan; change nothing."},

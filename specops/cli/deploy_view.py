@@ -214,6 +214,8 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
     for name, outcome in results.items():
         if outcome.lock_taken_over:
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.lock_taken_over)}")
+        for line in outcome.passed_checks():
+            console.print(f"[bold]{escape(name)}[/]: [yellow]{escape(line)}[/]")
         if outcome.cause and outcome.outcome not in ("deployed",):
             console.print(f"[bold]{escape(name)}[/]: {escape(outcome.cause)}")
         for line in _stop_lines(outcome):

@@ -49,15 +49,20 @@ def print_reports(reports: dict[str, HostReport], verbose: int) -> None:
     total = sum(len(report.results) for report in reports.values())
     passed = sum(report.count(Status.PASS) for report in reports.values())
     skipped = sum(report.count(Status.SKIP) for report in reports.values())
-    counted = total - skipped
+    waived = sum(report.waived() for report in reports.values())
+    counted = total - skipped - waived
     hosts = len(reports)
-    console.print(f"{passed}/{counted} checks passed on {hosts} host{'s' if hosts != 1 else ''}", highlight=False)
+    also = f", {waived} waived" if waived else ""
+    console.print(f"{passed}/{counted} checks passed on {hosts} host{'s' if hosts != 1 else ''}{also}",
+                  highlight=False)  # fmt: skip
 
 
 def _print_result(console: Console, result: CheckResult, verbose: int) -> None:
     from rich.markup import escape
 
     console.print(f"  {_MARKS[result.status.value]} {result.id:<24} {escape(result.summary)}")
+    if result.waived:  # the check ran; its failure is accepted on this host, for this reason
+        console.print(f"        [yellow]waived:[/] {escape(result.waived)}")
     show_evidence = verbose > 0 or result.status.value in ("warn", "fail", "error")
     if show_evidence:
         for line in result.evidence:

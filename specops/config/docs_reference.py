@@ -23,7 +23,7 @@ END = "<!-- END GENERATED: {name} -->"
 
 
 def _type_name(annotation: Any) -> str:
-    text = str(annotation).replace("typing.", "").replace("specops.config.profile.", "")
+    text = re.sub(r"specops\.config\.\w+\.", "", str(annotation).replace("typing.", ""))
     text = re.sub(r"Annotated\[(\w+), [^\]]*\]", r"\1", text)
     text = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", text)
     text = re.sub(r"Optional\[(.*)\]$", r"\1 (optional)", text)

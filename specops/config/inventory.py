@@ -19,6 +19,7 @@ from specops.config.fields import (
     ServiceName,
     SshTarget,
 )  # fmt: skip
+from specops.config.waivers import Waiver, unique_checks
 
 _HOST_SETTINGS_DOC = {
     "jump": "jump hosts (ProxyJump syntax): 'bastion', 'user@bastion:2222,inner', or 'none'; replaces the "
@@ -54,6 +55,9 @@ _HOST_SETTINGS_DOC = {
     "environment; failing, it stops the deploy before anything on the host changes",
     "post_start": "command run on THIS machine (argv list, no shell) once the new (or restored) engine passed "
     "its gates, e.g. to put the host back into a load balancer",
+    "waive": 'doctor checks this host may fail, each with its reason, e.g. [{ check = "gpu.driver", reason = '
+    '"CPU staging box" }]: a waived FAIL is shown with the reason but stops no deploy and fails no doctor; '
+    "a host's list replaces the one in [defaults]",
 }
 
 
@@ -95,8 +99,10 @@ class HostSettings(BaseModel):
     overrides: dict[Name, dict[str, Any]] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["overrides"])
     pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
     post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
+    waive: list[Waiver] | None = Field(default=None, description=_HOST_SETTINGS_DOC["waive"])
 
     _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
+    _check_waivers = field_validator("waive")(unique_checks)
 
 
 class HostSpec(BaseModel):
@@ -132,8 +138,10 @@ class HostSpec(BaseModel):
     overrides: dict[Name, dict[str, Any]] = Field(default={}, description=_HOST_SETTINGS_DOC["overrides"])
     pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
     post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
+    waive: list[Waiver] = Field(default=[], description=_HOST_SETTINGS_DOC["waive"])
 
     _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
+    _check_waivers = field_validator("waive")(unique_checks)
 
     @property
     def service_dir(self) -> str:

@@ -53,18 +53,20 @@ def profile_schema() -> dict[str, Any]:
             "$defs": defs}  # fmt: skip
 
 
-def _host_schema() -> dict[str, Any]:
+def _host_schema() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the host's schema, the models it refers to, such as Waiver: they go to the file's $defs)."""
     schema: dict[str, Any] = _without_null(HostSpec.model_json_schema())
+    defs = schema.pop("$defs", {})
     schema["properties"].pop("name", None)
     schema["properties"]["overrides"]["additionalProperties"] = {"$ref": "#/$defs/ProfileOverride"}
     schema["required"] = ["ssh"]  # python and model_path may come from [defaults]
     schema["description"] = "One host; [defaults] fill in what it does not set."
-    return schema
+    return schema, defs
 
 
 def config_schema() -> dict[str, Any]:
     """The schema of specops.toml: hosts, groups, defaults, secrets_file; host overrides are partial profiles."""
-    host = _host_schema()
+    host, host_defs = _host_schema()
     defaults = copy.deepcopy(host)
     defaults["properties"].pop("ssh")
     defaults["required"] = []
@@ -88,7 +90,7 @@ def config_schema() -> dict[str, Any]:
             "groups": {"type": "object", "description": "group = [host names]",
                        "additionalProperties": {"type": "array", "items": {"type": "string"}}},
         },
-        "$defs": {**defs, "Host": host, "Defaults": defaults, "ProfileOverride": override},
+        "$defs": {**defs, **host_defs, "Host": host, "Defaults": defaults, "ProfileOverride": override},
     }  # fmt: skip
 
 

@@ -23,12 +23,13 @@ from specops.deploy import stop_step
 from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
+from specops.deploy.preflight import judge
 from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, rollback_host
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
 from specops.deploy.steps import Action, Condition, Step
 from specops.diagnose.fingerprint import fingerprint_from_facts
-from specops.doctor.model import CheckContext, Status
+from specops.doctor.model import CheckContext
 from specops.doctor.registry import all_checks, run_checks
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ExitCode, SpecopsError
@@ -226,15 +227,17 @@ class _HostDeploy:
         self.facts_record = fingerprint_from_facts(facts, host=self.spec.name, unit_text=self.host_plan.unit_text,
                                                    tree_hash=self.plan.staged.tree_hash,
                                                    release=self.steps.release).to_json()  # fmt: skip
-        self.outcome.preflight = run_checks(CheckContext(host=self.spec, facts=facts, profile=self.profile),
-                                            all_checks())  # fmt: skip
-        failures = [r for r in self.outcome.preflight if r.status in (Status.FAIL, Status.ERROR)]
-        if not failures or self.options.force:
+        results = run_checks(CheckContext(host=self.spec, facts=facts, profile=self.profile), all_checks())
+        verdict = judge(results, self.spec.waive, self.options.skip_checks, self.options.force)
+        self.outcome.preflight, self.outcome.overridden = verdict.results, verdict.overridden
+        for line in self.outcome.passed_checks():  # every failing check it goes past, by name
+            self.reporter.event(Event(self.spec.name, "preflight", line, level="warn"))
+        if not verdict.blocking:
             return
         self.checks_ok = False
         self.outcome.outcome, self.outcome.exit_code = Outcome.PREFLIGHT_FAILED, GATE_FAILED
-        self.outcome.cause = "; ".join(f"{r.id}: {r.summary}" for r in failures)
-        self.outcome.hint = failures[0].hint or "fix the host, or pass --force (recorded in the audit log)"
+        self.outcome.cause = "; ".join(f"{r.id}: {r.summary}" for r in verdict.blocking)
+        self.outcome.hint = verdict.hint()
 
     def _unit(self) -> None:
         install_env_file(self.host, self.spec, self.host_plan.env_text)

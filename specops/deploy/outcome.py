@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from specops.deploy.rollback import RollbackResult
-from specops.doctor.model import CheckResult, Status
+from specops.doctor.model import CheckResult
 from specops.engine.gates import GateResult
 from specops.errors import ExitCode
 from specops.ops.engine_stop import StopResult
@@ -61,6 +61,7 @@ class HostOutcome:
     gates: GateResult | None = None
     rollback: RollbackResult | None = None
     preflight: list[CheckResult] = field(default_factory=list)
+    overridden: list[CheckResult] = field(default_factory=list)  # failing checks --force let through
     push: PushFigures | None = None
     lock_taken_over: str = ""  # whose lock this deploy took over, and why ("" when the lock was free)
     watch_s: int = 0  # the guard's watch after "verified", running on the host when the deploy returned
@@ -71,6 +72,24 @@ class HostOutcome:
     def ok(self) -> bool:
         return self.outcome in OK_OUTCOMES
 
+    @property
+    def waived(self) -> list[CheckResult]:
+        """Failing checks this host's waivers (or --skip-check) let through."""
+        return [result for result in self.preflight if result.failing and result.waived]
+
+    def passed_checks(self) -> list[str]:
+        """One line per failing check the deploy went past: the operator sees each one, not a bare 'forced'."""
+        waived = [f"waived {r.id}: {r.summary} ({r.waived})" for r in self.waived]
+        return waived + [f"--force overrode {r.id}: {r.summary}" for r in self.overridden]
+
+    def check_lines(self) -> dict[str, list[dict[str, str]]]:
+        """The checks a deploy went past, for --json and the audit log: waived ones with their reason,
+        the ones --force overrode with their summary."""
+        return {
+            "waived": [{"id": r.id, "summary": r.summary, "reason": r.waived} for r in self.waived],
+            "overridden": [{"id": r.id, "summary": r.summary} for r in self.overridden],
+        }
+
     def to_json(self) -> dict[str, Any]:
         return {
             "host": self.host, "outcome": str(self.outcome), "exit_code": int(self.exit_code),
@@ -79,7 +98,8 @@ class HostOutcome:
             "push": self.push.to_json() if self.push else {}, "lock_taken_over": self.lock_taken_over or None,
             "gates": self.gates.to_json() if self.gates else None,
             "rollback": self.rollback.to_json() if self.rollback else None,
-            "preflight": [r.to_json() for r in self.preflight if r.status in (Status.FAIL, Status.ERROR)],
+            "preflight": [r.to_json() for r in self.preflight if r.failing],
+            **self.check_lines(),
             "watch_s": self.watch_s or None,
             "drain": self.stop.drain.to_json() if self.stop else None,
             "gpus": self.stop.gpus.to_json() if self.stop else None,

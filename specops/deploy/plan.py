@@ -25,6 +25,7 @@ from specops.commands.systemd import flag_spellings, render_env_file, render_uni
 from specops.commands.units import sha256_text
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
+from specops.config.waivers import waiver_reasons
 from specops.deploy import step_commands as cmds
 from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
 from specops.ops.guard import watch_settings
@@ -102,6 +103,7 @@ class DeployOptions:
     command: str | None = None
     cancel: threading.Event | None = None  # set on Ctrl-C when hosts run in worker threads
     reap: bool = False  # stop orphans of the old engine that still hold the unit's GPUs
+    skip_checks: tuple[str, ...] = ()  # `--skip-check` ids: waived on every host, besides each host's `waive`
 
 
 @dataclass(frozen=True)
@@ -197,8 +199,7 @@ def _deploy_steps(
     ok, passed, failed = Condition.CHECKS_PASS, Condition.GATES_PASS, Condition.GATES_FAIL
     steps = [Step("push", _push_summary(release_id, push, choice), phase="push")]
     candidate = f"{spec.service_dir}/releases/{release_id}"
-    checks = "; --force: deploy anyway" if options.force else "; a FAIL stops the deploy here"
-    steps.append(Step("preflight", f"the doctor's checks on the candidate{checks}",
+    steps.append(Step("preflight", _preflight_summary(host_plan, options),
                       tuple(cmds.preflight_commands(spec, candidate)), phase="preflight"))  # fmt: skip
     if spec.pre_stop:
         steps.append(Step("pre_stop", f"run the pre_stop hook on this machine: {' '.join(spec.pre_stop)}; a failure "
@@ -244,6 +245,16 @@ def _deploy_steps(
         steps.append(Step("post_start", f"run the post_start hook on this machine: {' '.join(spec.post_start)}; "
                           "only once a verified engine serves", (), ok, phase="post_start"))  # fmt: skip
     return steps
+
+
+def _preflight_summary(host_plan: HostPlan, options: DeployOptions) -> str:
+    """Which checks are waived (and why), and what a failure of the others does."""
+    reasons = waiver_reasons(host_plan.target.host.waive, options.skip_checks)
+    waived = "; waived: " + ", ".join(f"{check} ({reason})" for check, reason in reasons.items()) if reasons else ""
+    others = " of another check" if reasons else ""
+    then = ("; --force: deploy anyway, naming each failing check it overrides" if options.force
+            else f"; a FAIL{others} stops the deploy here")  # fmt: skip
+    return f"the doctor's checks on the candidate{waived}{then}"
 
 
 def _push_summary(release_id: str, push: PushPlan | None, choice: Choice) -> str:

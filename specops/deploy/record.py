@@ -39,6 +39,7 @@ def record_outcome(
         profile=host_plan.target.profile.name, phases=outcome.phases,
         gates=outcome.gates.to_json() if outcome.gates else {}, forced=options.force, message=outcome.cause,
     )  # fmt: skip
+    entry.update({key: lines for key, lines in outcome.check_lines().items() if lines})  # what it went past
     if outcome.stop is not None:
         entry["drain"] = outcome.stop.drain.to_json()
     if outcome.rollback is not None:

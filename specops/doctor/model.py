@@ -7,8 +7,8 @@ one broken validator must not hide the rest).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,16 @@ class CheckResult:
     summary: str
     evidence: list[str] = field(default_factory=list)
     hint: str = ""
+    waived: str = ""  # the operator's reason this host may fail the check ("": not waived)
+
+    @property
+    def failing(self) -> bool:
+        return self.status in (Status.FAIL, Status.ERROR)
+
+    @property
+    def blocks(self) -> bool:
+        """A failure nobody waived: it stops a deploy's preflight and fails the doctor."""
+        return self.failing and not self.waived
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -43,6 +53,7 @@ class CheckResult:
             "summary": self.summary,
             "evidence": self.evidence,
             "hint": self.hint,
+            "waived": self.waived or None,
         }
 
 
@@ -67,6 +78,11 @@ class CheckSpec:
     id: str
     description: str
     fn: CheckFn
+
+
+def waive(results: Iterable[CheckResult], reasons: Mapping[str, str]) -> list[CheckResult]:
+    """The results with each waived check's reason attached; the check still ran and keeps its status."""
+    return [replace(result, waived=reasons[result.id]) if result.id in reasons else result for result in results]
 
 
 def passed(check_id: str, summary: str, evidence: list[str] | None = None) -> CheckResult:

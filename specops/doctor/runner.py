@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from specops.doctor.model import CheckContext, CheckResult, CheckSpec, Status
+from specops.doctor.model import CheckContext, CheckResult, CheckSpec, Status, waive
 from specops.doctor.registry import run_checks
 from specops.errors import ConnectError, SpecopsError
 
@@ -84,7 +84,11 @@ class HostReport:
     seconds: float = 0.0
 
     def count(self, *statuses: Status) -> int:
-        return sum(1 for result in self.results if result.status in statuses)
+        """Results with these statuses, waived ones left out: a waived failure fails nothing."""
+        return sum(1 for result in self.results if result.status in statuses and not result.waived)
+
+    def waived(self) -> int:
+        return sum(1 for result in self.results if result.waived)
 
 
 def examine(target: DoctorTarget, checks: list[CheckSpec], deep: bool) -> HostReport:
@@ -132,7 +136,10 @@ def _judge(report: HostReport, target: DoctorTarget, checks: list[CheckSpec]) ->
     context = CheckContext(
         host=target.spec, facts=report.facts, profile=target.profile, deep=report.deep, gpu_host=gpu_host
     )
-    report.results = run_checks(context, checks)
+    from specops.config.waivers import waiver_reasons
+
+    reasons = waiver_reasons(target.spec.waive) if target.spec is not None else {}
+    report.results = waive(run_checks(context, checks), reasons)  # still run: the reason is shown beside each
     report.seconds += time.monotonic() - started
     return report
 
