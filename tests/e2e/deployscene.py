@@ -2,7 +2,8 @@
 
 The nvidia-smi double (8×H100, driver 580) and a cu130 tag in torch/version.py make the doctor's preflight
 see a plausible GPU host; everything else is real: SSH, systemd, the venv with torch and torchcodec, the
-test engine serving over HTTP through the SSH tunnel (it listens on 127.0.0.1 only).
+test engine serving over HTTP through the SSH tunnel (it listens on 127.0.0.1 only). `gpus=False` leaves the
+host as it is made, a CPU box: no nvidia-smi and the venv's CPU torch (a staging host).
 """
 
 from __future__ import annotations
@@ -46,11 +47,13 @@ class Scene:
 
 
 def make_scene(
-    host: TestHost, venv: Path, folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Scene:
+    host: TestHost, venv: Path, folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    gpus: bool = True,
+) -> Scene:  # fmt: skip
     install_models(host, folder)
-    drift.install_nvidia_smi(host, "h100x8-580")
-    drift.set_torch_cuda_tag(host, venv, version="2.13.0+cu130", cuda="13.0")
+    if gpus:
+        drift.install_nvidia_smi(host, "h100x8-580")
+        drift.set_torch_cuda_tag(host, venv, version="2.13.0+cu130", cuda="13.0")
     home = folder / "home"
     (home / ".ssh").mkdir(parents=True, exist_ok=True)
     (home / ".ssh" / "config").write_text(host.ssh_config_block(host.name))
