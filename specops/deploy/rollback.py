@@ -97,10 +97,10 @@ def rollback_host(
     except SpecopsError as error:
         restoration = restore_serving(host, spec, profile_for, before, reporter)
         return _failed(spec, before, error.message, restoration, reporter)
-    cursor = journal_position(host)
     reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit, "
                                                 f"restarting {spec.unit_name}"))  # fmt: skip
     try:
+        cursor = journal_position(host)
         reply = rollback_release(host, spec, target_id, reason, force=force)
     except SpecopsError as error:
         restoration = restore_serving(host, spec, profile_for, before, reporter)

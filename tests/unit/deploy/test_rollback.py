@@ -24,8 +24,10 @@ def _commands(host_calls: list[object]) -> list[str]:
     """Each command by what it does: the release script's op, else its first words."""
     names = []
     for call in recorded(host_calls):  # type: ignore[arg-type]
-        argv = call["argv"]
-        if call["kind"] == "conversation":
+        argv = call.get("argv")
+        if argv is None:
+            names.append(f"put {call['path']}")
+        elif call["kind"] == "conversation":
             names.append("conversation")
         elif argv[-1].endswith("/audit.jsonl"):
             names.append("audit")
@@ -170,3 +172,23 @@ def test_manual_rollback_takes_over_a_dead_local_holders_lock_says_so_and_record
     entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
     assert entry["action"] == "rollback" and entry["lock_taken_over"].startswith("took over the lock")
     assert killed.token not in (world.folder / "state" / "specops" / "audit.jsonl").read_text()
+
+
+def test_a_deploys_rollback_refused_after_the_stop_starts_the_engine_again(world: World) -> None:
+    """The automatic rollback inside a deploy goes the same way: the host refuses after the stop, the engine is
+    started again and proven ready, and the outcome says nothing was rolled back and what serves."""
+    scene = world.scene(releases=[release(OLD, "0" * 64)], current=OLD, unit=world.unit_text, rollback_reply=REFUSAL)
+    run = world.run(scene, smokes=(False,))
+    assert (run.outcome["outcome"], run.result.code) == ("rolled-back", 1)
+    back = run.outcome["rollback"]
+    assert (back["ok"], back["stopped"], back["nothing_serves"]) == (False, True, None)
+    assert back["restored"] == OLD  # what `current` names (the scripted host's listing never changes)
+    commands = _commands(run.host.calls)
+    after = commands[commands.index("release rollback") + 1 :]
+    assert after[:5] == [
+        "release list",
+        "journalctl -n",
+        "systemctl reset-failed",
+        "systemctl restart",
+        "readiness poll",
+    ]
