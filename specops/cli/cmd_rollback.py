@@ -3,15 +3,18 @@ writes the audit line: specops.deploy.manual_rollback)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from specops.cli.cmd_deploy import deploy_reporter, profile_resolver
 from specops.cli.options import HostArg, JsonOpt, LockWaitOpt, ReapOpt
-from specops.cli.output import print_json
+from specops.cli.output import print_json, print_raw
 from specops.cli.state import state
 from specops.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from specops.deploy.rollback_plan import RollbackPlan
 
 
 def rollback(
@@ -19,14 +22,20 @@ def rollback(
     host: HostArg,
     to: Annotated[str | None, typer.Option("--to", help="Release id (default: the last verified one).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Allow a --to release that is marked bad.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the plan (from -> to, why, drain, gates); take no lock, change nothing."),
+    ] = False,
     lock_wait: LockWaitOpt = 0.0,
     reap: ReapOpt = False,
     json_output: JsonOpt = False,
 ) -> None:
     """Put a verified release back, restart, and prove it with the readiness and smoke gates.
 
-    The release it leaves is marked bad (never a rollback target again; `releases HOST --unmark-bad ID`)."""
-    from specops.deploy.manual_rollback import manual_rollback
+    The target is chosen and checked before anything changes: a rollback that cannot happen is refused with the
+    engine still serving. The release it leaves is marked bad (never a rollback target again;
+    `releases HOST --unmark-bad ID`)."""
+    from specops.deploy.manual_rollback import manual_rollback, plan_manual_rollback
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
@@ -34,6 +43,10 @@ def rollback(
     spec = config.host(host)
     if to is not None:
         _check_release_id(to)  # before connecting or locking anything
+    if dry_run:
+        with app_state.connect(spec) as connection:
+            _show_plan(plan_manual_rollback(connection, spec, profile_resolver(config, host, None), to, force), as_json)
+        return
     with deploy_reporter(as_json, app_state.verbose) as reporter, app_state.connect(spec) as connection:
         result = manual_rollback(connection, spec, profile_resolver(config, host, None), to, reporter,
                                  lock_wait_s=lock_wait, force=force, reap=reap)  # fmt: skip
@@ -42,6 +55,14 @@ def rollback(
     else:
         typer.echo(result.summary)
     raise typer.Exit(int(ExitCode.OK if result.ok else ExitCode.CHECKS_FAILED))
+
+
+def _show_plan(plan: RollbackPlan, as_json: bool) -> None:
+    if as_json:
+        print_json({"dry_run": True, **plan.to_json()})
+    else:
+        print_raw("".join(f"{line}\n" for line in plan.lines()))
+        print_raw("dry run: nothing was changed, no lock was taken\n")
 
 
 def _check_release_id(release_id: str) -> None:

@@ -227,6 +227,10 @@ TABLE: dict[str, Any] = {
             "options": {
                 "--to": {"value": "release", "help": "Release id (default: the last verified one)."},
                 "--force": {"value": "", "help": "Allow a --to release that is marked bad."},
+                "--dry-run": {
+                    "value": "",
+                    "help": "Print the plan (from -> to, why, drain, gates); take no lock, change nothing.",
+                },
                 "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
                 "--reap": {
                     "value": "",

@@ -3,18 +3,32 @@
 The automatic rollback runs inside a deploy, which already holds the lock and writes the audit entry; a
 manual one must do both itself, so that two operators cannot roll back and deploy the same host at once and
 the audit log says who put which release back.
+
+It plans before it acts (deploy/rollback_plan.py): the host's listing is read and the target chosen and checked
+before the lock is taken (taking it ends the guard's watch), so a rollback that cannot happen changes nothing;
+under the lock the listing is read and checked again, and the host-side op gets the chosen target by name.
 """
 
 from __future__ import annotations
 
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
+from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
 from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host
+from specops.deploy.rollback_plan import RollbackPlan, plan_rollback
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
 from specops.ops import audit, lock
 from specops.ops.hooks import run_hook
+from specops.ops.release import read_listing
+
+
+def plan_manual_rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None,
+                         force: bool) -> RollbackPlan:  # fmt: skip
+    """The plan from the host's listing, read without the lock (taking it would end the guard's watch) and
+    without changing anything; raises RollbackRefused when there is nothing to roll back to. `--dry-run`."""
+    return plan_rollback(spec, read_listing(host, spec), profile_for, target_id, force)
 
 
 def manual_rollback(
@@ -29,7 +43,8 @@ def manual_rollback(
     force: bool = False,
     reap: bool = False,
 ) -> RollbackResult:
-    """Take the lock (or raise LockHeld), roll back and gate, audit the outcome, release the lock.
+    """Plan (refused: RollbackRefused, before the lock), take the lock (or raise LockHeld), plan again from a
+    fresh listing, roll back to the planned release and gate, audit the outcome, release the lock.
 
     `command` is what the lock's holder record shows (default: this process's command line); `force` allows a
     `target_id` marked bad. The release left is marked bad with this rollback as the reason. Its commands are
@@ -41,17 +56,17 @@ def manual_rollback(
 
     talk = conversation(host, conversation_argv(spec.python), lifetime_s=CONVERSATION_TIMEOUT_S)
     with talk as on_host:
+        plan_manual_rollback(on_host, spec, profile_for, target_id, force)  # refused: the lock is never taken
         with lock.acquire(on_host, holder, wait_s=lock_wait_s, on_event=say) as held:
-            result = _locked(on_host, spec, profile_for, target_id, reporter, holder.who, reap=reap, force=force)
+            listing = read_listing(on_host, spec)  # another specops may have changed the host meanwhile
+            plan = plan_rollback(spec, listing, profile_for, target_id, force)
+            reporter.event(Event(spec.name, "rollback", f"rolling back {plan.from_release or 'none'} -> "
+                                                        f"{plan.to_release} ({plan.why})"))  # fmt: skip
+            reason = f"specops rollback by {holder.who}"
+            result = _bracketed(on_host, spec, profile_for, plan, listing, reporter, reason, reap=reap)
             _audit(on_host, spec, result, force, held.takeover_note)
         _remember_environment(on_host, spec, result)  # after the lock: the next deploy need not wait for it
     return result
-
-
-def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reporter: Reporter,
-            who: str, *, reap: bool, force: bool) -> RollbackResult:  # fmt: skip
-    reason = f"specops rollback by {who}"
-    return _bracketed(host, spec, profile_for, target_id, reporter, reason, reap=reap, force=force)
 
 
 def _audit(host: Host, spec: HostSpec, result: RollbackResult, force: bool, taken_over: str) -> None:
@@ -72,16 +87,17 @@ def _audit(host: Host, spec: HostSpec, result: RollbackResult, force: bool, take
 
 
 def _bracketed(
-    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reporter: Reporter, reason: str,
-    *, reap: bool, force: bool,
+    host: Host, spec: HostSpec, profile_for: ProfileFor, plan: RollbackPlan, listing: Listing, reporter: Reporter,
+    reason: str, *, reap: bool,
 ) -> RollbackResult:  # fmt: skip
     """The rollback between the host's pre_stop and post_start hooks (specops.ops.hooks), as a deploy runs them."""
     if spec.pre_stop:
-        hook = run_hook("pre_stop", spec.pre_stop, host=spec.name, release=target_id, action="rollback")
+        hook = run_hook("pre_stop", spec.pre_stop, host=spec.name, release=plan.to_release, action="rollback")
         reporter.event(Event(spec.name, "pre_stop", hook.summary(), level="info" if hook.ok else "error"))
         if not hook.ok:
-            return RollbackResult(False, error=f"{hook.summary()}; nothing on the host was changed")
-    result = rollback_host(host, spec, profile_for, target_id, reason, reporter, reap=reap, force=force)
+            return RollbackResult(False, plan.from_release, error=f"{hook.summary()}; nothing on the host was changed")
+    result = rollback_host(host, spec, profile_for, plan.to_release, reason, reporter, reap=reap, force=plan.forced,
+                           listing=listing)  # fmt: skip
     if spec.post_start and result.ok:
         hook = run_hook("post_start", spec.post_start, host=spec.name, release=result.to_release, action="rollback")
         reporter.event(Event(spec.name, "post_start", hook.summary(), level="info" if hook.ok else "warn"))

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from specops.commands.release import ReleaseInfo
+from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
+from specops.deploy.rollback_restore import Restoration, restore_serving, stays_dark
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.engine.readiness import journal_position
 from specops.errors import SpecopsError
@@ -34,14 +35,24 @@ class RollbackResult:
     error: str | None = None
     marked_bad: str | None = None  # the release the rollback left, now never a rollback target
     stop: StopResult | None = None  # the drain of the engine it replaced, and the GPUs' check
+    stopped: bool = False  # the serving engine was stopped (a failure after that restores it or says so)
+    restored: str | None = None  # failed after the stop: the release started again, serving as before
+    dark: str | None = None  # failed after the stop and nothing serves: says so, and how to start it
 
     @property
     def summary(self) -> str:
         if self.error:
-            return f"rollback failed: {self.error}"
+            return f"rollback failed: {self.error}" + self._after_stop()
         verdict = "verified" if self.ok else f"NOT healthy: {self.gates.cause if self.gates else '?'}"
         marked = f"; {self.marked_bad} marked bad" if self.marked_bad else ""
         return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}"
+
+    def _after_stop(self) -> str:
+        if self.dark:
+            return f"\n{self.dark}"
+        if self.restored:
+            return f"\nthe engine was stopped, then started again: {self.restored} serves as before"
+        return ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +64,9 @@ class RollbackResult:
             "marked_bad": self.marked_bad,
             "drain": self.stop.drain.to_json() if self.stop else None,
             "gpus": self.stop.gpus.to_json() if self.stop else None,
+            "stopped": self.stopped,
+            "restored": self.restored,
+            "nothing_serves": self.dark,
         }
 
 
@@ -66,30 +80,46 @@ def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
 
 
 def rollback_host(
-    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str | None, reason: str, reporter: Reporter,
-    *, force: bool = False, reap: bool = False,
+    host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
+    *, force: bool = False, reap: bool = False, listing: Listing | None = None,
 ) -> RollbackResult:  # fmt: skip
-    """Drain and stop what serves, switch back, restart, gate. Never raises for a host-side refusal or GPUs that
-    stay busy: the result says what happened. The host marks the release it leaves bad; `force` allows a
-    `target_id` that is marked bad itself."""
-    listing = read_listing(host, spec)
-    serving = next((r for r in listing.releases if r.id == listing.current), None)
+    """Drain and stop what serves, switch back to `target_id` (chosen and checked by the caller: the host's own
+    refusal is a safety net), restart, gate. Never raises for a host-side refusal or GPUs that stay busy: the
+    result says what happened, and a failure after the stop starts the engine that served again or says loudly
+    that nothing serves (rollback_restore.py). `listing`: the host's, when the caller just read it."""
+    before = listing if listing is not None else read_listing(host, spec)
+    serving = next((r for r in before.releases if r.id == before.current), None)
     try:
         stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap)
-    except GpusBusy as busy:
-        return RollbackResult(False, listing.current, None, None, f"{busy.message} ({busy.hint})")
-    cursor = journal_position(host)
-    reporter.event(Event(spec.name, "rollback", f"rolling back ({reason})"))
+    except GpusBusy as busy:  # stopped, and starting it again would meet the same busy GPUs
+        return _failed(spec, before, f"{busy.message} ({busy.hint})", stays_dark(spec, "its GPUs are not free"),
+                       reporter)  # fmt: skip
+    except SpecopsError as error:
+        restoration = restore_serving(host, spec, profile_for, before, reporter)
+        return _failed(spec, before, error.message, restoration, reporter)
+    reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit, "
+                                                f"restarting {spec.unit_name}"))  # fmt: skip
     try:
+        cursor = journal_position(host)
         reply = rollback_release(host, spec, target_id, reason, force=force)
     except SpecopsError as error:
-        return RollbackResult(False, listing.current, None, None, error.message, stop=stopped)
+        restoration = restore_serving(host, spec, profile_for, before, reporter)
+        return _failed(spec, before, error.message, restoration, reporter, stopped)
     to_id = str(reply.get("current"))
-    target = next((r for r in listing.releases if r.id == to_id), None)
+    target = next((r for r in before.releases if r.id == to_id), None)
     profile = profile_for(target.profile if target else None)
     gates = restart_and_gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor)
     if gates.passed:
         update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
     marked = reply.get("marked_bad")
-    return RollbackResult(gates.passed, reply.get("previous"), to_id, gates,
+    return RollbackResult(gates.passed, reply.get("previous"), to_id, gates, stopped=True,
                           marked_bad=marked if isinstance(marked, str) else None, stop=stopped)  # fmt: skip
+
+
+def _failed(spec: HostSpec, before: Listing, error: str, restoration: Restoration, reporter: Reporter,
+            stopped: StopResult | None = None) -> RollbackResult:  # fmt: skip
+    """A rollback that failed after the stop, with what serves now (named on screen at once when nothing does)."""
+    if restoration.dark:
+        reporter.event(Event(spec.name, "rollback", restoration.dark, level="error"))
+    return RollbackResult(False, before.current, None, None, error, stop=stopped, stopped=True,
+                          restored=restoration.restored, dark=restoration.dark)  # fmt: skip

@@ -97,8 +97,8 @@ def test_an_engine_that_hangs_after_verified_is_rolled_back_by_the_guard(scene: 
 
     refused = scene.cli("rollback", scene.host.name, "--to", hung)
     assert refused.code == 1
-    assert f"release {hung} is marked bad (rolled back: guard: release {hung} failed its watch" in refused.out
-    assert "pass --force to roll back to it" in refused.out
+    assert f"release {hung} is marked bad (rolled back: guard: release {hung} failed its watch" in refused.err
+    assert "pass --force to roll back to it" in refused.err
     assert _status(scene)["current"] == good["release"]  # refused before anything changed
 
 

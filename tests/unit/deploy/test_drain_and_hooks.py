@@ -132,7 +132,7 @@ def test_specops_rollback_runs_the_hooks_and_a_failing_pre_stop_changes_nothing(
     use_scene(world.monkeypatch, scene, hosts, [True])
     done = world.cli("rollback", HOST, "--json")
     assert done.code == 0, done.out + done.err
-    assert log.read_text().splitlines() == ["pre_stop ", f"post_start {old}"]  # no --to: the host picks the target
+    assert log.read_text().splitlines() == [f"pre_stop {old}", f"post_start {old}"]  # planned before the hooks run
     assert json.loads(done.out)["drain"]["was_running"] is False
 
     _hooks(world, "raise SystemExit(2)", "pass", log)

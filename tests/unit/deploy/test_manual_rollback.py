@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
 from specops.deploy import manual_rollback
 from specops.deploy.rollback import RollbackResult
+from specops.deploy.rollback_plan import RollbackPlan
 from specops.errors import LockHeld
 from specops.events import NullReporter
 from specops.host.local import LocalHost
@@ -27,8 +29,17 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HostSpec:
                                     "model_path": "/m", "base_dir": str(tmp_path / "opt")})  # fmt: skip
 
 
+def _planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host with a release to go back to (the plan's own tests are in test_rollback_plan.py)."""
+    plan = RollbackPlan("llm-two", "sglang.service", "20260102-0000-bbbb", "20260101-0000-aaaa", "named", False,
+                        "20260102-0000-bbbb", 60, "nextn", 900)  # fmt: skip
+    monkeypatch.setattr(manual_rollback, "read_listing", lambda host, spec: Listing(plan.from_release, []))
+    monkeypatch.setattr(manual_rollback, "plan_rollback", lambda *args: plan)
+
+
 def test_rollback_runs_under_the_lock_and_is_audited(spec: HostSpec, monkeypatch: pytest.MonkeyPatch) -> None:
     host = LocalHost("llm-two")
+    _planned(monkeypatch)
     seen: list[object] = []
 
     def fake_rollback(*args: object, **kwargs: object) -> RollbackResult:
@@ -50,6 +61,7 @@ def test_rollback_runs_under_the_lock_and_is_audited(spec: HostSpec, monkeypatch
 
 def test_rollback_refuses_while_another_specops_holds_the_lock(spec: HostSpec, monkeypatch: pytest.MonkeyPatch) -> None:
     host = LocalHost("llm-two")
+    _planned(monkeypatch)
     monkeypatch.setattr(manual_rollback, "rollback_host", lambda *args: pytest.fail("rolled back under a lock"))
     other = replace(lock.LockHolder.current("specops deploy llm-two"), user="alice", machine="ci-7", pid=4242)
     with lock.acquire(host, other, heartbeat_s=60), pytest.raises(LockHeld, match="alice@ci-7"):

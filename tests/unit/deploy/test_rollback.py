@@ -16,16 +16,18 @@ OLD, NEW = "20260101T000000Z-old", "20260102T000000Z-new"
 
 def _scene(world: World, **kwargs: object):  # type: ignore[no-untyped-def]
     releases = [release(OLD, "0" * 64), release(NEW, "1" * 64)]
-    return world.scene(releases=releases, current=NEW, unit=world.unit_text,
-                       rollback_reply={"ok": True, "previous": NEW, "current": OLD}, **kwargs)  # fmt: skip
+    kwargs.setdefault("rollback_reply", {"ok": True, "previous": NEW, "current": OLD})
+    return world.scene(releases=releases, current=NEW, unit=world.unit_text, **kwargs)
 
 
 def _commands(host_calls: list[object]) -> list[str]:
     """Each command by what it does: the release script's op, else its first words."""
     names = []
     for call in recorded(host_calls):  # type: ignore[arg-type]
-        argv = call["argv"]
-        if call["kind"] == "conversation":
+        argv = call.get("argv")
+        if argv is None:
+            names.append(f"put {call['path']}")
+        elif call["kind"] == "conversation":
             names.append("conversation")
         elif argv[-1].endswith("/audit.jsonl"):
             names.append("audit")
@@ -51,6 +53,7 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
     assert document["gates"]["smoke"]["figures"] == FIGURES
     assert _commands(hosts[0].calls) == [
         "conversation",  # one exec: every command below is a request on it
+        "release list",  # the plan, before the lock: a refusal never takes it (nor ends the guard's watch)
         "lock acquire", "release list", "systemctl stop", "systemctl show", "sh -c",  # drain, stop, GPUs free
         "journalctl -n", "release rollback", "readiness poll",
         "release update-manifest", "audit", "lock release",
@@ -72,15 +75,59 @@ def test_manual_rollback_whose_gate_fails_exits_1_and_records_nothing_in_the_man
     assert "release update-manifest" not in _commands(hosts[0].calls)
 
 
-def test_a_refused_rollback_is_a_result_that_names_why_and_runs_no_gate(world: World) -> None:
-    refusal = {"ok": False, "kind": "no-target", "error": "no verified release other than the current one"}
-    scene = world.scene(releases=[release(NEW, "1" * 64)], current=NEW, rollback_reply=refusal)
+REFUSAL = {"ok": False, "kind": "target", "error": f"release {OLD} is not a verified, complete release on this host"}
+START_AGAIN = f"start it with `specops restart {HOST}`, or on the host `systemctl start sglang.service`"
+
+
+def test_a_host_side_refusal_after_the_stop_starts_the_engine_that_served_again(world: World) -> None:
+    """The safety net: the host refuses a target the plan accepted (it changed in between). The engine was
+    stopped by then: it is started again and proven ready, and the result says so; no gate, no mark."""
+    scene = _scene(world, rollback_reply=REFUSAL)
     host = scene.host()
     use_scene(world.monkeypatch, scene, [host], [True])
-    result = rollback_host(host, scene.spec, lambda name: _profile(world), None, "specops rollback", Recorder())
+    events = Recorder()
+    result = rollback_host(host, scene.spec, lambda name: _profile(world), OLD, "specops rollback", events)
     assert (result.ok, result.from_release, result.to_release, result.gates) == (False, NEW, None, None)
-    assert result.summary == f"rollback failed: {HOST}: no verified release other than the current one"
-    assert "readiness poll" not in _commands(host.calls)
+    assert (result.stopped, result.restored, result.dark) == (True, NEW, None)
+    assert result.summary == (f"rollback failed: {HOST}: release {OLD} is not a verified, complete release on "
+                              f"this host\nthe engine was stopped, then started again: {NEW} serves as before")  # fmt: skip
+    after = _commands(host.calls)[_commands(host.calls).index("release rollback") + 1 :]
+    assert after == ["release list", "journalctl -n", "systemctl reset-failed", "systemctl restart", "readiness poll"]
+    assert f"{NEW} serves again" in " ".join(event.message for event in events.events)
+
+
+def test_a_refusal_after_the_stop_whose_restart_never_comes_up_says_loudly_that_nothing_serves(world: World) -> None:
+    scene = _scene(world, rollback_reply=REFUSAL, ready=[False])
+    hosts = [scene.host()]
+    use_scene(world.monkeypatch, scene, hosts, [True])
+    result = world.cli("rollback", HOST, "--to", OLD)
+    assert result.code == 1
+    dark = (
+        f"NOTHING SERVES on {HOST}: sglang.service was stopped by the rollback and {NEW}, started again, is not ready"
+    )
+    assert result.out.startswith(f"rollback failed: {HOST}: release {OLD} is not a verified")
+    assert dark in result.out and START_AGAIN in result.out  # the text output, not only --json
+    assert dark in result.err  # named on screen the moment it is known
+
+
+def test_gpus_that_stay_busy_after_the_stop_say_that_nothing_serves_and_start_nothing(world: World) -> None:
+    from specops.ops.engine_stop import GpusBusy
+
+    def busy(*args: object, **kwargs: object) -> None:
+        raise GpusBusy(f"{HOST}: the new engine was not started: its GPUs are not free:\n  pid 7 (python)",
+                       hint="rerun with --reap to stop the orphans of the old engine (only those)")  # fmt: skip
+
+    scene = _scene(world)
+    hosts = [scene.host()]
+    use_scene(world.monkeypatch, scene, hosts, [True])
+    world.monkeypatch.setattr("specops.deploy.rollback.stop_engine", busy)
+    result = world.cli("rollback", HOST)
+    assert result.code == 1
+    assert "its GPUs are not free" in result.out and "--reap" in result.out
+    assert (
+        f"NOTHING SERVES on {HOST}: sglang.service was stopped by the rollback and its GPUs are not free" in result.out
+    )
+    assert not {"release rollback", "systemctl restart"} & set(_commands(hosts[0].calls))
 
 
 def _profile(world: World):  # type: ignore[no-untyped-def]
@@ -125,3 +172,23 @@ def test_manual_rollback_takes_over_a_dead_local_holders_lock_says_so_and_record
     entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
     assert entry["action"] == "rollback" and entry["lock_taken_over"].startswith("took over the lock")
     assert killed.token not in (world.folder / "state" / "specops" / "audit.jsonl").read_text()
+
+
+def test_a_deploys_rollback_refused_after_the_stop_starts_the_engine_again(world: World) -> None:
+    """The automatic rollback inside a deploy goes the same way: the host refuses after the stop, the engine is
+    started again and proven ready, and the outcome says nothing was rolled back and what serves."""
+    scene = world.scene(releases=[release(OLD, "0" * 64)], current=OLD, unit=world.unit_text, rollback_reply=REFUSAL)
+    run = world.run(scene, smokes=(False,))
+    assert (run.outcome["outcome"], run.result.code) == ("rolled-back", 1)
+    back = run.outcome["rollback"]
+    assert (back["ok"], back["stopped"], back["nothing_serves"]) == (False, True, None)
+    assert back["restored"] == OLD  # what `current` names (the scripted host's listing never changes)
+    commands = _commands(run.host.calls)
+    after = commands[commands.index("release rollback") + 1 :]
+    assert after[:5] == [
+        "release list",
+        "journalctl -n",
+        "systemctl reset-failed",
+        "systemctl restart",
+        "readiness poll",
+    ]
