@@ -39,6 +39,13 @@ class BuildChoice:
                 "patches": [str(patch) for patch in self.patches], "patches_from": self.patches_from,
                 "note": self.note or None}  # fmt: skip
 
+    def origin(self) -> str:
+        """Where the config's part came from, for an error about the build or a patch ('' for the command line's:
+        the operator typed those paths)."""
+        parts = [f"build from {self.build_from}"] if self.build_from != "--build" else []
+        parts += [f"patches from {self.patches_from}"] if self.patches_from not in ("--patch", "none") else []
+        return "; ".join(parts)
+
     def lines(self) -> list[str]:
         """What --dry-run prints before the hosts' plans."""
         patches = ", ".join(str(patch) for patch in self.patches) or "none"

@@ -28,6 +28,7 @@ from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
 from specops.deploy import step_commands as cmds
 from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
+from specops.errors import SpecopsError
 from specops.ops.guard import watch_settings
 from specops.ops.lock import lock_root
 from specops.ops.release import identical_release
@@ -88,7 +89,11 @@ def make_plan(
     for spec in specs:
         config.resolve(spec.name, profile)  # configuration mistakes first, before the build is staged
     choice = choose_build(config, specs, build, patches)
-    staged = stage_build(choice.build, list(choice.patches), workdir)
+    try:
+        staged = stage_build(choice.build, list(choice.patches), workdir)
+    except SpecopsError as exc:  # its message says --build/--patch: say which config key named the path
+        exc.hint = "; ".join(part for part in (exc.hint, choice.origin()) if part)
+        raise
     build_flags = speculative_flags(staged.root)
     hosts = [plan_host(config, spec.name, profile, build_flags) for spec in specs]
     return DeployPlan(staged=staged, hosts=hosts, build=choice)
