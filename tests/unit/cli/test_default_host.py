@@ -27,29 +27,20 @@ def test_the_only_host_is_the_default(
     assert "llm-two" in result.out + result.err
 
 
-def test_doctor_without_names_on_several_hosts_names_the_choices(
-    capsys: pytest.CaptureFixture[str], write_config: Any, connects: Seen
+@pytest.mark.parametrize(
+    ("command", "hint"),
+    [
+        ("doctor", "name hosts or groups, or pass --all for every host (hosts: llm-two, llm-three; groups: gpu)"),
+        ("rollback", "name the host: specops rollback HOST (hosts: llm-two, llm-three)"),  # one host at a time
+    ],
+)
+def test_without_a_name_on_several_hosts_the_choices_are_named(
+    capsys: pytest.CaptureFixture[str], write_config: Any, connects: Seen, command: str, hint: str
 ) -> None:
     write_config(TWO_HOSTS)
-    result = run_cli(capsys, "doctor")
+    result = run_cli(capsys, command)
     assert (result.code, result.out) == (ExitCode.USAGE, "")
-    assert result.err.splitlines() == [
-        "error: no host named, and specops.toml has 2 hosts",
-        "hint: name hosts or groups, or pass --all for every host (hosts: llm-two, llm-three; groups: gpu)",
-    ]
-    assert connects == []
-
-
-def test_rollback_without_a_name_on_several_hosts_names_the_hosts(
-    capsys: pytest.CaptureFixture[str], write_config: Any, connects: Seen
-) -> None:
-    write_config(TWO_HOSTS)
-    result = run_cli(capsys, "rollback")
-    assert (result.code, result.out) == (ExitCode.USAGE, "")
-    assert result.err.splitlines() == [
-        "error: no host named, and specops.toml has 2 hosts",
-        "hint: name the host: specops rollback HOST (hosts: llm-two, llm-three)",
-    ]
+    assert result.err.splitlines() == ["error: no host named, and specops.toml has 2 hosts", f"hint: {hint}"]
     assert connects == []
 
 
