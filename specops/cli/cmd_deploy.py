@@ -28,8 +28,17 @@ if TYPE_CHECKING:
 def deploy(
     ctx: typer.Context,
     names: Annotated[list[str], typer.Argument(help="Hosts or groups.")],
-    build: Annotated[Path, typer.Option("--build", help="sglang python/ folder, a folder holding sglang, or a .whl")],
-    patch: Annotated[list[Path] | None, typer.Option("--patch", help="A patch to apply (repeatable).")] = None,
+    build: Annotated[
+        Path | None,
+        typer.Option(
+            "--build",
+            help="sglang python/ folder, a folder holding sglang, or a .whl (default: build in specops.toml).",
+        ),
+    ] = None,
+    patch: Annotated[
+        list[Path] | None,
+        typer.Option("--patch", help="A patch to apply (repeatable; replaces the patches in specops.toml)."),
+    ] = None,
     profile: ProfileOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Deploy even when preflight checks fail (audited).")] = False,
     skip_check: Annotated[
@@ -59,7 +68,7 @@ def deploy(
     skip_checks = check_ids(skip_check)  # a misspelt id is the first error: nothing is read or connected yet
     config = app_state.load_config()
     with tempfile.TemporaryDirectory(prefix="specops-stage-") as workdir:
-        plan = make_plan(config, names, profile, build, list(patch or []), Path(workdir))
+        plan = make_plan(config, names, profile, build, patch, Path(workdir))
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
@@ -69,6 +78,8 @@ def deploy(
 
             show_plan(plan, app_state.opener, options, as_json)
             return
+        if plan.build is not None and plan.build.note and not as_json:
+            typer.echo(f"note: {plan.build.note}", err=True)
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
         specs = [host_plan.target.host for host_plan in plan.hosts]
         asks_password = app_state.become_password is not None

@@ -119,7 +119,10 @@ def _inventory_targets(
 ) -> list[DoctorTarget]:
     from specops.doctor.runner import inventory_targets
 
-    return inventory_targets(app_state.load_config(), names, all_hosts, profile, app_state.opener)
+    config = app_state.load_config()
+    if not names and not all_hosts:  # the only host, or a usage error that lists the choices
+        names = [config.default_host("name hosts or groups, or pass --all for every host", groups=True)]
+    return inventory_targets(config, names, all_hosts, profile, app_state.opener)
 
 
 def _local_target(config: Config | None, profile: str | None) -> DoctorTarget:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from specops.cli.cmd_deploy import deploy_reporter, profile_resolver
-from specops.cli.options import HostArg, JsonOpt, LockWaitOpt, ReapOpt
+from specops.cli.options import JsonOpt, LockWaitOpt, OptionalHostArg, ReapOpt
 from specops.cli.output import print_json, print_raw
 from specops.cli.state import state
 from specops.errors import ExitCode, UsageError
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def rollback(
     ctx: typer.Context,
-    host: HostArg,
+    host: OptionalHostArg = None,
     to: Annotated[str | None, typer.Option("--to", help="Release id (default: the last verified one).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Allow a --to release that is marked bad.")] = False,
     dry_run: Annotated[
@@ -40,6 +40,7 @@ def rollback(
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
+    host = host or config.default_host("name the host: specops rollback HOST")
     spec = config.host(host)
     if to is not None:
         _check_release_id(to)  # before connecting or locking anything

@@ -68,8 +68,15 @@ TABLE: dict[str, Any] = {
         "deploy": {
             "help": "Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back.",
             "options": {
-                "--build": {"value": "any", "help": "sglang python/ folder, a folder holding sglang, or a .whl"},
-                "--patch": {"value": "any", "help": "A patch to apply (repeatable)."},
+                "--build": {
+                    "value": "any",
+                    "help": "sglang python/ folder, a folder holding sglang, or "
+                    "a .whl (default: build in specops.toml).",
+                },
+                "--patch": {
+                    "value": "any",
+                    "help": "A patch to apply (repeatable; replaces the patches in specops.toml).",
+                },
                 "--profile": {"value": "profile", "help": "Profile (default: the host's)."},
                 "-p": {"value": "profile", "help": "Profile (default: the host's)."},
                 "--force": {"value": "", "help": "Deploy even when preflight checks fail (audited)."},

@@ -35,8 +35,11 @@ def show_plan(plan: DeployPlan, opener: Opener, options: DeployOptions, as_json:
 
     readings = survey([host_plan.target.host for host_plan in plan.hosts], opener, _previewer(plan, options))
     if as_json:
-        print_json({"dry_run": True, "hosts": [_json_reading(reading, plan) for reading in readings.values()]})
+        build = plan.build.to_json() if plan.build is not None else None
+        hosts = [_json_reading(reading, plan) for reading in readings.values()]
+        print_json({"dry_run": True, "build": build, "hosts": hosts})
     else:
+        print_raw("".join(f"{line}\n" for line in (plan.build.lines() if plan.build is not None else [])))
         for reading in readings.values():
             print_raw("".join(_text(reading.value) if reading.value else _failed_lines(reading)))
         failed = sum(reading.value is None for reading in readings.values())

@@ -14,7 +14,8 @@ takes the early connections (`claim`) only when the hosts it selected give exact
 Otherwise they are closed and the deploy connects as it always did; the same happens to connections nobody
 claimed (a planning error, `--dry-run`). Neither a connection nor the two commands, which wait for their first
 request, change anything on a host. A command line this module is unsure of (another option, a sudo password to
-ask for) starts nothing.
+ask for) starts nothing. The build is not part of the plan: a deploy without `--build` (the build named in
+specops.toml) starts from the same plan, and one with no build anywhere closes its early connections unused.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 HostArg = Annotated[str, typer.Argument(help="The host (as named in specops.toml).")]
+OptionalHostArg = Annotated[
+    str | None,
+    typer.Argument(help="The host (as named in specops.toml; default: its only host).", show_default=False),
+]
 TargetsArg = Annotated[
     list[str] | None, typer.Argument(help="Hosts or groups (as named in specops.toml).", show_default=False)
 ]

@@ -84,6 +84,16 @@ def _abs_path(value: str) -> str:
     return value
 
 
+def _local_path(value: str) -> str:
+    """A path on THIS machine (a build, a patch): relative to specops.toml's folder, or absolute, or `~/...`."""
+    _no_control(value)
+    if not value.strip():
+        raise ValueError("an empty path; name a file or folder (relative to specops.toml's folder, or absolute)")
+    if len(value) > MAX_PATH:
+        raise ValueError(f"a path of {len(value)} characters is longer than this machine accepts ({MAX_PATH})")
+    return value
+
+
 def _model_ref(value: str) -> str:
     if value.startswith("/"):
         return _abs_path(value)
@@ -158,6 +168,7 @@ Name = Annotated[str, AfterValidator(_name)]
 ServiceName = Annotated[str, AfterValidator(_service_name)]
 AbsPath = Annotated[str, AfterValidator(_abs_path)]
 ModelRef = Annotated[str, AfterValidator(_model_ref)]
+LocalPath = Annotated[str, AfterValidator(_local_path)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 SshTarget = Annotated[str, AfterValidator(_ssh_target)]
 JumpHosts = Annotated[str, AfterValidator(_jump)]

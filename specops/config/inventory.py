@@ -12,6 +12,7 @@ from specops.config.fields import (
     GpuList,
     JumpHosts,
     ListenAddress,
+    LocalPath,
     ModelRef,
     Name,
     PlainText,
@@ -35,6 +36,10 @@ _HOST_SETTINGS_DOC = {
     "served_model_name": "name served by /v1/models",
     "tp_size": "tensor parallel size (--tp-size)",
     "profile": "default profile for this host",
+    "build": "the build `specops deploy` stages when no --build is given: sglang's python/ folder, a folder "
+    "holding sglang, or a .whl, on THIS machine; relative to specops.toml's folder, '~' expanded",
+    "patches": "patches applied to the configured build, in order (same path rules as build); a --patch on the "
+    "command line replaces this list, a --build replaces the build and its patches",
     "env": "plain environment variables for the engine (written to the host's env file)",
     "secrets": "names of variables read from the operator's environment or secrets_file; never printed",
     "api_key_secret": "name of a secret (listed in secrets) that SGLang requires as its API key (--api-key); "
@@ -85,6 +90,8 @@ class HostSettings(BaseModel):
     served_model_name: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["served_model_name"])
     tp_size: int | None = Field(default=None, ge=1, le=64, description=_HOST_SETTINGS_DOC["tp_size"])
     profile: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["profile"])
+    build: LocalPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["build"])
+    patches: list[LocalPath] | None = Field(default=None, description=_HOST_SETTINGS_DOC["patches"])
     env: dict[EnvName, PlainText] = Field(default_factory=dict, description=_HOST_SETTINGS_DOC["env"])
     secrets: list[EnvName] = Field(default_factory=list, description=_HOST_SETTINGS_DOC["secrets"])
     api_key_secret: EnvName | None = Field(default=None, description=_HOST_SETTINGS_DOC["api_key_secret"])
@@ -124,6 +131,8 @@ class HostSpec(BaseModel):
     served_model_name: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["served_model_name"])
     tp_size: int = Field(default=1, ge=1, le=64, description=_HOST_SETTINGS_DOC["tp_size"])
     profile: Name | None = Field(default=None, description=_HOST_SETTINGS_DOC["profile"])
+    build: LocalPath | None = Field(default=None, description=_HOST_SETTINGS_DOC["build"])
+    patches: list[LocalPath] = Field(default=[], description=_HOST_SETTINGS_DOC["patches"])
     env: dict[EnvName, PlainText] = Field(default={}, description=_HOST_SETTINGS_DOC["env"])
     secrets: list[EnvName] = Field(default=[], description=_HOST_SETTINGS_DOC["secrets"])
     api_key_secret: EnvName | None = Field(default=None, description=_HOST_SETTINGS_DOC["api_key_secret"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +41,31 @@ class Config:
     display: str
     inventory: Inventory
     profiles: dict[str, LoadedProfile]
+    own_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)  # keys a host's table sets itself
 
     @property
     def secrets_path(self) -> Path | None:
         """The secrets file named in the config, relative to the config's folder."""
         name = self.inventory.secrets_file
         return (self.path.parent / name) if name else None
+
+    def local_path(self, written: str) -> Path:
+        """A path on this machine as written in the config (a build, a patch): `~` expanded, then relative to
+        the config's folder, like secrets_file."""
+        return self.path.parent / Path(written).expanduser()
+
+    def default_host(self, usage: str, groups: bool = False) -> str:
+        """The host a command acts on when none is named: the inventory's only one. With several (or none) it
+        refuses, the hint showing `usage` and the hosts (and, when the command takes them, the groups)."""
+        hosts = list(self.inventory.hosts)
+        if len(hosts) == 1:
+            return hosts[0]
+        if not hosts:
+            raise UsageError(f"no hosts in {self.display}", hint="add a [hosts.NAME] table (`specops init` writes one)")
+        known = f"hosts: {', '.join(hosts)}"
+        if groups and self.inventory.groups:
+            known += f"; groups: {', '.join(self.inventory.groups)}"
+        raise UsageError(f"no host named, and {self.display} has {len(hosts)} hosts", hint=f"{usage} ({known})")
 
     def host(self, name: str) -> HostSpec:
         if name not in self.inventory.hosts:
@@ -115,9 +134,17 @@ def load_config(path: Path, cwd: Path) -> Config:
         inventory = Inventory(hosts=hosts, groups=groups, secrets_file=raw.get("secrets_file"))
     except ValidationError as exc:
         raise ConfigError(validation_lines(display, [], exc, Inventory)) from None
-    config = Config(path=path, display=display, inventory=inventory, profiles=profiles)
+    own = _own_keys(raw.get("hosts"))
+    config = Config(path=path, display=display, inventory=inventory, profiles=profiles, own_keys=own)
     use_secrets_file(config.secrets_path)  # where the engine client finds an api_key_secret's value
     return config
+
+
+def _own_keys(tables: Any) -> dict[str, frozenset[str]]:
+    """The keys each host's table sets itself (not from [defaults]): errors name the key the operator wrote."""
+    if not isinstance(tables, dict):
+        return {}
+    return {name: frozenset(table) for name, table in tables.items() if isinstance(table, dict)}
 
 
 def _check_api_key_secrets(hosts: Mapping[str, HostSpec], display: str) -> list[str]:

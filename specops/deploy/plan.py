@@ -23,11 +23,13 @@ from specops.build.stage import StagedBuild, stage_build
 from specops.commands.release import Listing, ReleaseInfo, files_to_send, newest_complete, newest_verified
 from specops.commands.systemd import flag_spellings, render_env_file, render_unit
 from specops.commands.units import sha256_text
+from specops.config.builds import BuildChoice, choose_build
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
 from specops.config.waivers import waiver_reasons
 from specops.deploy import step_commands as cmds
 from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
+from specops.errors import SpecopsError
 from specops.ops.guard import watch_settings
 from specops.ops.lock import lock_root
 from specops.ops.release import identical_release
@@ -55,6 +57,7 @@ class HostPlan:
 class DeployPlan:
     staged: StagedBuild
     hosts: list[HostPlan]
+    build: BuildChoice | None = None  # what was staged and where it came from (the command line or the config)
 
 
 def plan_host(config: Config, name: str, profile: str | None, build_flags: Collection[str] | None = None) -> HostPlan:
@@ -72,17 +75,29 @@ def plan_host(config: Config, name: str, profile: str | None, build_flags: Colle
 
 
 def make_plan(
-    config: Config, names: list[str], profile: str | None, build: Path, patches: list[Path], workdir: Path
+    config: Config,
+    names: list[str],
+    profile: str | None,
+    build: Path | None,
+    patches: list[Path] | None,
+    workdir: Path,
 ) -> DeployPlan:
     """Every host resolved and the build staged once (patches applied) before any host is used (a connection the
-    console script opened early from a remembered plan is only taken afterwards: specops/cli/early_deploy.py)."""
+    console script opened early from a remembered plan is only taken afterwards: specops/cli/early_deploy.py).
+
+    `build`/`patches`: the command line's (None: not given), else what the config names (config/builds.py)."""
     specs = config.inventory.select(names)
     for spec in specs:
         config.resolve(spec.name, profile)  # configuration mistakes first, before the build is staged
-    staged = stage_build(build, patches, workdir)
+    choice = choose_build(config, specs, build, patches)
+    try:
+        staged = stage_build(choice.build, list(choice.patches), workdir)
+    except SpecopsError as exc:  # its message says --build/--patch: say which config key named the path
+        exc.hint = "; ".join(part for part in (exc.hint, choice.origin()) if part)
+        raise
     build_flags = speculative_flags(staged.root)
     hosts = [plan_host(config, spec.name, profile, build_flags) for spec in specs]
-    return DeployPlan(staged=staged, hosts=hosts)
+    return DeployPlan(staged=staged, hosts=hosts, build=choice)
 
 
 def unit_diff(old: str | None, new: str, unit_name: str) -> list[str]:

@@ -75,3 +75,13 @@ def test_schema_can_be_written_to_a_file(capsys: pytest.CaptureFixture[str], con
     result = run_cli(capsys, "config", "schema", "--output", "specops.schema.json")
     assert (result.code, result.out) == (0, "wrote specops.schema.json\n")
     assert json.loads((config_dir / "specops.schema.json").read_text())["title"] == "specops.toml"
+
+
+def test_a_host_or_the_defaults_may_name_the_build_and_its_patches(capsys: pytest.CaptureFixture[str]) -> None:
+    schema = _schema(capsys, "config")
+    build = {"build": "~/src/sglang/python", "patches": ["patches/ddtree.patch"]}
+    assert _errors(schema, {"defaults": build, "hosts": {"llm-two": {"ssh": "llm-two", **build}}}) == []
+    assert _errors(schema, {"hosts": {"llm-two": {"ssh": "llm-two", "patches": "ddtree.patch"}}}) == [
+        "hosts.llm-two.patches: 'ddtree.patch' is not of type 'array'"
+    ]
+    assert "relative to specops.toml's folder" in schema["$defs"]["Host"]["properties"]["build"]["description"]

@@ -212,3 +212,29 @@ def test_a_silent_host_connecting_early_does_not_hold_up_a_planning_error(
         if thread.name.startswith("specops-early-"):
             thread.join(30)
     assert seen == ["connecting", "answered"]
+
+
+def test_a_deploy_without_build_option_starts_from_the_same_plan_when_the_config_names_the_build(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    write_config: Any,
+    connects: Seen,
+    build: Path,
+) -> None:
+    """The plan holds the hosts, not the build: `deploy HOST` with the build named in specops.toml connects from
+    it the second time like any plain deploy; without any build, the early connection is closed unused."""
+    path = write_config(VALID_HOST.replace("[hosts.llm-two]\n", '[hosts.llm-two]\nbuild = "build"\n'))
+    outcomes = []
+    for _ in range(2):
+        code, out, _ = run_entry(monkeypatch, capsys, "deploy", "llm-two", "--json")
+        assert code == ExitCode.UNREACHABLE
+        outcomes.append(json.loads(out)["hosts"]["llm-two"]["outcome"])
+    assert outcomes == ["unreachable", "unreachable"]
+    assert connects == [("HostSpec", "llm-two", "root@llm-two"), ("PlainReach", "llm-two", "root@llm-two")]
+    assert len(plans()) == 1
+    path.write_text(path.read_text().replace('build = "build"\n', ""))  # another config: no plan yet
+    run_entry(monkeypatch, capsys, "deploy", "llm-two", "--build", str(build))
+    code, out, err = run_entry(monkeypatch, capsys, "deploy", "llm-two")
+    assert (code, out) == (ExitCode.USAGE, "")
+    assert err.startswith("error: no build to deploy") and "hint: pass --build PATH" in err
+    assert connects[2:] == [("HostSpec", "llm-two", "root@llm-two"), ("PlainReach", "llm-two", "root@llm-two")]
