@@ -15,7 +15,7 @@ from specops.errors import UsageError
 
 def init(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="Where to write the file.")] = Path("specops.toml"),
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="Where to write the file.")] = Path("specops.toml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     json_output: JsonOpt = False,
 ) -> None:

@@ -17,7 +17,9 @@ from specops.errors import ExitCode, UsageError
 def rollback(
     ctx: typer.Context,
     host: HostArg,
-    to: Annotated[str | None, typer.Option("--to", help="Release id (default: the last verified one).")] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", metavar="ID", help="Release id (default: the last verified one).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Allow a --to release that is marked bad.")] = False,
     lock_wait: LockWaitOpt = 0.0,
     reap: ReapOpt = False,
