@@ -157,3 +157,29 @@ def test_the_help_shows_the_metavars(capsys: pytest.CaptureFixture[str]) -> None
     assert "--only ID[,ID]" in run_cli(capsys, "doctor", "--help").out
     assert "Usage: specops diff [OPTIONS] HOST [OTHER]\n" in run_cli(capsys, "diff", "--help").out
     assert "--config PATH" in run_cli(capsys, "--help").out
+
+
+def _documented_refusals() -> list[tuple[str, list[str]]]:
+    """Each `$ specops ...` example in exit-codes.md and troubleshooting.md's code blocks, with the lines the
+    docs show under it."""
+    examples: list[tuple[str, list[str]]] = []
+    for page in ("exit-codes.md", "troubleshooting.md"):
+        text = (EXIT_CODES_DOC.parent / page).read_text(encoding="utf-8")
+        for block in re.findall(r"^```\n(.*?)^```$", text, re.MULTILINE | re.DOTALL):
+            for example in re.split(r"^(?=\$ specops )", block, flags=re.MULTILINE):
+                if example.startswith("$ specops "):
+                    command, *shown = example.rstrip("\n").splitlines()
+                    examples.append((command.removeprefix("$ specops "), shown))
+    return examples
+
+
+@pytest.mark.parametrize(("command", "shown"), _documented_refusals(), ids=lambda value: str(value)[:40])
+def test_the_documented_parser_refusals_are_what_specops_prints(
+    command: str, shown: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_cli(capsys, *command.split())
+    assert result.code == 2 and result.err.splitlines() == shown
+
+
+def test_the_docs_show_parser_refusals() -> None:
+    assert len(_documented_refusals()) >= 3
