@@ -66,7 +66,9 @@ def schema(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise UsageError(f"{output}: cannot write: {error.strerror}") from None
+        raise UsageError(
+            f"{output}: cannot write: {error.strerror}", hint="give --output a path in a folder you can write to"
+        ) from None
     typer.echo(f"wrote {output}")
 
 

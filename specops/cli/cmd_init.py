@@ -25,7 +25,7 @@ def init(
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     if not path.parent.is_dir():
-        raise UsageError(f"{path.parent} is not a directory")
+        raise UsageError(f"{path.parent} is not a directory", hint="create the folder first, or give another PATH")
     path.write_text(starter_config(), encoding="utf-8")
     if state(ctx).wants_json(json_output):
         print_json({"written": str(path)})

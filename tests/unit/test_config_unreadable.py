@@ -55,5 +55,5 @@ def test_a_folder_given_with_config_is_named_as_a_folder(tmp_path: Path) -> None
     assert result.returncode == 3, result.stderr
     assert result.stderr.splitlines() == [
         "error: cfg: is a folder, not a TOML file (given with --config)",
-        f"hint: {ConfigError.default_hint}",
+        "hint: give --config the specops.toml file itself",
     ]
