@@ -145,7 +145,7 @@ class BuildError(SpecopsError):
     """The build cannot be staged: no sglang package, a bad wheel, a patch that does not apply."""
 
     exit_code = ExitCode.USAGE
-    default_hint = "--build takes sglang's python/ folder, a folder holding the sglang package, or a .whl"
+    default_hint = "--build takes sglang's python/ folder, a folder holding sglang, or a .whl; --patch, a diff of it"
 
 
 class ReleaseError(SpecopsError):
