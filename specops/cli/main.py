@@ -22,7 +22,7 @@ from specops.cli.entry import COMPLETE_VAR
 from specops.cli.options import JsonOpt
 from specops.cli.state import AppState
 from specops.cli.usage import SpecopsCommand, SpecopsGroup
-from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError
+from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError, UsageError
 
 _EXIT_TABLE = "\n".join(f"{int(code):>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
 
@@ -168,7 +168,7 @@ def _run(args: list[str]) -> int:
             raise
         from specops.cli.output import report_error
 
-        report_error(error, as_json)
+        report_error(_with_command_help(error, command_named(args)), as_json)
         return int(error.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
@@ -181,6 +181,13 @@ def _run(args: list[str]) -> int:
 
         return report_internal_error(error)
     return 0
+
+
+def _with_command_help(error: SpecopsError, command: str | None) -> SpecopsError:
+    """A usage error whose raise site gave no hint of its own points at the help of the command it refused."""
+    if isinstance(error, UsageError) and error.hint == UsageError.default_hint and command is not None:
+        error.hint = f"`specops {command} --help` shows its arguments and options"
+    return error
 
 
 def _while_interrupted(error: BaseException) -> bool:

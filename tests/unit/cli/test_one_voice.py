@@ -16,7 +16,7 @@ import pytest
 import specops
 from specops.cli import cmd_init
 from specops.cli.main import COMMANDS
-from specops.errors import SpecopsError
+from specops.errors import SpecopsError, UsageError
 from tests.unit.clirun import run_cli
 
 EXIT_CODES_DOC = Path(__file__).parents[3] / "docs" / "exit-codes.md"
@@ -73,6 +73,21 @@ def test_every_error_reaches_the_user_with_error_hint_and_its_documented_code(
     as_json = run_cli(capsys, "--json", "init")
     document = json.loads(as_json.out)["error"]
     assert document["hint"] == hints[0].removeprefix("hint: ") and document["exit_code"] == result.code
+
+
+def test_a_usage_error_without_a_hint_of_its_own_names_the_commands_help(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refusing() -> None:
+        raise UsageError("that cannot be done")
+
+    monkeypatch.setattr(cmd_init, "init", refusing)
+    result = run_cli(capsys, "init")
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        "error: that cannot be done",
+        "hint: `specops init --help` shows its arguments and options",
+    ]
 
 
 @pytest.mark.parametrize(
