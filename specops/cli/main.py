@@ -186,7 +186,7 @@ def _run(args: list[str]) -> int:
 def _with_command_help(error: SpecopsError, command: str | None) -> SpecopsError:
     """A usage error whose raise site gave no hint of its own points at the help of the command it refused."""
     if isinstance(error, UsageError) and error.hint == UsageError.default_hint and command is not None:
-        error.hint = f"`specops {command} --help` shows its arguments and options"
+        error.hint = f"specops {command} --help"  # the same hint as a refusal by the parser
     return error
 
 

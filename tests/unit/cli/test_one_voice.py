@@ -86,7 +86,7 @@ def test_a_usage_error_without_a_hint_of_its_own_names_the_commands_help(
     assert result.code == 2
     assert result.err.splitlines() == [
         "error: that cannot be done",
-        "hint: `specops init --help` shows its arguments and options",
+        "hint: specops init --help",
     ]
 
 
