@@ -42,26 +42,32 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
 
 
 class SpecopsError(Exception):
-    """Base of every error the operator sees; carries a hint and an exit code."""
+    """Base of every error the operator sees; carries a hint and an exit code.
+
+    Every error shows an `error:` and a `hint:` line (docs/exit-codes.md): a raise site that knows what to do
+    says so in `hint`; otherwise the class's `default_hint` says where to look next."""
 
     exit_code: ExitCode = ExitCode.REMOTE_FAILED
+    default_hint = "the lines above name the host and what failed on it; `specops logs HOST` shows its journal"
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = hint or self.default_hint
 
 
 class UsageError(SpecopsError):
     """The command line asks for something that cannot be done (unknown host, file exists, ...)."""
 
     exit_code = ExitCode.USAGE
+    default_hint = "`specops --help` lists the commands; `specops COMMAND --help` a command's arguments and options"
 
 
 class ConfigError(SpecopsError):
     """One or more configuration mistakes, each a `file: dotted.path: message` line."""
 
     exit_code = ExitCode.CONFIG
+    default_hint = "fix what each line above names (a file, a setting), then `specops config check` checks it all"
 
     def __init__(self, lines: list[str], hint: str = "") -> None:
         self.lines = list(lines)
@@ -72,12 +78,14 @@ class ConnectError(SpecopsError):
     """A host could not be reached or authenticated."""
 
     exit_code = ExitCode.UNREACHABLE
+    default_hint = "check the host's ssh settings with `specops hosts HOST` and try `ssh HOST true`"
 
 
 class ChecksFailed(SpecopsError):
     """A doctor check or a gate failed; the details were already reported."""
 
     exit_code = ExitCode.CHECKS_FAILED
+    default_hint = "the lines above name each failed check or gate and what to do about it"
 
 
 class CommandFailed(SpecopsError):
@@ -99,14 +107,15 @@ class CommandFailed(SpecopsError):
 COMMAND_FAILED_HINT = "the `|` lines are what the command printed on the host: fix that there, then run specops again"
 
 
+UPGRADE_HINT = "upgrade specops on this machine to the version that deployed the host (`specops --version` shows yours)"
+
+
 class HostDataTooNew(SpecopsError):
     """A file on a host carries a schema version above what this specops reads: written by a newer specops.
     Refused rather than guessed at (docs/deploy.md "Files on the host")."""
 
     exit_code = ExitCode.REMOTE_FAILED
-
-
-UPGRADE_HINT = "upgrade specops on this machine to the version that deployed the host (`specops --version` shows yours)"
+    default_hint = UPGRADE_HINT
 
 
 class RemoteTimeout(SpecopsError):
@@ -129,18 +138,21 @@ class LockHeld(SpecopsError):
     """Another specops holds the host's deploy lock (and is alive); the message names the holder."""
 
     exit_code = ExitCode.LOCK_HELD
+    default_hint = "wait for that run to end (or give --lock-wait SECONDS); `specops lock status HOST` shows the holder"
 
 
 class BuildError(SpecopsError):
     """The build cannot be staged: no sglang package, a bad wheel, a patch that does not apply."""
 
     exit_code = ExitCode.USAGE
+    default_hint = "--build takes sglang's python/ folder, a folder holding sglang, or a .whl; --patch, a diff of it"
 
 
 class ReleaseError(SpecopsError):
     """A release operation on a host was refused or failed (push, switch, prune, manifest update)."""
 
     exit_code = ExitCode.REMOTE_FAILED
+    default_hint = "`specops releases HOST` lists the releases on the host and which one `current` names"
 
 
 class ReleaseVerifyFailed(ReleaseError):

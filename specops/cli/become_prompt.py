@@ -26,7 +26,12 @@ def ask_become_password() -> Secret:
     try:
         password = getpass.getpass(PROMPT)
     except EOFError:
-        raise UsageError("no sudo password was typed (end of input at the prompt)") from None
+        raise UsageError(
+            "no sudo password was typed (end of input at the prompt)",
+            hint="type the password at the prompt, or give the login user NOPASSWD sudo and drop --ask-become-pass",
+        ) from None
     if "\n" in password or "\0" in password:
-        raise UsageError("the sudo password cannot contain a newline or NUL byte")
+        raise UsageError(
+            "the sudo password cannot contain a newline or NUL byte", hint="type the password itself at the prompt"
+        )
     return Secret(password)

@@ -21,7 +21,9 @@ def audit(
     ctx: typer.Context,
     names: TargetsArg = None,
     all_hosts: AllOpt = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", min=1, help="How many of the latest entries.")] = 20,
+    lines: Annotated[
+        int, typer.Option("-n", "--lines", metavar="N", min=1, help="How many of the latest entries.")
+    ] = 20,
     json_output: JsonOpt = False,
 ) -> None:
     """Show the host's last audit entries, oldest first: when, who, action, from → to, outcome.

@@ -29,7 +29,11 @@ class Shell(StrEnum):
 CHOICES = {"kind": ["config", "profile"], "shell": [shell.value for shell in Shell]}
 
 
-def completion(shell: Annotated[Shell, typer.Argument(help="The shell to print the script for.")]) -> None:
+def completion(
+    shell: Annotated[
+        Shell, typer.Argument(metavar="SHELL", help="The shell to print the script for: bash, zsh or fish.")
+    ],
+) -> None:
     """Print the completion script for bash, zsh or fish (or use `specops --install-completion`).
 
     bash: `specops completion bash > ~/.local/share/bash-completion/completions/specops`

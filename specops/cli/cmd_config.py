@@ -45,10 +45,12 @@ class SchemaKind(StrEnum):
 
 @app.command("schema")
 def schema(
-    kind: Annotated[SchemaKind, typer.Argument(help="config: specops.toml; profile: a profiles/NAME.toml.")] = (
-        SchemaKind.config
-    ),
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead.")] = None,
+    kind: Annotated[
+        SchemaKind, typer.Argument(metavar="KIND", help="config: specops.toml; profile: a profiles/NAME.toml.")
+    ] = (SchemaKind.config),
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="PATH", help="Write to this file instead.")
+    ] = None,
 ) -> None:
     """Print the JSON Schema of specops.toml (or of a profile file) for editors: descriptions, defaults, enums.
 
@@ -64,7 +66,9 @@ def schema(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise UsageError(f"{output}: cannot write: {error.strerror}") from None
+        raise UsageError(
+            f"{output}: cannot write: {error.strerror}", hint="give --output a path in a folder you can write to"
+        ) from None
     typer.echo(f"wrote {output}")
 
 

@@ -27,17 +27,20 @@ if TYPE_CHECKING:
 
 def deploy(
     ctx: typer.Context,
-    names: Annotated[list[str], typer.Argument(help="Hosts or groups.")],
+    names: Annotated[list[str], typer.Argument(metavar="HOST|GROUP", help="Hosts or groups.")],
     build: Annotated[
         Path | None,
         typer.Option(
             "--build",
+            metavar="PATH",
             help="sglang python/ folder, a folder holding sglang, or a .whl (default: build in specops.toml).",
         ),
     ] = None,
     patch: Annotated[
         list[Path] | None,
-        typer.Option("--patch", help="A patch to apply (repeatable; replaces the patches in specops.toml)."),
+        typer.Option(
+            "--patch", metavar="PATH", help="A patch to apply (repeatable; replaces the patches in specops.toml)."
+        ),
     ] = None,
     profile: ProfileOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Deploy even when preflight checks fail (audited).")] = False,
@@ -48,10 +51,17 @@ def deploy(
     no_rollback: Annotated[bool, typer.Option("--no-rollback", help="Leave a failed release running.")] = False,
     lock_wait: LockWaitOpt = 0.0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
-    canary: Annotated[int, typer.Option("--canary", min=0, help="Deploy this many hosts first, one by one.")] = 0,
-    parallel: Annotated[int, typer.Option("--parallel", min=1, max=256, help="Hosts at a time after the canary.")] = 1,
+    canary: Annotated[
+        int, typer.Option("--canary", metavar="N", min=0, help="Deploy this many hosts first, one by one.")
+    ] = 0,
+    parallel: Annotated[
+        int, typer.Option("--parallel", metavar="N", min=1, max=256, help="Hosts at a time after the canary.")
+    ] = 1,
     max_fail_percent: Annotated[
-        float, typer.Option("--max-fail-percent", min=0, max=100, help="Stop when more hosts than this fail.")
+        float,
+        typer.Option(
+            "--max-fail-percent", metavar="PERCENT", min=0, max=100, help="Stop when more hosts than this fail."
+        ),
     ] = 0.0,
     reap: ReapOpt = False,
     json_output: JsonOpt = False,

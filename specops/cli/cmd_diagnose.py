@@ -23,9 +23,10 @@ KIND_STYLE = {"environment drift": "magenta", "code change": "red", "configurati
 
 def diagnose(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name.")],
+    host: Annotated[str, typer.Argument(metavar="HOST", help="Host name.")],
     release: Annotated[
-        str | None, typer.Option("--release", help="Judge this release (default: the one `current` names).")
+        str | None,
+        typer.Option("--release", metavar="ID", help="Judge this release (default: the one `current` names)."),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:

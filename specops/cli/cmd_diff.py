@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 def diff(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name (the left side).")],
-    other: Annotated[str | None, typer.Argument(help="A second host (the right side).")] = None,
+    host: Annotated[str, typer.Argument(metavar="HOST", help="Host name (the left side).")],
+    other: Annotated[str | None, typer.Argument(metavar="OTHER", help="A second host (the right side).")] = None,
     release: Annotated[
         str | None,
         typer.Option(
-            "--release", help="Compare HOST now with what this release recorded (`last-verified`: the newest verified)."
+            "--release",
+            metavar="ID",
+            help="Compare HOST now with what this release recorded (`last-verified`: the newest verified).",
         ),
     ] = None,
     json_output: JsonOpt = False,

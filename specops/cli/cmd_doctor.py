@@ -21,13 +21,17 @@ if TYPE_CHECKING:
 
 def doctor(
     ctx: typer.Context,
-    names: Annotated[list[str] | None, typer.Argument(help="Hosts or groups to examine.")] = None,
+    names: Annotated[list[str] | None, typer.Argument(metavar="HOST|GROUP", help="Hosts or groups to examine.")] = None,
     all_hosts: AllOpt = False,
     local: Annotated[bool, typer.Option("--local", help="This machine, with this Python (no config needed).")] = False,
-    profile: Annotated[str | None, typer.Option("--profile", "-p", help="Check for this profile.")] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", "-p", metavar="NAME", help="Check for this profile.")
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")] = False,
     deep: Annotated[bool, typer.Option("--deep", help="Also import torch/torchcodec for real.")] = False,
-    only: Annotated[str | None, typer.Option("--only", help="Comma-separated check ids or prefixes.")] = None,
+    only: Annotated[
+        str | None, typer.Option("--only", metavar="ID[,ID]", help="Comma-separated check ids or prefixes.")
+    ] = None,
     list_checks: Annotated[bool, typer.Option("--list", help="List the checks and exit.")] = False,
     since_verified: Annotated[
         bool, typer.Option("--since-verified", help="Also show what drifted since the last verified deploy.")

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 def hosts(
     ctx: typer.Context,
-    names: Annotated[list[str] | None, typer.Argument(help="Hosts or groups (default: all).")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(metavar="HOST|GROUP", help="Hosts or groups (default: all).")
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """List hosts: where specops will connect (host, user, port, key), how it acts as root, profile, groups."""

@@ -15,7 +15,7 @@ from specops.errors import UsageError
 
 def init(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="Where to write the file.")] = Path("specops.toml"),
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="Where to write the file.")] = Path("specops.toml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     json_output: JsonOpt = False,
 ) -> None:
@@ -25,7 +25,7 @@ def init(
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     if not path.parent.is_dir():
-        raise UsageError(f"{path.parent} is not a directory")
+        raise UsageError(f"{path.parent} is not a directory", hint="create the folder first, or give another PATH")
     path.write_text(starter_config(), encoding="utf-8")
     if state(ctx).wants_json(json_output):
         print_json({"written": str(path)})

@@ -22,7 +22,13 @@ app = typer.Typer(help="See or clear a host's deploy lock.", no_args_is_help=Tru
 
 StaleAfter = Annotated[
     float,
-    typer.Option("--stale-after", min=1, max=86400, help="Seconds without a heartbeat after which a lock is stale."),
+    typer.Option(
+        "--stale-after",
+        metavar="SECONDS",
+        min=1,
+        max=86400,
+        help="Seconds without a heartbeat after which a lock is stale.",
+    ),
 ]
 
 

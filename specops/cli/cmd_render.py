@@ -13,8 +13,10 @@ from specops.cli.state import state
 
 def render(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(help="Host name from specops.toml.")],
-    profile: Annotated[str | None, typer.Option("--profile", "-p", help="Profile (default: the host's).")] = None,
+    host: Annotated[str, typer.Argument(metavar="HOST", help="Host name from specops.toml.")],
+    profile: Annotated[
+        str | None, typer.Option("--profile", "-p", metavar="NAME", help="Profile (default: the host's).")
+    ] = None,
     env: Annotated[bool, typer.Option("--env", help="Print the env file instead (secrets as ***).")] = False,
     json_output: JsonOpt = False,
 ) -> None:

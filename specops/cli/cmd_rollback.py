@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 def rollback(
     ctx: typer.Context,
     host: OptionalHostArg = None,
-    to: Annotated[str | None, typer.Option("--to", help="Release id (default: the last verified one).")] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", metavar="ID", help="Release id (default: the last verified one).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Allow a --to release that is marked bad.")] = False,
     dry_run: Annotated[
         bool,

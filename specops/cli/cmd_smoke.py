@@ -44,7 +44,9 @@ def smoke(
     ctx: typer.Context,
     names: TargetsArg = None,
     all_hosts: AllOpt = False,
-    profile: Annotated[str | None, typer.Option("--profile", "-p", help="Judge with this profile's gates.")] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", "-p", metavar="NAME", help="Judge with this profile's gates.")
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """Generate with the profile's prompt and check tokens/s, accept length and the text against the gates.

@@ -129,7 +129,9 @@ def releases(
     unmark_bad: Annotated[
         str | None, typer.Option("--unmark-bad", metavar="ID", help="Remove a release's bad mark.")
     ] = None,
-    reason: Annotated[str, typer.Option("--reason", help="Why --mark-bad (kept with the mark and audited).")] = "",
+    reason: Annotated[
+        str, typer.Option("--reason", metavar="TEXT", help="Why --mark-bad (kept with the mark and audited).")
+    ] = "",
     json_output: JsonOpt = False,
 ) -> None:
     """Releases kept on each host: id, age, profile, verified, current, bad (rollback targets: verified, not bad).
@@ -228,10 +230,14 @@ def logs(
     ctx: typer.Context,
     names: TargetsArg = None,
     all_hosts: AllOpt = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", min=1, help="How many lines.")] = 100,
-    since: Annotated[str | None, typer.Option("--since", help="'deploy' (the last start) or a journal time.")] = None,
+    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", min=1, help="How many lines.")] = 100,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="WHEN", help="'deploy' (the last start) or a journal time.")
+    ] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C to stop).")] = False,
-    grep: Annotated[str | None, typer.Option("--grep", help="Only lines matching this regular expression.")] = None,
+    grep: Annotated[
+        str | None, typer.Option("--grep", metavar="REGEX", help="Only lines matching this regular expression.")
+    ] = None,
     json_output: JsonOpt = False,
 ) -> None:
     """The engine's journal, with known failure signatures explained underneath.

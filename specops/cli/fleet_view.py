@@ -39,10 +39,10 @@ def selected(config: Config, names: Sequence[str], all_hosts: bool) -> list[Host
     if all_hosts:
         specs = list(config.inventory.hosts.values())
         if not specs:
-            raise UsageError(f"{config.display} has no hosts")
+            raise UsageError(f"{config.display} has no hosts", hint="add a [hosts.NAME] table (see `specops init`)")
         return specs
     if not names:
-        raise UsageError("name hosts or groups, or pass --all")
+        raise UsageError("name hosts or groups, or pass --all", hint="`specops hosts` lists the hosts and groups")
     return config.inventory.select(list(names))
 
 

@@ -21,7 +21,8 @@ from specops import __version__
 from specops.cli.entry import COMPLETE_VAR
 from specops.cli.options import JsonOpt
 from specops.cli.state import AppState
-from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError
+from specops.cli.usage import SpecopsCommand, SpecopsGroup
+from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError, UsageError
 
 _EXIT_TABLE = "\n".join(f"{int(code):>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
 
@@ -60,15 +61,18 @@ def build_app(only: str | None = None) -> typer.Typer:
         add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        cls=SpecopsGroup,
     )
     app.callback()(root)
     for name, (module_name, attribute, is_group) in COMMANDS.items():
         if only is None or name == only:
             target = getattr(import_module(f"specops.cli.{module_name}"), attribute)
             if is_group:
+                for sub_command in target.registered_commands:  # a group's commands show metavars too
+                    sub_command.cls = SpecopsCommand
                 app.add_typer(target, name=name)
             else:
-                app.command(name)(target)
+                app.command(name, cls=SpecopsCommand)(target)
     return app
 
 
@@ -98,7 +102,12 @@ def root(
         Path | None,
         # readable=False: click's own check would exit 2; the loader reports an unreadable file as exit 3,
         # exactly as it does for the same file found by default.
-        typer.Option("--config", readable=False, help="specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)"),
+        typer.Option(
+            "--config",
+            metavar="PATH",
+            readable=False,
+            help="specops.toml to use (default: ./, $SPECOPS_CONFIG, ~/.config)",
+        ),
     ] = None,
     json_output: JsonOpt = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
@@ -159,7 +168,7 @@ def _run(args: list[str]) -> int:
             raise
         from specops.cli.output import report_error
 
-        report_error(error, as_json)
+        report_error(_with_command_help(error, command_named(args)), as_json)
         return int(error.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
@@ -172,6 +181,13 @@ def _run(args: list[str]) -> int:
 
         return report_internal_error(error)
     return 0
+
+
+def _with_command_help(error: SpecopsError, command: str | None) -> SpecopsError:
+    """A usage error whose raise site gave no hint of its own points at the help of the command it refused."""
+    if isinstance(error, UsageError) and error.hint == UsageError.default_hint and command is not None:
+        error.hint = f"specops {command} --help"  # the same hint as a refusal by the parser
+    return error
 
 
 def _while_interrupted(error: BaseException) -> bool:

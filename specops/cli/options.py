@@ -11,18 +11,27 @@ from typing import Annotated
 import typer
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-HostArg = Annotated[str, typer.Argument(help="The host (as named in specops.toml).")]
+HostArg = Annotated[str, typer.Argument(metavar="HOST", help="The host (as named in specops.toml).")]
 OptionalHostArg = Annotated[
     str | None,
-    typer.Argument(help="The host (as named in specops.toml; default: its only host).", show_default=False),
+    typer.Argument(
+        metavar="HOST", help="The host (as named in specops.toml; default: its only host).", show_default=False
+    ),
 ]
 TargetsArg = Annotated[
-    list[str] | None, typer.Argument(help="Hosts or groups (as named in specops.toml).", show_default=False)
+    list[str] | None,
+    typer.Argument(metavar="HOST|GROUP", help="Hosts or groups (as named in specops.toml).", show_default=False),
 ]
 AllOpt = Annotated[bool, typer.Option("--all", help="Every host in the inventory.")]
-ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="Profile (default: the host's).")]
-LockWaitOpt = Annotated[float, typer.Option("--lock-wait", min=0, max=86400, help="Seconds to wait for a held lock.")]
-LinesOpt = Annotated[int, typer.Option("-n", "--lines", min=1, help="How many of the latest lines or entries.")]
+ProfileOpt = Annotated[
+    str | None, typer.Option("--profile", "-p", metavar="NAME", help="Profile (default: the host's).")
+]
+LockWaitOpt = Annotated[
+    float, typer.Option("--lock-wait", metavar="SECONDS", min=0, max=86400, help="Seconds to wait for a held lock.")
+]
+LinesOpt = Annotated[
+    int, typer.Option("-n", "--lines", metavar="N", min=1, help="How many of the latest lines or entries.")
+]
 
 
 def check_release_option(flag: str, release_id: str | None, *aliases: str) -> None:

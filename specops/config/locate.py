@@ -16,15 +16,24 @@ def find_config(explicit: Path | None, cwd: Path, environ: Mapping[str, str]) ->
     """--config, else ./specops.toml, else $SPECOPS_CONFIG, else ~/.config/specops/specops.toml."""
     if explicit is not None:
         if explicit.is_dir():
-            raise ConfigError([f"{explicit}: is a folder, not a TOML file (given with --config)"])
+            raise ConfigError(
+                [f"{explicit}: is a folder, not a TOML file (given with --config)"],
+                hint="give --config the specops.toml file itself",
+            )
         if not explicit.is_file():
-            raise ConfigError([f"{explicit}: no such file (given with --config)"])
+            raise ConfigError(
+                [f"{explicit}: no such file (given with --config)"],
+                hint="check the path; `specops init PATH` writes a commented starter file",
+            )
         return explicit
     candidates = [cwd / CONFIG_NAME]
     if environ.get("SPECOPS_CONFIG"):
         env_path = Path(environ["SPECOPS_CONFIG"])
         if not env_path.is_file():
-            raise ConfigError([f"{env_path}: no such file (named by $SPECOPS_CONFIG)"])
+            raise ConfigError(
+                [f"{env_path}: no such file (named by $SPECOPS_CONFIG)"],
+                hint="point $SPECOPS_CONFIG at an existing specops.toml, or unset it",
+            )
         candidates.append(env_path)
     candidates.append(Path(environ.get("HOME", "~")).expanduser() / ".config" / "specops" / CONFIG_NAME)
     for candidate in candidates:

@@ -144,7 +144,7 @@ class Smoke(_Strict):
         ge=0,
         le=1000,
         description="warning: allowed rise of the sampled requests' TTFT p50 and p99 vs the last "
-        "verified release of this profile",
+        "verified release of this profile (a rise of 50 ms or less never counts)",
     )
     baseline_release: str | None = Field(
         default=None,

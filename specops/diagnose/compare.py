@@ -38,7 +38,10 @@ def _files(material: Material, release: str | None) -> dict[str, Any] | None:
 def _now(material: Material) -> Any:
     found = now_fingerprint(material)
     if found is None:
-        raise UsageError(f"{material.host}: the probe could not run, so there is nothing to compare")
+        raise UsageError(
+            f"{material.host}: the probe could not run, so there is nothing to compare",
+            hint=f"`specops doctor {material.host}` shows why the probe cannot run",
+        )
     return found
 
 

@@ -60,7 +60,10 @@ def inventory_targets(
     if not names and not all_hosts:
         from specops.errors import UsageError
 
-        raise UsageError("name hosts or groups, or pass --all (or --local for this machine)")
+        raise UsageError(
+            "name hosts or groups, or pass --all (or --local for this machine)",
+            hint="`specops hosts` lists the hosts and groups of specops.toml",
+        )
     specs = list(config.inventory.hosts.values()) if all_hosts else config.inventory.select(names)
     targets = []
     for spec in specs:

@@ -43,6 +43,7 @@ class EngineError(SpecopsError):
     """The engine did not answer, or answered something other than what SGLang answers."""
 
     exit_code = ExitCode.REMOTE_FAILED
+    default_hint = "`specops status HOST` shows whether the engine answers; `specops logs HOST` shows its journal"
 
 
 def engine_address(spec: HostSpec) -> str:

@@ -102,7 +102,7 @@ class _Wait:
     ) -> None:
         self.host, self.spec, self.position, self.clock = host, spec, position, clock
         self.started = clock()
-        limit = float(profile.readiness.timeout_s)
+        limit = self.limit = float(profile.readiness.timeout_s)
         self.grace = grace_s if grace_s is not None else min(MAX_GRACE_S, limit)
         self.deadline = self.started + limit
         self.hard_cap = self.started + HARD_CAP_FACTOR * limit
@@ -154,6 +154,16 @@ class _Wait:
             status = f" with status {now.exec_main_status}" if now.exec_main_status else ""
             return f"the engine process exited{status} (unit {now.active_state}/{now.sub_state})"
         return ""
+
+    def deadline_passed(self) -> str:
+        """Why the wait gave up, with the deadline it applied: readiness.timeout_s, and how far start-up
+        progress moved it (never past the hard cap)."""
+        waited, allowed = self.clock() - self.started, self.deadline - self.started
+        moved = ""
+        if allowed > self.limit:
+            moved = f", moved to {allowed:.0f}s by start-up progress (at most {HARD_CAP_FACTOR * self.limit:g}s)"
+        return (f"not ready after {waited:.0f}s (phase: {self.phase}; deadline passed: "
+                f"readiness.timeout_s = {self.limit:g}s{moved})")  # fmt: skip
 
     def result(self, ok: bool, reason: str, cause: Match | None = None) -> Readiness:
         if not ok and cause is None:
@@ -240,8 +250,7 @@ def _loop(
             wait.phase = "ready"
             return wait.result(True, "GET /health_generate answered 200 and the unit is active")
         if wait.clock() >= wait.deadline:
-            waited = wait.clock() - wait.started
-            return wait.result(False, f"not ready after {waited:.0f}s (phase: {wait.phase}; deadline passed)")
+            return wait.result(False, wait.deadline_passed())
         sleep(poll_interval_s)
 
 

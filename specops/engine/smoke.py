@@ -20,7 +20,7 @@ profile's temperature > 0 and top_p (specops.engine.sampled):
 Compared with earlier releases (specops.engine.smoke_compare):
   regression    tokens/s, accept length and sampled tokens/s within smoke.max_regression_pct of the previous
                 verified release of this profile
-  ttft          sampled TTFT p50 within smoke.max_ttft_regression_pct of it (p99: a warning)
+  ttft          sampled TTFT p50 and p99 within smoke.max_ttft_regression_pct (or 50 ms) of it (else a warning)
   speedup       tokens/s against smoke.baseline_release (only when named; a gate with smoke.min_speedup)
 """
 

@@ -37,7 +37,10 @@ class JournalQuery:
         try:
             return re.compile(self.grep) if self.grep else None
         except re.error as error:
-            raise UsageError(f"--grep {self.grep!r}: {error}") from None
+            raise UsageError(
+                f"--grep {self.grep!r}: {error}",
+                hint="--grep takes a Python regular expression; quote it for the shell",
+            ) from None
 
     def keep(self, lines: list[str]) -> list[str]:
         pattern = self.pattern()

@@ -1,4 +1,4 @@
-"""The bad-config corpus: each mistake prints one pinned `file: path: message` line and exits 3.
+"""The bad-config corpus: each mistake prints one pinned `file: path: message` line (and the hint) and exits 3.
 
 The expected lines are what an operator sees; a change to any message must be deliberate."""
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from specops.errors import ConfigError
 from tests.unit.clirun import run_cli
 from tests.unit.conftest import VALID_HOST
 
@@ -430,7 +431,7 @@ PROFILE_CASES = [
 
 def _assert_config_error(result_code: int, err: str, expected: str) -> None:
     assert result_code == 3, err
-    assert err.splitlines() == [f"error: {expected}"]
+    assert err.splitlines() == [f"error: {expected}", f"hint: {ConfigError.default_hint}"]
     assert "Traceback" not in err
 
 
@@ -510,6 +511,7 @@ def test_every_mistake_is_reported_at_once(
         "error: specops.toml: hosts.llm-two.python: required setting is missing",
         "error: specops.toml: hosts.llm-two.port: Input should be a valid integer (got 'abc')",
         "error: specops.toml: hosts.llm-two.prot: unknown key (specops rejects unknown keys to catch typos); did you mean 'port'?",
+        f"hint: {ConfigError.default_hint}",
     ]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from specops.config.profile import Profile
 from specops.config.shipped import data_dir
+from specops.errors import ConfigError
 from tests.unit.clirun import run_cli
 from tests.unit.conftest import VALID_HOST
 
@@ -64,7 +65,7 @@ def test_bad_sampling_key_in_a_user_profile_is_reported_with_its_file(
     (config_dir / "profiles" / "fast.toml").write_text(f'algorithm = "NEXTN"\n[smoke]\n{line}\n', encoding="utf-8")
     result = run_cli(capsys, "config", "check")
     assert result.code == 3, result.err
-    assert result.err.splitlines() == [f"error: profiles/fast.toml: {expected}"]
+    assert result.err.splitlines() == [f"error: profiles/fast.toml: {expected}", f"hint: {ConfigError.default_hint}"]
 
 
 def test_bad_sampling_key_in_a_host_override_names_the_override(
@@ -74,7 +75,8 @@ def test_bad_sampling_key_in_a_host_override_names_the_override(
     result = run_cli(capsys, "config", "check")
     assert result.code == 3, result.err
     assert result.err.splitlines() == [
-        "error: specops.toml: hosts.llm-two.overrides.ddtree.smoke.sampled_temperature: Input should be greater than 0"
+        "error: specops.toml: hosts.llm-two.overrides.ddtree.smoke.sampled_temperature: Input should be greater than 0",
+        f"hint: {ConfigError.default_hint}",
     ]
 
 

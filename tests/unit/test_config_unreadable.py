@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from specops.errors import ConfigError
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -40,7 +42,10 @@ def test_an_unreadable_config_exits_3_naming_the_file(unreadable_config: Path, n
     args = ["--config", "specops.toml"] if named else []
     result = _specops_without_read_override(unreadable_config.parent, *args, "config", "check")
     assert result.returncode == 3, result.stderr
-    assert result.stderr.splitlines() == ["error: specops.toml: cannot read: Permission denied"]
+    assert result.stderr.splitlines() == [
+        "error: specops.toml: cannot read: Permission denied",
+        f"hint: {ConfigError.default_hint}",
+    ]
 
 
 def test_a_folder_given_with_config_is_named_as_a_folder(tmp_path: Path) -> None:
@@ -48,4 +53,7 @@ def test_a_folder_given_with_config_is_named_as_a_folder(tmp_path: Path) -> None
     (tmp_path / "cfg").mkdir()
     result = _specops_without_read_override(tmp_path, "--config", "cfg", "config", "check")
     assert result.returncode == 3, result.stderr
-    assert result.stderr.splitlines() == ["error: cfg: is a folder, not a TOML file (given with --config)"]
+    assert result.stderr.splitlines() == [
+        "error: cfg: is a folder, not a TOML file (given with --config)",
+        "hint: give --config the specops.toml file itself",
+    ]

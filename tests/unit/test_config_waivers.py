@@ -81,4 +81,6 @@ def test_a_bad_waiver_is_a_path_qualified_config_error(
     write_config(waive if waive.startswith("[defaults]") else VALID_HOST + f"waive = {waive}\n")
     result = run_cli(capsys, "config", "check")
     assert result.code == 3
-    assert result.err.splitlines() == [f"error: specops.toml: {line}" for line in expected]
+    *errors, hint = result.err.splitlines()
+    assert errors == [f"error: specops.toml: {line}" for line in expected]
+    assert hint.startswith("hint: ")

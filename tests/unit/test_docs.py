@@ -25,6 +25,9 @@ def test_readme_gives_the_two_setup_commands() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "python3 -m pip install . && specops doctor --local" in readme
     assert "bash .ci/run" in readme
+    setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    assert "operators" in setup and "contributors only" in setup  # who runs which line
+    assert setup.index("operators") < setup.index("contributors only")
 
 
 def _pages() -> list[Path]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from specops.errors import ConfigError
 from tests.unit.clirun import run_cli
 from tests.unit.test_config_errors import VALID_HOST
 from tests.unit.test_render_golden import systemd_verify
@@ -37,7 +38,8 @@ def test_groups_without_a_user_are_refused(
     result = run_cli(capsys, "config", "check")
     assert result.code == 3
     assert result.err.splitlines() == [
-        "error: specops.toml: hosts.llm-two.run_as_groups: set without run_as (the engine runs as root); set run_as too"
+        "error: specops.toml: hosts.llm-two.run_as_groups: set without run_as (the engine runs as root); set run_as too",
+        f"hint: {ConfigError.default_hint}",
     ]
 
 

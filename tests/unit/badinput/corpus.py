@@ -3,8 +3,9 @@
 A case writes a scene (specops.toml, profiles, patches, build folders) into a fresh folder, runs
 `specops ARGS...` in-process with every host reached as a strict RecordingHost, and is *clean* when:
 the exit code is the documented one, a line of the output matches the expected path-qualified message,
-no traceback and no "internal error" is shown, and no host saw a command that writes (a put, the release
-script, a systemctl start/restart/stop, a unit or env-file write).
+a refusal (any exit but 0 and 1) shows its `error:` and `hint:` lines, no traceback and no "internal error"
+is shown, and no host saw a command that writes (a put, the release script, a systemctl start/restart/stop,
+a unit or env-file write).
 
 Case file format (one file per family):
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import tempfile
@@ -216,6 +218,21 @@ def judge(case: Case, outcome: Outcome, writes: list[str]) -> list[str]:
         problems.append("traceback shown")
     if not re.search(case.error, shown, re.MULTILINE):
         problems.append(f"no line matches {case.error!r}")
+    if outcome.code not in (0, 1) and not _error_and_hint(outcome):
+        problems.append("no `error:` and `hint:` lines")
     if writes:
         problems.append(f"a host was changed: {writes}")
     return problems
+
+
+def _error_and_hint(outcome: Outcome) -> bool:
+    """A refusal speaks with an `error:` line and a `hint:` line (with --json: an error document with a hint)."""
+    lines = outcome.err.splitlines()
+    if any(line.startswith("error: ") for line in lines):
+        return any(line.lstrip().startswith("hint: ") for line in lines)
+    try:
+        document = json.loads(outcome.out)
+    except ValueError:
+        return False
+    error = document.get("error") if isinstance(document, dict) else None
+    return isinstance(error, dict) and bool(error.get("hint"))

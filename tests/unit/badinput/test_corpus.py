@@ -41,3 +41,6 @@ def test_the_judge_catches_a_dirty_outcome() -> None:
     assert any("exit 70" in p for p in problems)
     assert "internal error" in problems and "traceback shown" in problems
     assert any("a host was changed" in p for p in problems)
+    assert "no `error:` and `hint:` lines" in problems
+    spoken = Outcome(2, "", "error: unknown host 'x'\nhint: `specops hosts` lists them\n", [], [])
+    assert "no `error:` and `hint:` lines" not in judge(case, spoken, [])

@@ -7,14 +7,21 @@ import pytest
 import typer.main
 
 from specops.cli.main import COMMANDS, ROOT_OPTIONS_WITH_VALUE, build_app, command_named
+from specops.errors import UsageError
 
 
 def _outcome(app: typer.Typer, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[object, str, str]:
+    """What the app ends with (its exit code, or the refusal it hands to the error boundary) and printed."""
     capsys.readouterr()
-    with pytest.raises(SystemExit) as exited:
+    ended: object = None
+    try:
         app(args=args, prog_name="specops")
+    except SystemExit as exited:
+        ended = exited.code
+    except UsageError as refused:
+        ended = (int(refused.exit_code), refused.message, refused.hint)
     captured = capsys.readouterr()
-    return exited.value.code, captured.out, captured.err
+    return ended, captured.out, captured.err
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -26,7 +33,9 @@ def test_each_command_alone_has_the_help_of_the_whole_app(name: str, capsys: pyt
 
 def test_a_bad_option_is_the_same_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["doctor", "llm-two", "--no-such-option"]
-    assert _outcome(build_app("doctor"), args, capsys) == _outcome(build_app(), args, capsys)
+    alone = _outcome(build_app("doctor"), args, capsys)
+    assert alone == _outcome(build_app(), args, capsys)
+    assert alone[0] == (2, "No such option: --no-such-option", "specops doctor --help")
 
 
 def test_the_app_lists_exactly_the_commands_of_the_table() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -42,13 +43,34 @@ def test_ttft_beyond_the_threshold_warns_and_never_fails(before: dict[str, float
     gate = ttft_gate(NOW, _profile(), before)
     assert gate is not None and (gate.ok, gate.detail) == (True, detail)
     assert gate.warn is detail.startswith("warning")
-    assert gate.expected == "p50 within +50% of the previous release"
+    assert gate.expected == "p50 and p99 within +50% or +50 ms of the previous release"
 
 
 def test_a_ttft_rise_inside_the_noise_floor_never_fails() -> None:
     fast: SmokeFigures = {"ttft_p50_s": 0.04, "ttft_p99_s": 0.05}
     gate = ttft_gate(fast, _profile(), {"ttft_p50_s": 0.01, "ttft_p99_s": 0.01})  # +300%, but 30 ms
     assert gate is not None and gate.ok and not gate.warn
+
+
+@pytest.mark.parametrize("allowed_pct", [10.0, 50.0, 150.0])
+def test_the_ttft_threshold_printed_is_the_one_applied(allowed_pct: float) -> None:
+    """The gate's `expected` names the percentage and the floor it applies, to p50 and to p99: a rise past both
+    warns, a rise past only one of them does not."""
+    before = {"ttft_p50_s": 0.2, "ttft_p99_s": 0.4}
+    printed = ttft_gate(NOW, _profile(max_ttft_regression_pct=allowed_pct), before)
+    assert printed is not None
+    found = re.fullmatch(r"p50 and p99 within \+([0-9.]+)% or \+([0-9]+) ms of the previous release", printed.expected)
+    assert found is not None, printed.expected
+    pct, floor_s = float(found[1]), int(found[2]) / 1000
+    assert pct == allowed_pct
+    for name, was in (("p50", 0.2), ("p99", 0.4)):
+        smaller, larger = sorted((was * pct / 100, floor_s))
+        assert larger - smaller > 0.005  # each case below lies clearly past one bound and short of the other
+        for rise, warns in ((larger + 0.002, True), (smaller + 0.002, False), (smaller - 0.002, False)):
+            figures: SmokeFigures = {**before, f"ttft_{name}_s": was + rise}
+            gate = ttft_gate(figures, _profile(max_ttft_regression_pct=allowed_pct), before)
+            assert gate is not None and gate.ok and gate.warn is warns, (name, rise, gate.detail)
+            assert gate.expected == printed.expected
 
 
 def test_the_ttft_threshold_is_the_profiles() -> None:
