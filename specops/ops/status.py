@@ -19,7 +19,15 @@ from specops.ops.cache import measure as measure_cache
 from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.release import read_listing
 
-STATUS_PROPERTIES = ["ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStartTimestamp", "LoadState"]
+STATUS_PROPERTIES = [
+    "ActiveState",
+    "SubState",
+    "MainPID",
+    "NRestarts",
+    "ExecMainStartTimestamp",
+    "LoadState",
+    "InactiveEnterTimestamp",
+]
 
 
 @dataclass
@@ -68,8 +76,25 @@ class HostStatus:
     def exit_code(self) -> ExitCode:
         return ExitCode.OK if self.healthy else ExitCode.CHECKS_FAILED
 
+    @property
+    def serving(self) -> bool:
+        """Whether the engine's unit is active: a release is never said to serve over a stopped unit."""
+        return self.unit.get("ActiveState") == "active"
+
+    @property
+    def engine(self) -> str:
+        """`running (active/running)`, or what the unit is and since when, with the command that starts it."""
+        state = f"{self.unit.get('ActiveState', '?')}/{self.unit.get('SubState', '?')}"
+        if self.serving:
+            return f"running ({state})"
+        since = self.unit.get("InactiveEnterTimestamp", "").strip()
+        stopped = self.unit.get("ActiveState") in ("inactive", "failed")
+        when = f" since {since}" if stopped and since not in ("", "n/a") else ""
+        fix = f"`specops restart {self.host}` starts it" if self.current else "no release to start: deploy one"
+        return f"{'stopped' if stopped else 'not serving'} ({state}){when}, {fix}"
+
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "serving": self.serving, "engine": self.engine}
 
 
 def _duration(seconds: int) -> str:
