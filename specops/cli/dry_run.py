@@ -99,7 +99,7 @@ def _text(steps: HostSteps) -> list[str]:
                  f"{steps.reason}\n", f"  {_rollback_line(steps)}\n"]  # fmt: skip
     for number, step in enumerate(steps.steps, start=1):
         lines += _step_lines(number, step)
-    if steps.action != "unchanged":
+    if steps.action not in ("unchanged", "restart"):
         lines.append(steps.unit_diff or "  unit: unchanged\n")
     return lines
 

@@ -14,16 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from specops.commands.journal import last_entry_argv
 from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy import step_commands as cmds
 from specops.deploy.outcome import HostOutcome, Outcome
-from specops.deploy.steps import Condition, HostCommand, Step
+from specops.deploy.steps import Condition, HostCommand, Step, Times
 from specops.engine.gates import GateResult
 from specops.errors import ExitCode
 from specops.host.base import Host
 from specops.ops.release import update_manifest
+from specops.ops.status import stopped_since
 
 ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
 READ_TIMEOUT_S = 60.0
@@ -58,14 +60,16 @@ def read_engine_state(host: Host, spec: HostSpec) -> EngineState:
     """One request: whether the engine runs. An answer systemd could not give reads as not running."""
     result = host.run(engine_state_argv(spec.unit_name), timeout=READ_TIMEOUT_S, check=False)
     show = parse_show(result.text) if result.ok else {}
-    since = show.get("InactiveEnterTimestamp", "").strip()
-    return EngineState(show.get("ActiveState", "").strip() or "unknown", show.get("SubState", "").strip() or "?",
-                       "" if since in ("", "n/a") else since)  # fmt: skip
+    active = show.get("ActiveState", "").strip() or "unknown"
+    since = stopped_since(host, show, spec.unit_name) if active != "active" else ""
+    return EngineState(active, show.get("SubState", "").strip() or "?", since)
 
 
 def read_step_commands(spec: HostSpec) -> list[HostCommand]:
     note = "a verified release whose engine is not active is started through the gates, not left stopped"
-    return [cmds.run(engine_state_argv(spec.unit_name), note=note)]
+    since = "only when the engine is not active and systemd no longer knows since when: its last journal entry"
+    return [cmds.run(engine_state_argv(spec.unit_name), note=note),
+            cmds.run(last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since)]  # fmt: skip
 
 
 def start_steps(spec: HostSpec, profile: Profile, release_id: str, engine: EngineState, reap: bool) -> list[Step]:

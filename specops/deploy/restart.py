@@ -147,13 +147,20 @@ class _Restart:
             if step.name in OUTSIDE_STEPS or not step_applies(step.when, self.checks_ok, self.gates):
                 continue
             if step.phase is not None:
-                self.reporter.event(Event(self.spec.name, step.phase, step.summary))
+                self.reporter.event(Event(self.spec.name, step.phase, self._message(step)))
             started = time.monotonic()
             try:
                 handlers[step.name]()
             finally:
                 if step.phase is not None:
                     self.outcome.phases[step.phase] = time.monotonic() - started
+
+    def _message(self, step: Step) -> str:
+        unit = self.spec.unit_name
+        return {
+            "stop": f"draining and stopping {unit}" if self.engine.running else f"making sure {unit} is stopped",
+            "gates": "restarting, then readiness and the smoke gate",
+        }.get(step.name, step.summary)
 
     def _pre_stop(self) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter, "restart")

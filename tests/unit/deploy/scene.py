@@ -94,6 +94,9 @@ class DeployScene:
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
         host.script(engine_state_argv(spec.unit_name), reply(self.engine))
+        host.script(
+            journal.last_entry_argv(spec.unit_name), reply("2026-12-02T07:01:02+00:00 gpu1 systemd[1]: Stopped\n")
+        )
         # the stop before a restart: the engine already stopped, its GPUs free (ops/engine_stop.py has its own tests)
         host.script(engine_stop.state_argv(spec.unit_name), reply("ActiveState=inactive\nSubState=dead\nMainPID=0\n"))
         host.script(engine_stop.inspect_argv(spec.unit_name), reply("@gpus\n0, GPU-0, 0\n@apps\n@unit\n@end\n"))

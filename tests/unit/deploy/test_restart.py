@@ -108,3 +108,15 @@ def test_restart_refuses_a_host_without_a_current_release_and_changes_nothing(wo
     assert not [argv for argv in hosts[0].commands if argv[:2] in (("systemctl", "restart"), ("systemctl", "stop"))]
     assert not [call for call in hosts[0].calls if call.kind == "put"]
     assert not Path(world.folder / "state" / "specops" / "audit.jsonl").exists()
+
+
+def test_the_summary_has_a_row_per_host_that_says_nothing_serves_after_a_failure(world: World) -> None:
+    hosts = [_scene(world, ready=[False]).host()]
+    use_scene(world.monkeypatch, _scene(world, ready=[False]), hosts, [True])
+    shown = world.cli("restart", "--all")
+    assert shown.code == 1
+    header, row = shown.out.splitlines()[:2]
+    assert header.split() == ["HOST", "OUTCOME", "SERVING", "ENGINE", "BEFORE", "TOK/S", "ACCEPT", "SECONDS"]
+    assert row.split()[:5] == [HOST, "failed", "nothing", "active/running", "-"]
+    assert f"{HOST}: the engine of {CURRENT} did not start: not ready: the engine process exited" in shown.out
+    assert f"{HOST}: hint: {CURRENT} passed these gates before and stays verified (not marked bad)" in shown.out

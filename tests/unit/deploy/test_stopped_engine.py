@@ -123,3 +123,17 @@ def test_status_of_a_running_engine_says_it_runs(world: World) -> None:
     code, document = _status(world, host_status, "--json")
     found = json.loads(document)
     assert (code, found["serving"], found["engine"], found["health"]) == (0, True, "running (active/running)", 200)
+
+
+def test_a_unit_systemd_unloaded_is_stopped_since_its_last_journal_entry(world: World) -> None:
+    code, text = _status(world, "ActiveState=failed\nSubState=failed\nMainPID=0\nInactiveEnterTimestamp=\n", "--json")
+    assert code == 1
+    assert json.loads(text)["engine"] == (
+        f"stopped (failed/failed) since 2026-12-02T07:01:02+00:00, `specops restart {HOST}` starts it")  # fmt: skip
+
+
+def test_the_fleet_table_notes_a_stopped_engine_under_the_table(world: World) -> None:
+    code, text = _status(world, STOPPED + "MainPID=0\nNRestarts=0\n", "--all")
+    assert code == 1
+    assert (f"{HOST}: stopped (inactive/dead) since Wed 2026-12-02 07:01:02 UTC, `specops restart {HOST}` starts it"
+            in text)  # fmt: skip
