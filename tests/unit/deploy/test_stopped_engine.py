@@ -7,31 +7,21 @@ is the host's), the dry run says so, and the deploy follows that plan.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from specops.build.stage import StagedBuild, stage_build
+from specops.build.stage import StagedBuild
 from specops.commands.release import Listing, ReleaseInfo
-from specops.config.loader import load_config
 from specops.deploy.engine_start import EngineState
-from specops.deploy.plan import HostPlan, choose, plan_host
+from specops.deploy.plan import HostPlan, choose
 from specops.deploy.steps import Action
 from specops.host.recording import reply
-from tests.unit.deploy.scene import CONFIG, HOST, DeployScene, release, use_scene, write_build
+from tests.unit.deploy.scene import HOST, DeployScene, release, use_scene
 from tests.unit.deploy.world import FAIL_BRANCH, World
 
 CURRENT = "20260101T000000Z-same"
 STOPPED = "ActiveState=inactive\nSubState=dead\nInactiveEnterTimestamp=Wed 2026-12-02 07:01:02 UTC\n"
 STOPPED_STATE = EngineState("inactive", "dead", "Wed 2026-12-02 07:01:02 UTC")
-
-
-@pytest.fixture
-def staged_and_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StagedBuild, HostPlan]:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    (tmp_path / "specops.toml").write_text(CONFIG)
-    staged = stage_build(write_build(tmp_path), [], tmp_path / "stage")
-    return staged, plan_host(load_config(tmp_path / "specops.toml", tmp_path), HOST, None)
 
 
 def _serving(staged: StagedBuild) -> Listing:
