@@ -38,10 +38,22 @@ class EngineState:
     active: str = "active"
     sub: str = "running"
     since: str = ""
+    answering: bool = True  # an active unit's HTTP server answered (False: active, but nothing answers)
 
     @property
     def running(self) -> bool:
+        """Active and answering: what a deploy may call unchanged."""
+        return self.active == "active" and self.answering
+
+    @property
+    def draining(self) -> bool:
+        """Whether a process of the engine may hold requests: then it is drained before the restart."""
         return self.active == "active"
+
+    @property
+    def verdict(self) -> str:
+        """`inactive`, `failed`, `activating`... or `active but not answering`."""
+        return "active but not answering" if self.active == "active" and not self.answering else self.active
 
     @property
     def shown(self) -> str:
@@ -49,7 +61,9 @@ class EngineState:
 
     def describe(self) -> str:
         """`inactive/dead since Wed 2026-12-02 07:01:02 UTC` (without `since` when systemd gave no time)."""
-        return self.shown + (f" since {self.since}" if self.since and not self.running else "")
+        if self.active == "active":
+            return self.shown + ("" if self.answering else ", its HTTP server not answering")
+        return self.shown + (f" since {self.since}" if self.since else "")
 
 
 def engine_state_argv(unit_name: str) -> list[str]:
@@ -57,12 +71,23 @@ def engine_state_argv(unit_name: str) -> list[str]:
 
 
 def read_engine_state(host: Host, spec: HostSpec) -> EngineState:
-    """One request: whether the engine runs. An answer systemd could not give reads as not running."""
+    """Whether the engine runs: one request, and for an active unit one HTTP request to the engine (through the
+    SSH connection, no host command). An answer systemd could not give reads as not running."""
     result = host.run(engine_state_argv(spec.unit_name), timeout=READ_TIMEOUT_S, check=False)
     show = parse_show(result.text) if result.ok else {}
     active = show.get("ActiveState", "").strip() or "unknown"
     since = stopped_since(host, show, spec.unit_name) if active != "active" else ""
-    return EngineState(active, show.get("SubState", "").strip() or "?", since)
+    return EngineState(
+        active, show.get("SubState", "").strip() or "?", since, active != "active" or _answers(host, spec)
+    )
+
+
+def _answers(host: Host, spec: HostSpec) -> bool:
+    """An active unit's engine answers HTTP (one request through the SSH connection: no host command)."""
+    from specops.engine.client import EngineClient
+
+    with EngineClient(host, spec) as engine:
+        return engine.answers()
 
 
 def read_step_commands(spec: HostSpec) -> list[HostCommand]:
@@ -76,12 +101,12 @@ def start_steps(spec: HostSpec, profile: Profile, release_id: str, engine: Engin
     """Drain (when something runs), restart, readiness and smoke; then record the gates, or name the cause."""
     ok, passed, failed = Condition.CHECKS_PASS, Condition.GATES_PASS, Condition.GATES_FAIL
     steps: list[Step] = []
-    if engine.running and spec.pre_stop:
+    if engine.draining and spec.pre_stop:
         steps.append(Step("pre_stop", f"run the pre_stop hook on this machine: {' '.join(spec.pre_stop)}; a failure "
                           "stops here", (), ok, phase="pre_stop"))  # fmt: skip
     drain_s = profile.drain.timeout_s
     reap_note = "; --reap: stop orphans of the old engine" if reap else "; anything left there stops here"
-    if engine.running:
+    if engine.draining:
         stop = f"drain and stop {spec.unit_name} (SIGTERM, up to {drain_s} s for running requests)"
     else:
         stop = f"{spec.unit_name} is {engine.shown}: nothing to drain; make sure it is stopped"
@@ -108,9 +133,16 @@ def record_started(host: Host, spec: HostSpec, release_id: str, gates: GateResul
     outcome.outcome, outcome.release = done, release_id
 
 
+def started_note(engine: EngineState) -> str:
+    """What the summary says of a start that passed its gates ("" for a plain restart of a serving engine)."""
+    if not engine.draining:
+        return f"started the stopped engine ({engine.describe()}); verified"
+    return "" if engine.answering else f"restarted the engine that did not answer ({engine.describe()}); verified"
+
+
 def start_failed(spec: HostSpec, release_id: str, gates: GateResult, outcome: HostOutcome, engine: EngineState) -> None:
     """The gates failed: nothing serves. The cause is the journal's; the release keeps its verified mark."""
-    was = "stopped engine" if not engine.running else "engine"
+    was = "engine" if engine.draining else "stopped engine"
     outcome.outcome, outcome.exit_code, outcome.release = Outcome.FAILED, ExitCode.CHECKS_FAILED, None
     outcome.cause = f"the {was} of {release_id} did not start: {gates.cause}; nothing serves"
     outcome.hint = (f"{release_id} passed these gates before and stays verified (not marked bad): the host is the "

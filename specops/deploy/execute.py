@@ -196,7 +196,7 @@ class _HostDeploy:
     def _started(self) -> None:
         assert self.gates is not None
         engine_start.record_started(self.host, self.spec, self.steps.release, self.gates, self.outcome, Outcome.STARTED)
-        self.outcome.cause = f"started the stopped engine ({self.state.engine.describe()}); verified"
+        self.outcome.cause = engine_start.started_note(self.state.engine)
 
     def _start_failed(self) -> None:
         assert self.gates is not None

@@ -143,7 +143,7 @@ def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text
     current = next((r for r in listing.releases if r.id == listing.current), None)
     if same is not None and current is same and same.verified and not unit_changed:
         if engine is not None and not engine.running:
-            reason = (f"engine {engine.active}: start it through the gates ({host_plan.target.host.unit_name} is "
+            reason = (f"engine {engine.verdict}: start it through the gates ({host_plan.target.host.unit_name} is "
                       f"{engine.describe()}; release {same.id} with this exact content is current and verified, "
                       "with this unit)")  # fmt: skip
             return Choice(Action.START, reason, same.id, same, None, None, unit_changed)

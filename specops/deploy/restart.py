@@ -76,7 +76,7 @@ def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engi
     record = Step("record", f"append the outcome (action restart) to {spec.service_dir}/audit.jsonl and the local "
                   "audit log", tuple(cmds.record_commands(spec)))  # fmt: skip
     verified = "verified" if current.verified else "NOT verified"
-    what = "drain and restart" if engine.running else "start"
+    what = "drain and restart" if engine.draining else "start"
     reason = f"{spec.unit_name} is {engine.describe()}: {what} release {current.id} ({verified}) through the gates"
     return HostSteps(host=spec.name, profile=profile.name, action=Action.RESTART, reason=reason,
                      current=listing.current, release=current.id, rollback_to=None, guard=False, push=None,
@@ -158,7 +158,7 @@ class _Restart:
     def _message(self, step: Step) -> str:
         unit = self.spec.unit_name
         return {
-            "stop": f"draining and stopping {unit}" if self.engine.running else f"making sure {unit} is stopped",
+            "stop": f"draining and stopping {unit}" if self.engine.draining else f"making sure {unit} is stopped",
             "gates": "restarting, then readiness and the smoke gate",
         }.get(step.name, step.summary)
 
@@ -177,8 +177,7 @@ class _Restart:
         assert self.gates is not None
         engine_start.record_started(self.host, self.spec, self.steps.release, self.gates, self.outcome,
                                     Outcome.RESTARTED)  # fmt: skip
-        if not self.engine.running:
-            self.outcome.cause = f"started the stopped engine ({self.engine.describe()}); verified"
+        self.outcome.cause = engine_start.started_note(self.engine)
 
     def _failed(self) -> None:
         assert self.gates is not None

@@ -7,6 +7,7 @@ is the host's), the dry run says so, and the deploy follows that plan.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 
@@ -15,9 +16,11 @@ from specops.commands.release import Listing, ReleaseInfo
 from specops.deploy.engine_start import EngineState
 from specops.deploy.plan import HostPlan, choose
 from specops.deploy.steps import Action
+from specops.errors import ConnectError
 from specops.host.recording import reply
 from tests.unit.deploy.scene import HOST, DeployScene, release, use_scene
 from tests.unit.deploy.world import FAIL_BRANCH, World
+from tests.unit.engine.fakes import CannedServer, CannedTunnel
 
 CURRENT = "20260101T000000Z-same"
 STOPPED = "ActiveState=inactive\nSubState=dead\nInactiveEnterTimestamp=Wed 2026-12-02 07:01:02 UTC\n"
@@ -127,3 +130,39 @@ def test_the_fleet_table_notes_a_stopped_engine_under_the_table(world: World) ->
     assert code == 1
     assert (f"{HOST}: stopped (inactive/dead) since Wed 2026-12-02 07:01:02 UTC, `specops restart {HOST}` starts it"
             in text)  # fmt: skip
+
+
+def test_an_active_engine_that_does_not_answer_is_not_unchanged_either(
+    staged_and_plan: tuple[StagedBuild, HostPlan],
+) -> None:
+    staged, host_plan = staged_and_plan
+    silent = EngineState(answering=False)
+    choice = choose(staged, host_plan, _serving(staged), host_plan.unit_text, "new", silent)
+    assert (choice.action, choice.release_id) == (Action.START, CURRENT)
+    assert choice.reason.startswith("engine active but not answering: start it through the gates (sglang.service is "
+                                    "active/running, its HTTP server not answering;")  # fmt: skip
+
+
+@dataclass
+class RefusesFirst(CannedServer):
+    """The engine's port refuses its first `refusals` connections (the plans' "does it answer?"), then answers."""
+
+    refusals: int = 2
+
+    def tunnel(self, remote_host: str, remote_port: int) -> CannedTunnel:
+        if self.refusals > 0:
+            self.refusals -= 1
+            raise ConnectError(f"cannot connect to {remote_host}:{remote_port}: Connection refused")
+        return super().tunnel(remote_host, remote_port)
+
+
+def test_a_deploy_over_an_engine_that_does_not_answer_drains_and_restarts_it(world: World) -> None:
+    scene = world.scene(releases=[release(CURRENT, world.tree_hash)], current=CURRENT, unit=world.unit_text,
+                        server=RefusesFirst())  # fmt: skip
+    run = world.run(scene)
+    assert run.plan["action"] == "start"
+    assert run.plan["reason"].startswith("engine active but not answering: start it through the gates")
+    assert run.plan["steps"][3]["summary"].startswith("drain and stop sglang.service")
+    assert (run.outcome["outcome"], run.result.code) == ("started", 0)
+    assert run.outcome["cause"].startswith("restarted the engine that did not answer (active/running")
+    run.assert_followed()
