@@ -140,11 +140,13 @@ def started_note(engine: EngineState) -> str:
     return "" if engine.answering else f"restarted the engine that did not answer ({engine.describe()}); verified"
 
 
-def start_failed(spec: HostSpec, release_id: str, gates: GateResult, outcome: HostOutcome, engine: EngineState) -> None:
-    """The gates failed: nothing serves. The cause is the journal's; the release keeps its verified mark."""
+def start_failed(spec: HostSpec, release_id: str, gates: GateResult, outcome: HostOutcome, engine: EngineState,
+                 verified: bool = True) -> None:  # fmt: skip
+    """The gates failed: nothing serves. The cause is the journal's; the release's marks are left as they were."""
     was = "engine" if engine.draining else "stopped engine"
     outcome.outcome, outcome.exit_code, outcome.release = Outcome.FAILED, ExitCode.CHECKS_FAILED, None
     outcome.cause = f"the {was} of {release_id} did not start: {gates.cause}; nothing serves"
-    outcome.hint = (f"{release_id} passed these gates before and stays verified (not marked bad): the host is the "
-                    f"suspect; `specops logs {spec.name} --since deploy` and `specops doctor {spec.name}` say what "
-                    "changed")  # fmt: skip
+    logs = f"`specops logs {spec.name} --since deploy` and `specops doctor {spec.name}` say what changed"
+    why = ("passed these gates before and stays verified (not marked bad): the host is the suspect" if verified
+           else f"was never verified: deploy a verified build or `specops rollback {spec.name}`")  # fmt: skip
+    outcome.hint = f"{release_id} {why}; {logs}"

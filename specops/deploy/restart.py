@@ -111,7 +111,7 @@ def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Repor
     outcome = HostOutcome(spec.name, Outcome.ERROR, release=current.id, attempted=current.id, previous=current.id,
                           lock_taken_over=held.takeover_note)  # fmt: skip
     run = _Restart(host, spec, profile_for(current.profile), steps, engine, outcome, reporter, options.reap,
-                   smoke_figures(current))  # fmt: skip
+                   smoke_figures(current), current.verified)  # fmt: skip
     try:
         run.run()
     except SpecopsError as error:  # the audit log explains every change to the host, this one too
@@ -135,6 +135,7 @@ class _Restart:
     reporter: Reporter
     reap: bool
     baseline: dict[str, Any] | None  # the release's own recorded smoke figures: the regression gate's baseline
+    verified: bool  # the release passed its gates before (a failure then points at the host)
     checks_ok: bool = True
     gates: GateResult | None = None
 
@@ -181,7 +182,7 @@ class _Restart:
 
     def _failed(self) -> None:
         assert self.gates is not None
-        engine_start.start_failed(self.spec, self.steps.release, self.gates, self.outcome, self.engine)
+        engine_start.start_failed(self.spec, self.steps.release, self.gates, self.outcome, self.engine, self.verified)
 
     def _post_start(self) -> None:
         stop_step.post_start(self.spec, self.outcome, self.reporter, "restart")

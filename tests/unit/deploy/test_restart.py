@@ -120,3 +120,12 @@ def test_the_summary_has_a_row_per_host_that_says_nothing_serves_after_a_failure
     assert row.split()[:5] == [HOST, "failed", "nothing", "active/running", "-"]
     assert f"{HOST}: the engine of {CURRENT} did not start: not ready: the engine process exited" in shown.out
     assert f"{HOST}: hint: {CURRENT} passed these gates before and stays verified (not marked bad)" in shown.out
+
+
+def test_a_failed_restart_of_a_release_never_verified_does_not_blame_the_host(world: World) -> None:
+    scene = world.scene(releases=[release(CURRENT, world.tree_hash, verified=False)], current=CURRENT,
+                        unit=world.unit_text, ready=[False])  # fmt: skip
+    plan, outcome, code, _host = _restart(world, scene)
+    assert plan["reason"].endswith(f"drain and restart release {CURRENT} (NOT verified) through the gates")
+    assert (outcome["outcome"], code) == ("failed", 1)
+    assert outcome["hint"].startswith(f"{CURRENT} was never verified: deploy a verified build or `specops rollback")
