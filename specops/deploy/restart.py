@@ -24,6 +24,7 @@ from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy import step_commands as cmds
 from specops.deploy.engine_start import EngineState, read_engine_state
+from specops.deploy.execute import LockLost
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.rollback import ProfileFor, smoke_figures
 from specops.deploy.steps import Action, HostSteps, Step, step_applies
@@ -111,11 +112,12 @@ def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Repor
     outcome = HostOutcome(spec.name, Outcome.ERROR, release=current.id, attempted=current.id, previous=current.id,
                           lock_taken_over=held.takeover_note)  # fmt: skip
     run = _Restart(host, spec, profile_for(current.profile), steps, engine, outcome, reporter, options.reap,
-                   smoke_figures(current), current.verified)  # fmt: skip
+                   smoke_figures(current), current.verified, held)  # fmt: skip
     try:
         run.run()
     except SpecopsError as error:  # the audit log explains every change to the host, this one too
-        outcome.outcome, outcome.cause = Outcome.ERROR, error.message
+        outcome.outcome = Outcome.LOCK_LOST if isinstance(error, LockLost) else Outcome.ERROR
+        outcome.cause = error.message
         _audit(host, spec, steps, run)
         raise
     _audit(host, spec, steps, run)
@@ -136,6 +138,7 @@ class _Restart:
     reap: bool
     baseline: dict[str, Any] | None  # the release's own recorded smoke figures: the regression gate's baseline
     verified: bool  # the release passed its gates before (a failure then points at the host)
+    held: lock.HostLock
     checks_ok: bool = True
     gates: GateResult | None = None
 
@@ -147,6 +150,11 @@ class _Restart:
         for step in self.steps.steps:
             if step.name in OUTSIDE_STEPS or not step_applies(step.when, self.checks_ok, self.gates):
                 continue
+            if self.held.lost:  # removed or taken over: no longer sure to be the only one changing this host
+                raise LockLost(f"{self.spec.name}: lost the lock (removed or taken over by someone else); stopped "
+                               f"before the {step.name} step",
+                               hint=f"`specops lock status {self.spec.name}` names the holder; `specops status "
+                               f"{self.spec.name}` shows what serves")  # fmt: skip
             if step.phase is not None:
                 self.reporter.event(Event(self.spec.name, step.phase, self._message(step)))
             started = time.monotonic()

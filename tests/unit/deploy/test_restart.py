@@ -129,3 +129,34 @@ def test_a_failed_restart_of_a_release_never_verified_does_not_blame_the_host(wo
     assert plan["reason"].endswith(f"drain and restart release {CURRENT} (NOT verified) through the gates")
     assert (outcome["outcome"], code) == ("failed", 1)
     assert outcome["hint"].startswith(f"{CURRENT} was never verified: deploy a verified build or `specops rollback")
+
+
+def test_a_restart_that_loses_its_lock_stops_before_its_next_step_and_audits_why(world: World) -> None:
+    from specops.deploy import restart
+    from specops.ops import lock
+
+    held: list[lock.HostLock] = []
+    acquire, read = lock.acquire, restart.read_engine_state
+
+    def keep(*args: Any, **kwargs: Any) -> lock.HostLock:
+        held.append(acquire(*args, **kwargs))
+        return held[-1]
+
+    def read_then_lose(host: Any, spec: Any) -> EngineState:
+        state = read(host, spec)
+        held[-1].lost = True  # removed by `specops lock release --force` meanwhile
+        return state
+
+    world.monkeypatch.setattr(lock, "acquire", keep)
+    world.monkeypatch.setattr(restart, "read_engine_state", read_then_lose)
+    hosts = [_scene(world).host()]
+    use_scene(world.monkeypatch, _scene(world), hosts, [True])
+    done = world.cli("restart", HOST, "--json")
+    assert done.code == 6
+    found = json.loads(done.out)["hosts"][HOST]
+    assert (
+        found["error"] == f"{HOST}: lost the lock (removed or taken over by someone else); stopped before the stop step"
+    )
+    assert not [argv for argv in hosts[0].commands if argv[:2] in (("systemctl", "stop"), ("systemctl", "restart"))]
+    entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
+    assert (entry["action"], entry["outcome"]) == ("restart", "lock-lost")
