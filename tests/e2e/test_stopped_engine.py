@@ -43,6 +43,10 @@ def test_a_stopped_engine_is_reported_started_by_a_deploy_and_restarted(scene: S
     assert _active(scene) == "active"
 
     _stop_on_the_host(scene)
+    plan = scene.cli("restart", scene.host.name, "--dry-run")
+    assert plan.code == 0, plan.out + plan.err
+    assert f"{scene.host.name}: would restart {release} " in plan.out
+    assert _active(scene) == "inactive"  # the dry run changed nothing
     restarted = scene.cli("restart", scene.host.name, "--json")
     assert restarted.code == 0, restarted.out + restarted.err
     outcome = json.loads(restarted.out)["hosts"][scene.host.name]
