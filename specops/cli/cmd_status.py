@@ -84,7 +84,8 @@ def _figure(value: object) -> str:
 
 
 def _status_notes(found: HostStatus) -> list[str]:
-    notes = [f"runs {found.running_release}, NOT current ({found.current})"] if found.uses_current is False else []
+    notes = [] if found.serving else [found.engine]
+    notes += [f"runs {found.running_release}, NOT current ({found.current})"] if found.uses_current is False else []
     return notes + [f"drifted since {found.current}: {change}" for change in found.drift or []]
 
 
@@ -97,6 +98,7 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
     lines = [
         f"[bold]{found.host}[/]  {unit_name}: {unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}"
         f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
+        *([] if found.serving else [f"[red]engine: {escape(found.engine)}[/]"]),
         f"current: {found.current or '-'} ({found.verified_text}, profile {found.profile or '-'}){mismatch}",
         f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
     ]

@@ -229,6 +229,22 @@ TABLE: dict[str, Any] = {
             },
             "arguments": [{"value": "host", "many": False}],
         },
+        "restart": {
+            "help": "Restart the current release (or start it when stopped): drain, restart, "
+            "readiness and smoke gates.",
+            "options": {
+                "--all": {"value": "", "help": "Every host in the inventory."},
+                "--lock-wait": {"value": "any", "help": "Seconds to wait for a held lock."},
+                "--reap": {
+                    "value": "",
+                    "help": "Stop orphans of the old engine still holding the unit's GPUs (never other processes).",
+                },
+                "--dry-run": {"value": "", "help": "Print the plan; change nothing."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "target", "many": True}],
+        },
         "rollback": {
             "help": "Put a verified release back, restart, and prove it with the readiness and smoke gates.",
             "options": {

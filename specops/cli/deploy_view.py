@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from specops.deploy.execute import HostOutcome
     from specops.events import Event
 
-_COLORS = {"deployed": "green", "unchanged": "green", "rolled-back": "yellow", "skipped": "dim"}
+_COLORS = {
+    "deployed": "green",
+    "unchanged": "green",
+    "started": "green",
+    "restarted": "green",
+    "rolled-back": "yellow",
+    "skipped": "dim",
+}
 BAR_MIN_BYTES = 8 * 2**20  # smaller pushes finish before a bar would tell anything; the row's message is enough
 _SPEED_WINDOW_S = 5.0
 
@@ -225,7 +232,7 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
         if outcome.watch_s:
             console.print(f"[bold]{escape(name)}[/]: the guard watches {escape(outcome.release or '-')} for "
                           f"{outcome.watch_s} s on the host (`specops status {escape(name)}`)")  # fmt: skip
-        if outcome.hint and outcome.outcome not in ("deployed", "unchanged"):
+        if outcome.hint and not outcome.ok:
             console.print(f"  [cyan]hint:[/] {escape(outcome.hint)}")
 
 

@@ -31,15 +31,26 @@ BRANCH = {"gates-pass": " (if the gates pass)", "gates-fail": " (if the gates fa
 
 def show_plan(plan: DeployPlan, opener: Opener, options: DeployOptions, as_json: bool) -> None:
     """Print every host's plan (or why it has none); raise typer.Exit with the worst host's code if any failed."""
-    from specops.deploy.survey import survey, survey_exit_code
+    from specops.deploy.survey import survey
 
     readings = survey([host_plan.target.host for host_plan in plan.hosts], opener, _previewer(plan, options))
+    build = plan.build
+    head = {"build": build.to_json() if build is not None else None}
+    show_readings(readings, as_json, lambda steps: _json(steps, plan), head, build.lines() if build else [])
+
+
+def show_readings(readings: dict[str, Reading[HostSteps]], as_json: bool,
+                  to_json: Callable[[HostSteps], dict[str, Any]], head: dict[str, Any] | None = None,
+                  head_lines: list[str] | None = None) -> None:  # fmt: skip
+    """Print the plans read (a deploy's or a restart's); raise typer.Exit with the worst host's code if any failed.
+    `head`: what the JSON document holds beside the hosts (a deploy's build); `head_lines`: the same, as text."""
+    from specops.deploy.survey import survey_exit_code
+
     if as_json:
-        build = plan.build.to_json() if plan.build is not None else None
-        hosts = [_json_reading(reading, plan) for reading in readings.values()]
-        print_json({"dry_run": True, "build": build, "hosts": hosts})
+        hosts = [_json_reading(reading, to_json) for reading in readings.values()]
+        print_json({"dry_run": True, **(head or {}), "hosts": hosts})
     else:
-        print_raw("".join(f"{line}\n" for line in (plan.build.lines() if plan.build is not None else [])))
+        print_raw("".join(f"{line}\n" for line in head_lines or []))
         for reading in readings.values():
             print_raw("".join(_text(reading.value) if reading.value else _failed_lines(reading)))
         failed = sum(reading.value is None for reading in readings.values())
@@ -69,9 +80,9 @@ def _failed_lines(reading: Reading[HostSteps]) -> list[str]:
     return [*lines, f"  hint: {reading.hint}\n"] if reading.hint else lines
 
 
-def _json_reading(reading: Reading[HostSteps], plan: DeployPlan) -> dict[str, Any]:
+def _json_reading(reading: Reading[HostSteps], to_json: Callable[[HostSteps], dict[str, Any]]) -> dict[str, Any]:
     if reading.value is not None:
-        return _json(reading.value, plan)
+        return to_json(reading.value)
     failure = {"message": reading.error, "hint": reading.hint, "exit_code": int(reading.exit_code)}
     return {"host": reading.host, "action": "unreachable" if reading.unreachable else "error", "error": failure}
 
@@ -85,12 +96,16 @@ def _text(steps: HostSteps) -> list[str]:
     current = steps.current or "none"
     if steps.action == "unchanged":
         lines = [f"{steps.host}: unchanged: {steps.reason}\n"]
+    elif steps.action in ("start", "restart"):
+        lines = [f"{steps.host}: would {steps.action} {steps.release} (profile {steps.profile}): {steps.reason}\n",
+                 "  if the gates fail: nothing serves; the release stays verified, not marked bad (the host is the "
+                 "suspect)\n"]  # fmt: skip
     else:
         lines = [f"{steps.host}: would deploy {steps.release} (profile {steps.profile}), current {current}: "
                  f"{steps.reason}\n", f"  {_rollback_line(steps)}\n"]  # fmt: skip
     for number, step in enumerate(steps.steps, start=1):
         lines += _step_lines(number, step)
-    if steps.action != "unchanged":
+    if steps.action not in ("unchanged", "restart"):
         lines.append(steps.unit_diff or "  unit: unchanged\n")
     return lines
 

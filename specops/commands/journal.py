@@ -162,3 +162,9 @@ def invocation_journal_argv(unit: str, lines: int = 5000) -> list[str]:
 def clock_argv() -> list[str]:
     """The host's clock as epoch seconds: the journal position when the journal has no entry yet."""
     return ["date", "+%s"]
+
+
+def last_entry_argv(unit: str) -> list[str]:
+    """The unit's last journal entry, its time first (`2026-12-02T07:01:02+00:00 host systemd[1]: Stopped ...`):
+    when the engine stopped, once systemd has unloaded the inactive unit and forgotten its timestamps."""
+    return ["journalctl", "-u", unit, "-n", "1", "--no-pager", "-o", "short-iso"]

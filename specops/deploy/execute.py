@@ -19,7 +19,7 @@ from specops.commands.cache import cache_key
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
 from specops.commands.release import ReleaseInfo
 from specops.config.secrets import Secret
-from specops.deploy import stop_step
+from specops.deploy import engine_start, stop_step
 from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
@@ -27,7 +27,7 @@ from specops.deploy.preflight import judge
 from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, rollback_host
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
-from specops.deploy.steps import Action, Condition, Step
+from specops.deploy.steps import Action, Step, step_applies
 from specops.diagnose.fingerprint import fingerprint_from_facts
 from specops.doctor.model import CheckContext
 from specops.doctor.registry import all_checks, run_checks
@@ -51,6 +51,7 @@ PHASE_MESSAGES = {
     "push": "sending the release",
     "preflight": "running the doctor's checks on the candidate",
     "unit": "installing the env file and unit",
+    "env": "writing the env file",
     "gates": "waiting for readiness, then the smoke gate",
 }
 
@@ -135,22 +136,16 @@ class _HostDeploy:
         if self.steps.action is Action.UNCHANGED:
             self.outcome.outcome, self.outcome.cause = Outcome.UNCHANGED, self.steps.reason
             return
-        push = self.steps.step("push")
-        assert push is not None, "a deploy's plan pushes (or reuses) a release first"
-        self._run_step(push, lambda: self._push(session))  # on the conversation the listing came from
+        push = self.steps.step("push")  # None: the same release, its stopped engine started (Action.START)
+        if push is not None:
+            self._run_step(push, lambda: self._push(session))  # on the conversation the listing came from
         session.close()  # pushed (or nothing to push): the host script exits
         for step in self.steps.steps:
             if step.name not in (*OUTSIDE_STEPS, "push") and self._applies(step):
                 self._run_step(step, self._handler(step.name))
 
     def _applies(self, step: Step) -> bool:
-        passed = self.gates is not None and self.gates.passed
-        return {
-            Condition.ALWAYS: True,
-            Condition.CHECKS_PASS: self.checks_ok,
-            Condition.GATES_PASS: self.checks_ok and passed,
-            Condition.GATES_FAIL: self.checks_ok and self.gates is not None and not passed,
-        }[step.when]
+        return step_applies(step.when, self.checks_ok, self.gates)
 
     def _run_step(self, step: Step, handler: Callable[[], None]) -> None:
         """A step boundary: stop here when interrupted or when the lock is no longer ours."""
@@ -192,8 +187,21 @@ class _HostDeploy:
             "preflight": self._preflight, "unit": self._unit, "guard": self._arm, "switch": self._switch,
             "gates": self._gates, "verified": self._verified, "failed": self._failed, "rollback": self._rollback,
             "disarm": self._disarm, "disarm-leftover": self._disarm, "watch": self._watch,
-            "pre_stop": self._pre_stop, "stop": self._stop, "post_start": self._post_start,
+            "pre_stop": self._pre_stop, "stop": self._stop, "post_start": self._post_start, "env": self._env,
+            "started": self._started, "start-failed": self._start_failed,
         }[name]  # fmt: skip
+
+    def _env(self) -> None:
+        install_env_file(self.host, self.spec, self.host_plan.env_text)
+
+    def _started(self) -> None:
+        assert self.gates is not None
+        engine_start.record_started(self.host, self.spec, self.steps.release, self.gates, self.outcome, Outcome.STARTED)
+        self.outcome.cause = engine_start.started_note(self.state.engine)
+
+    def _start_failed(self) -> None:
+        assert self.gates is not None
+        engine_start.start_failed(self.spec, self.steps.release, self.gates, self.outcome, self.state.engine)
 
     def _pre_stop(self) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter)
@@ -271,7 +279,8 @@ class _HostDeploy:
 
     def _gates(self) -> None:
         listing, release = self.state.listing, self.steps.release
-        previous = last_verified_figures(listing, self.profile.name, exclude=release)
+        starts = self.steps.action is Action.START  # the same release again: its own figures are the baseline
+        previous = last_verified_figures(listing, self.profile.name, exclude=None if starts else release)
         speedup_baseline = release_figures(listing, self.profile.smoke.baseline_release)
         expected = compile_cache.expected_downtime(listing.releases, listing.current)
         if expected is not None:

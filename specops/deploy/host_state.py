@@ -12,6 +12,7 @@ from typing import Any
 from specops.build.stage import StagedBuild
 from specops.commands.units import read_unit_argv
 from specops.config.secrets import Secret
+from specops.deploy.engine_start import read_engine_state
 from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps
 from specops.deploy.steps import Action, HostSteps
 from specops.host.base import Host
@@ -41,14 +42,16 @@ def read_installed_unit(host: Host, unit_name: str) -> str | None:
 
 def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan: HostPlan) -> HostState:
     """The release id a push would create (prepared while the host starts its shell), the listing, the unit,
-    and, when the plan pushes on top of a base release, that base's files (to count what must be sent)."""
+    whether its engine is active, and, when the plan pushes on top of a base release, that base's files (to count
+    what must be sent)."""
     new_id = session.prepare(staged, manifest_fields=manifest_fields(host_plan))
     listing = session.listing
     unit_text = read_installed_unit(host, host_plan.target.host.unit_name)
-    choice = choose(staged, host_plan, listing, unit_text, new_id)
+    engine = read_engine_state(host, host_plan.target.host)
+    choice = choose(staged, host_plan, listing, unit_text, new_id, engine)
     pushes = choice.action is Action.DEPLOY and choice.reuse is None and choice.base is not None
     base_files = session.base_files(choice.base) if pushes and choice.base is not None else None
-    return HostState(listing, unit_text, new_id, base_files)
+    return HostState(listing, unit_text, new_id, base_files, engine)
 
 
 def preview(host: Host, staged: StagedBuild, host_plan: HostPlan, options: DeployOptions) -> HostSteps:

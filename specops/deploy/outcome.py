@@ -19,6 +19,8 @@ class Outcome(StrEnum):
 
     DEPLOYED = "deployed"
     UNCHANGED = "unchanged"
+    STARTED = "started"  # the same build was current and verified but its engine was not active: started, verified
+    RESTARTED = "restarted"  # `specops restart`: the current release restarted and verified
     ROLLED_BACK = "rolled-back"
     FAILED = "failed"  # the gates failed and nothing was rolled back (--no-rollback, or no verified release)
     PREFLIGHT_FAILED = "preflight-failed"
@@ -29,7 +31,7 @@ class Outcome(StrEnum):
     SKIPPED = "skipped"  # a fleet never started it (the canary or the failure budget)
 
 
-OK_OUTCOMES = (Outcome.DEPLOYED, Outcome.UNCHANGED)
+OK_OUTCOMES = (Outcome.DEPLOYED, Outcome.UNCHANGED, Outcome.STARTED, Outcome.RESTARTED)
 
 
 @dataclass(frozen=True)

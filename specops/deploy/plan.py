@@ -28,6 +28,7 @@ from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
 from specops.config.waivers import waiver_reasons
 from specops.deploy import step_commands as cmds
+from specops.deploy.engine_start import EngineState, read_step_commands, start_steps
 from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
 from specops.errors import SpecopsError
 from specops.ops.guard import watch_settings
@@ -129,6 +130,9 @@ class HostState:
     unit_text: str | None  # the installed unit (None: none)
     new_release_id: str  # the id a push would create, chosen locally
     base_files: dict[str, Any] | None = None  # the push's delta base's files map (None: everything is sent)
+    engine: EngineState = field(
+        default_factory=EngineState
+    )  # whether the unit runs: a stopped engine is never "unchanged"
 
 
 @dataclass(frozen=True)
@@ -144,15 +148,22 @@ class Choice:
     unit_changed: bool
 
 
-def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text: str | None, new_id: str) -> Choice:
-    """Unchanged when the staged tree serves, verified, with this unit. Otherwise a release with the same tree is
-    reused, except the rollback target itself: its recorded unit is what a rollback restores, so a new unit
-    gets a new release (every file hard-linked from it). The rollback target is `current` when verified, else
-    the newest verified release."""
+def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text: str | None, new_id: str,
+           engine: EngineState | None = None) -> Choice:  # fmt: skip
+    """Unchanged when the staged tree serves, verified, with this unit, and its engine is active; the same but
+    with the engine not active: start it through the gates (nothing pushed, no rollback: it was verified, so a
+    failure is the host's). Otherwise a release with the same tree is reused, except the rollback target
+    itself: its recorded unit is what a rollback restores, so a new unit gets a new release (every file
+    hard-linked from it). The rollback target is `current` when verified, else the newest verified release."""
     same = identical_release(staged, listing.releases)
     unit_changed = unit_text != host_plan.unit_text
     current = next((r for r in listing.releases if r.id == listing.current), None)
     if same is not None and current is same and same.verified and not unit_changed:
+        if engine is not None and not engine.running:
+            reason = (f"engine {engine.verdict}: start it through the gates ({host_plan.target.host.unit_name} is "
+                      f"{engine.describe()}; release {same.id} with this exact content is current and verified, "
+                      "with this unit)")  # fmt: skip
+            return Choice(Action.START, reason, same.id, same, None, None, unit_changed)
         reason = f"release {same.id} with this exact content is already serving (verified), with this unit"
         return Choice(Action.UNCHANGED, reason, same.id, same, None, None, unit_changed)
     rollback_to = current if current is not None and current.rollback_target else None
@@ -174,21 +185,21 @@ def plan_steps(
 ) -> HostSteps:
     """The steps of this host's deploy, both branches (gates pass / fail) included; `token` is the lock's."""
     spec = host_plan.target.host
-    choice = choose(staged, host_plan, state.listing, state.unit_text, state.new_release_id)
+    choice = choose(staged, host_plan, state.listing, state.unit_text, state.new_release_id, state.engine)
     lock = Step("lock", f"take the lock ({lock_root()}), heartbeat while deploying",
                 (*cmds.conversation_commands(spec), *cmds.push_session_commands(spec),
                  *cmds.lock_commands(token, options.lock_wait_s)), phase="lock")  # fmt: skip
     read = Step(
         "read",
         "read the host's releases (on the push conversation) and installed unit",
-        tuple(cmds.read_commands(spec)),
+        (*cmds.read_commands(spec), *read_step_commands(spec)),
     )
     unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
     record = Step("record", f"append the outcome to {spec.service_dir}/audit.jsonl and the local audit log",
                   tuple(cmds.record_commands(spec)))  # fmt: skip
     push = _push_plan(staged, choice, state)
     guard = choice.rollback_to is not None and not options.no_rollback
-    middle = [] if choice.action is Action.UNCHANGED else _deploy_steps(host_plan, choice, push, guard, options)
+    middle = _middle_steps(host_plan, choice, push, guard, options, state.engine)
     diff = "".join(unit_diff(state.unit_text, host_plan.unit_text, spec.unit_name))
     return HostSteps(
         host=spec.name, profile=host_plan.target.profile.name, action=choice.action, reason=choice.reason,
@@ -199,8 +210,22 @@ def plan_steps(
     )  # fmt: skip
 
 
+def _middle_steps(host_plan: HostPlan, choice: Choice, push: PushPlan | None, guard: bool, options: DeployOptions,
+                  engine: EngineState) -> list[Step]:  # fmt: skip
+    """Between reading the host and releasing the lock: nothing (unchanged), the start of the stopped engine
+    (its env file written as a deploy writes it), or the whole deploy."""
+    if choice.action is Action.UNCHANGED:
+        return []
+    if choice.action is Action.START:
+        spec = host_plan.target.host
+        env = Step("env", f"write {spec.env_file} (0600); {spec.unit_name} unchanged",
+                   tuple(cmds.env_commands(spec, len(host_plan.env_text.splitlines()))), phase="unit")  # fmt: skip
+        return [env, *start_steps(spec, host_plan.target.profile, choice.release_id, engine, options.reap)]
+    return _deploy_steps(host_plan, choice, push, guard, options)
+
+
 def _push_plan(staged: StagedBuild, choice: Choice, state: HostState) -> PushPlan | None:
-    if choice.action is Action.UNCHANGED or choice.reuse is not None:
+    if choice.action is not Action.DEPLOY or choice.reuse is not None:
         return None
     base_files = state.base_files if choice.base is not None else None
     sent = len(files_to_send(staged.files, base_files)) - 1  # the manifest is always sent, not counted

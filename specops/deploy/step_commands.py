@@ -86,8 +86,7 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
     """The env file always (it may carry a new secret); the unit only when its text changed: verified under a
     scratch path first, then moved in and systemd reloaded."""
     commands = [
-        run(units.mkdir_argv(spec.service_dir)),
-        put(spec.env_file, 0o600, f"the env file ({env_lines} line{'' if env_lines == 1 else 's'}; secrets not shown)"),
+        *env_commands(spec, env_lines),
         *(
             run(argv, note="the compile cache, keyed by the preflight's facts")
             for argv in prepare_argvs(spec, KEY_PLACEHOLDER)
@@ -110,6 +109,13 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(units.daemon_reload_argv()),
         ]
     return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ..., "compile_cache": ...}')]
+
+
+def env_commands(spec: HostSpec, env_lines: int) -> list[HostCommand]:
+    return [
+        run(units.mkdir_argv(spec.service_dir)),
+        put(spec.env_file, 0o600, f"the env file ({env_lines} line{'' if env_lines == 1 else 's'}; secrets not shown)"),
+    ]
 
 
 def manifest_update(

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 SCRIPT_MARK = "<script"
 
@@ -38,9 +38,27 @@ class Condition(StrEnum):
     GATES_FAIL = "gates-fail"
 
 
+class Passed(Protocol):
+    @property
+    def passed(self) -> bool: ...
+
+
+def step_applies(when: Condition, checks_ok: bool, gates: Passed | None) -> bool:
+    """Whether a step of this branch runs, once the checks (or a hook, or the stop) and the gates have spoken."""
+    passed = gates is not None and gates.passed
+    return {
+        Condition.ALWAYS: True,
+        Condition.CHECKS_PASS: checks_ok,
+        Condition.GATES_PASS: checks_ok and passed,
+        Condition.GATES_FAIL: checks_ok and gates is not None and not passed,
+    }[when]
+
+
 class Action(StrEnum):
     DEPLOY = "deploy"
     UNCHANGED = "unchanged"
+    START = "start"  # the same build, verified, but its engine is not active: start it through the gates
+    RESTART = "restart"  # `specops restart`: the current release, drained and started through the gates
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def post_start(spec: HostSpec, outcome: HostOutcome, reporter: Reporter, action:
     """Put the host back, only when a verified engine serves after the restart; otherwise say it stays out."""
     if not spec.post_start:
         return
-    serving = outcome.outcome is Outcome.DEPLOYED or (
+    serving = outcome.outcome in (Outcome.DEPLOYED, Outcome.STARTED, Outcome.RESTARTED) or (
         outcome.outcome is Outcome.ROLLED_BACK and outcome.rollback is not None and outcome.rollback.ok
     )
     if not serving:

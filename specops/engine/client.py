@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from specops.host.base import Host
 
 DEFAULT_TIMEOUT_S = 30.0
+ANSWER_TIMEOUT_S = 10.0
 HEALTH_TIMEOUT_S = 30.0  # SGLang answers 503 itself after SGLANG_HEALTH_CHECK_TIMEOUT (20 s)
 ANY_ADDRESS = ("0.0.0.0", "::", "")
 
@@ -85,6 +86,17 @@ class EngineClient:
             return self._client.get("/health_generate", timeout=timeout).status_code
         except httpx.TransportError:
             return 0
+
+    def answers(self, timeout: float = ANSWER_TIMEOUT_S) -> bool:
+        """Whether the engine's HTTP server answers at all (GET /v1/models: no generation, any status counts):
+        a cheap "something serves there" for a unit systemd reports active."""
+        import httpx
+
+        try:
+            self._client.get("/v1/models", timeout=timeout)
+        except httpx.TransportError:
+            return False
+        return True
 
     def server_info(self) -> dict[str, Any]:
         """/get_server_info (server args + internal_states + version); newer builds also name it /server_info."""

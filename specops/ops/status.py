@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.commands.journal import last_entry_argv
 from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode
@@ -19,7 +20,15 @@ from specops.ops.cache import measure as measure_cache
 from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.release import read_listing
 
-STATUS_PROPERTIES = ["ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStartTimestamp", "LoadState"]
+STATUS_PROPERTIES = [
+    "ActiveState",
+    "SubState",
+    "MainPID",
+    "NRestarts",
+    "ExecMainStartTimestamp",
+    "LoadState",
+    "InactiveEnterTimestamp",
+]
 
 
 @dataclass
@@ -68,12 +77,40 @@ class HostStatus:
     def exit_code(self) -> ExitCode:
         return ExitCode.OK if self.healthy else ExitCode.CHECKS_FAILED
 
+    @property
+    def serving(self) -> bool:
+        """Whether the engine's unit is active: a release is never said to serve over a stopped unit."""
+        return self.unit.get("ActiveState") == "active"
+
+    @property
+    def engine(self) -> str:
+        """`running (active/running)`, or what the unit is and since when, with the command that starts it."""
+        state = f"{self.unit.get('ActiveState', '?')}/{self.unit.get('SubState', '?')}"
+        if self.serving:
+            return f"running ({state})"
+        since = self.unit.get("InactiveEnterTimestamp", "").strip()
+        stopped = self.unit.get("ActiveState") in ("inactive", "failed")
+        when = f" since {since}" if stopped and since not in ("", "n/a") else ""
+        fix = f"`specops restart {self.host}` starts it" if self.current else "no release to start: deploy one"
+        return f"{'stopped' if stopped else 'not serving'} ({state}){when}, {fix}"
+
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "serving": self.serving, "engine": self.engine}
 
 
 def _duration(seconds: int) -> str:
     return f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
+
+
+def stopped_since(host: Host, unit: dict[str, str], unit_name: str) -> str:
+    """When a unit that is not active stopped: systemd's InactiveEnterTimestamp, or, once systemd has unloaded
+    the inactive unit (its timestamps then read empty), the time of the unit's last journal entry; "" unknown."""
+    since = unit.get("InactiveEnterTimestamp", "").strip()
+    if unit.get("ActiveState") == "active" or since not in ("", "n/a"):
+        return since if since != "n/a" else ""
+    result = host.run(last_entry_argv(unit_name), timeout=30, check=False)
+    words = result.text.split() if result.ok else []
+    return words[0] if words and words[0][:1].isdigit() else ""
 
 
 def running_release(host: Host, spec: HostSpec, pid: str) -> str | None:
@@ -89,6 +126,8 @@ def running_release(host: Host, spec: HostSpec, pid: str) -> str | None:
 def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_drift: bool = False) -> HostStatus:
     listing = read_listing(host, spec)
     unit = parse_show(host.run(show_argv(spec.unit_name, STATUS_PROPERTIES), timeout=30).text)
+    if unit.get("ActiveState") != "active":
+        unit["InactiveEnterTimestamp"] = stopped_since(host, unit, spec.unit_name)
     running = running_release(host, spec, unit.get("MainPID", ""))
     current = next((r for r in listing.releases if r.id == listing.current), None)
     smoke = current.gates.get("smoke") if current and isinstance(current.gates, dict) else None

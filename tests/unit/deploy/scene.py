@@ -21,6 +21,7 @@ from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands.lock import LOCK_SCRIPT
 from specops.config.inventory import HostSpec
+from specops.deploy.engine_start import engine_state_argv
 from specops.doctor.model import CheckResult, Status
 from specops.engine.smoke import Gate, SmokeResult
 from specops.host.recording import Answer, RecordingHost, reply
@@ -67,6 +68,7 @@ class DeployScene:
     on_command: dict[str, Callable[[], Answer | None]] = field(default_factory=dict)  # a hook per step command
     server: CannedServer = field(default_factory=CannedServer)
     lock_holder: str | None = None  # holder.json of a deploy holding the lock when this one starts
+    engine: str = "ActiveState=active\nSubState=running\nInactiveEnterTimestamp=\n"  # the unit before the deploy
 
     def host(self) -> RecordingHost:
         spec, script = self.spec, release_cmd.script_argv(self.spec, "x")[:4]
@@ -92,6 +94,10 @@ class DeployScene:
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
+        host.script(engine_state_argv(spec.unit_name), reply(self.engine))
+        host.script(
+            journal.last_entry_argv(spec.unit_name), reply("2026-12-02T07:01:02+00:00 gpu1 systemd[1]: Stopped\n")
+        )
         # the stop before a restart: the engine already stopped, its GPUs free (ops/engine_stop.py has its own tests)
         host.script(engine_stop.state_argv(spec.unit_name), reply("ActiveState=inactive\nSubState=dead\nMainPID=0\n"))
         host.script(engine_stop.inspect_argv(spec.unit_name), reply("@gpus\n0, GPU-0, 0\n@apps\n@unit\n@end\n"))

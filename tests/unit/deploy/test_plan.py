@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from specops.build.stage import StagedBuild, stage_build
+from specops.build.stage import StagedBuild
 from specops.commands.release import Listing, ReleaseInfo
-from specops.config.loader import load_config
-from specops.deploy.plan import HostPlan, choose, plan_host
+from specops.deploy.plan import HostPlan, choose
 from specops.deploy.steps import Action
-from tests.unit.deploy.scene import CONFIG, HOST, write_build
 
 NEW = "20261130T120000Z-new"
-
-
-@pytest.fixture
-def staged_and_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StagedBuild, HostPlan]:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    (tmp_path / "specops.toml").write_text(CONFIG)
-    staged = stage_build(write_build(tmp_path), [], tmp_path / "stage")
-    return staged, plan_host(load_config(tmp_path / "specops.toml", tmp_path), HOST, None)
 
 
 def _release(release_id: str, tree: str, verified: bool = True, current: bool = False) -> ReleaseInfo:

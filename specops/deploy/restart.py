@@ -1,0 +1,209 @@
+"""`specops restart HOST`: restart the current release's engine under the host's lock, through the deploy's
+drain and gates, with an audit line (action "restart").
+
+Why a command of its own: an engine stopped on the host (`systemctl stop`, a crash systemd gave up on) must be
+startable without a build in hand, and a restart that bypasses specops (`systemctl restart` on the host) skips
+the lock, the drain, the gates and the audit log. The plan (`restart_plan`, pure) is what `--dry-run` prints
+and what `restart_host` runs; the steps are the ones a deploy of the same build over a stopped engine runs
+(specops/deploy/engine_start.py). Nothing is switched, pushed, marked bad or rolled back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from specops.commands import release as release_cmd
+from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
+from specops.commands.release import Listing
+from specops.config.inventory import HostSpec
+from specops.config.profile import Profile
+from specops.config.secrets import Secret
+from specops.deploy import engine_start, stop_step
+from specops.deploy import step_commands as cmds
+from specops.deploy.engine_start import EngineState, read_engine_state
+from specops.deploy.execute import LockLost
+from specops.deploy.outcome import HostOutcome, Outcome
+from specops.deploy.rollback import ProfileFor, smoke_figures
+from specops.deploy.steps import Action, HostSteps, Step, step_applies
+from specops.engine.gates import GateResult, restart_and_gate
+from specops.errors import ChecksFailed, SpecopsError
+from specops.events import Event, Reporter
+from specops.host.base import Host
+from specops.host.conversation import conversation
+from specops.ops import audit, lock
+from specops.ops.release import read_listing
+
+OUTSIDE_STEPS = ("lock", "read", "unlock", "record")
+DRY_RUN_TOKEN = Secret("dryrun")
+
+
+@dataclass(frozen=True)
+class RestartOptions:
+    lock_wait_s: float = 0.0
+    reap: bool = False  # stop orphans of the old engine that still hold the unit's GPUs
+    command: str | None = None  # what the lock's holder record shows (default: this process's command line)
+
+
+@dataclass
+class HostRestart:
+    """One host's restart: its outcome (the deploy's record: summary row, --json, audit) and the engine before."""
+
+    outcome: HostOutcome
+    before: EngineState = field(default_factory=EngineState)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.outcome.to_json(), "action": "restart", "engine_before": self.before.describe()}
+
+
+def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engine: EngineState,
+                 options: RestartOptions, token: str) -> HostSteps:  # fmt: skip
+    """The restart's steps for what the host said; refuses (ChecksFailed, nothing changed) without a current
+    release: there is nothing to restart, and starting an unknown tree is a deploy's job."""
+    current = next((r for r in listing.releases if r.id == listing.current), None)
+    if current is None:
+        raise ChecksFailed(f"{spec.name}: no current release to restart: nothing was changed",
+                           hint=f"deploy one first: specops deploy {spec.name} --build PATH")  # fmt: skip
+    profile = profile_for(current.profile)
+    lock_step = Step("lock", f"take the lock ({lock.lock_root()}), heartbeat while restarting",
+                     (*cmds.conversation_commands(spec), *cmds.lock_commands(token, options.lock_wait_s)),
+                     phase="lock")  # fmt: skip
+    read = Step("read", "read the host's releases and whether the engine runs",
+                (cmds.run(release_cmd.list_argv(spec)), *engine_start.read_step_commands(spec)))  # fmt: skip
+    middle = engine_start.start_steps(spec, profile, current.id, engine, options.reap)
+    unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+    record = Step("record", f"append the outcome (action restart) to {spec.service_dir}/audit.jsonl and the local "
+                  "audit log", tuple(cmds.record_commands(spec)))  # fmt: skip
+    verified = "verified" if current.verified else "NOT verified"
+    what = "drain and restart" if engine.draining else "start"
+    reason = f"{spec.unit_name} is {engine.describe()}: {what} release {current.id} ({verified}) through the gates"
+    return HostSteps(host=spec.name, profile=profile.name, action=Action.RESTART, reason=reason,
+                     current=listing.current, release=current.id, rollback_to=None, guard=False, push=None,
+                     unit_changed=False, unit_diff="", steps=(lock_step, read, *middle, record, unlock))  # fmt: skip
+
+
+def preview(host: Host, spec: HostSpec, profile_for: ProfileFor, options: RestartOptions) -> HostSteps:
+    """`restart --dry-run`: the plan from what the host says now, read without the lock, changing nothing."""
+    return restart_plan(spec, profile_for, read_listing(host, spec), read_engine_state(host, spec), options,
+                        DRY_RUN_TOKEN)  # fmt: skip
+
+
+def restart_host(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter,
+                 options: RestartOptions) -> HostRestart:  # fmt: skip
+    """Take the lock (or raise LockHeld), read the host, restart through the gates, audit, release the lock.
+    Its commands are requests on one command conversation, as a deploy's (host/conversation.py)."""
+    holder = lock.LockHolder.current(options.command)
+
+    def say(text: str) -> None:
+        reporter.event(Event(spec.name, "lock", text))
+
+    talk = conversation(host, conversation_argv(spec.python), lifetime_s=CONVERSATION_TIMEOUT_S)
+    with talk as on_host, lock.acquire(on_host, holder, wait_s=options.lock_wait_s, on_event=say) as held:
+        return _locked(on_host, spec, profile_for, reporter, options, held)
+
+
+def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter, options: RestartOptions,
+            held: lock.HostLock) -> HostRestart:  # fmt: skip
+    listing, engine = read_listing(host, spec), read_engine_state(host, spec)
+    steps = restart_plan(spec, profile_for, listing, engine, options, Secret(held.holder.token))
+    current = next(r for r in listing.releases if r.id == listing.current)
+    outcome = HostOutcome(spec.name, Outcome.ERROR, release=current.id, attempted=current.id, previous=current.id,
+                          lock_taken_over=held.takeover_note)  # fmt: skip
+    run = _Restart(host, spec, profile_for(current.profile), steps, engine, outcome, reporter, options.reap,
+                   smoke_figures(current), current.verified, held)  # fmt: skip
+    try:
+        run.run()
+    except SpecopsError as error:  # the audit log explains every change to the host, this one too
+        outcome.outcome = Outcome.LOCK_LOST if isinstance(error, LockLost) else Outcome.ERROR
+        outcome.cause = error.message
+        _audit(host, spec, steps, run)
+        raise
+    _audit(host, spec, steps, run)
+    return HostRestart(outcome, engine)
+
+
+@dataclass
+class _Restart:
+    """The restart's steps in order, each in its phase (the live view and the timings)."""
+
+    host: Host
+    spec: HostSpec
+    profile: Profile
+    steps: HostSteps
+    engine: EngineState
+    outcome: HostOutcome
+    reporter: Reporter
+    reap: bool
+    baseline: dict[str, Any] | None  # the release's own recorded smoke figures: the regression gate's baseline
+    verified: bool  # the release passed its gates before (a failure then points at the host)
+    held: lock.HostLock
+    checks_ok: bool = True
+    gates: GateResult | None = None
+
+    def run(self) -> None:
+        handlers: dict[str, Callable[[], None]] = {
+            "pre_stop": self._pre_stop, "stop": self._stop, "gates": self._gates, "started": self._started,
+            "start-failed": self._failed, "post_start": self._post_start,
+        }  # fmt: skip
+        for step in self.steps.steps:
+            if step.name in OUTSIDE_STEPS or not step_applies(step.when, self.checks_ok, self.gates):
+                continue
+            if self.held.lost:  # removed or taken over: no longer sure to be the only one changing this host
+                raise LockLost(f"{self.spec.name}: lost the lock (removed or taken over by someone else); stopped "
+                               f"before the {step.name} step",
+                               hint=f"`specops lock status {self.spec.name}` names the holder; `specops status "
+                               f"{self.spec.name}` shows what serves")  # fmt: skip
+            if step.phase is not None:
+                self.reporter.event(Event(self.spec.name, step.phase, self._message(step)))
+            started = time.monotonic()
+            try:
+                handlers[step.name]()
+            finally:
+                if step.phase is not None:
+                    self.outcome.phases[step.phase] = time.monotonic() - started
+
+    def _message(self, step: Step) -> str:
+        unit = self.spec.unit_name
+        return {
+            "stop": f"draining and stopping {unit}" if self.engine.draining else f"making sure {unit} is stopped",
+            "gates": "restarting, then readiness and the smoke gate",
+        }.get(step.name, step.summary)
+
+    def _pre_stop(self) -> None:
+        self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter, "restart")
+
+    def _stop(self) -> None:
+        self.outcome.release = None  # from here on nothing serves until the gates pass
+        self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap)
+
+    def _gates(self) -> None:
+        self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter)
+        self.outcome.gates = self.gates
+
+    def _started(self) -> None:
+        assert self.gates is not None
+        engine_start.record_started(self.host, self.spec, self.steps.release, self.gates, self.outcome,
+                                    Outcome.RESTARTED)  # fmt: skip
+        self.outcome.cause = engine_start.started_note(self.engine)
+
+    def _failed(self) -> None:
+        assert self.gates is not None
+        engine_start.start_failed(self.spec, self.steps.release, self.gates, self.outcome, self.engine, self.verified)
+
+    def _post_start(self) -> None:
+        stop_step.post_start(self.spec, self.outcome, self.reporter, "restart")
+
+
+def _audit(host: Host, spec: HostSpec, steps: HostSteps, run: _Restart) -> None:
+    outcome = run.outcome
+    entry = audit.new_entry("restart", outcome=str(outcome.outcome), from_release=steps.release,
+                            to_release=steps.release, profile=steps.profile, phases=outcome.phases,
+                            gates=outcome.gates.to_json() if outcome.gates else {}, message=outcome.cause)  # fmt: skip
+    entry["engine_before"] = run.engine.describe()
+    if outcome.stop is not None:
+        entry["drain"] = outcome.stop.drain.to_json()
+    if outcome.lock_taken_over:
+        entry["lock_taken_over"] = outcome.lock_taken_over
+    audit.record(host, spec, entry)
