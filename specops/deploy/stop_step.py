@@ -38,6 +38,10 @@ def stop(host: Host, spec: HostSpec, profile: Profile, outcome: HostOutcome, rep
         outcome.outcome, outcome.exit_code = Outcome.FAILED, busy.exit_code
         outcome.cause, outcome.hint = busy.message.removeprefix(f"{spec.name}: "), busy.hint
         reporter.event(Event(spec.name, "gpus", outcome.cause.splitlines()[0], level="error"))
+        dark = (f"NOTHING SERVES on {spec.name}: {spec.unit_name} was stopped for the deploy and stays stopped; once "
+                f"the GPUs are free, `specops restart {spec.name}` or a deploy starts it")  # fmt: skip
+        outcome.cause += "\n" + dark
+        reporter.event(Event(spec.name, "gpus", dark, level="error"))
         return False
     return True
 

@@ -117,6 +117,7 @@ def test_an_orphan_on_the_gpu_stops_the_start_and_disarms_the_guard(world: World
     assert (run.result.code, run.outcome["outcome"]) == (1, "failed")
     assert "pid 4242 (python -m sglang) holds 60000 MiB on GPU 0: orphan of the old engine" in run.outcome["cause"]
     assert "--reap" in run.outcome["hint"]
+    assert "NOTHING SERVES on gpu1: sglang.service was stopped for the deploy" in run.outcome["cause"]
     assert not [argv for argv in run.host.commands if argv[:2] == ("systemctl", "restart")]  # never started
     stops = [argv for argv in run.host.commands if argv[:3] == ("systemctl", "stop", "specops-guard-sglang.timer")]
     assert stops  # the guard will not start it
