@@ -153,16 +153,20 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
-def test_an_interrupted_request_is_never_answered_by_the_next_one(plain: CountingHost, talk: Host) -> None:
+def test_an_interrupted_request_is_never_answered_by_the_next_one(
+    plain: CountingHost, talk: Host, tmp_path: Path
+) -> None:
     def interrupt_once_sent() -> None:
         in_flight(talk)
-        time.sleep(0.2)  # the request is on its way; its reply comes seconds later
+        time.sleep(0.2)  # the request is on its way; its reply comes only after the interrupt
         os.kill(os.getpid(), signal.SIGINT)
 
+    go = tmp_path / "go"  # the request answers once this exists: never before the interrupt, however loaded
     assert talk.run(["true"]).ok  # the runner is up: the interrupted request is an exchange, not the greeting
     threading.Thread(target=interrupt_once_sent, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):  # a reply after 10 s: a loaded machine may hold the signal up for seconds
-        talk.run(["sh", "-c", "sleep 10; echo late"])
+    with pytest.raises(KeyboardInterrupt):
+        talk.run(["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done; echo late"], timeout=600)
+    go.touch()  # the late reply is on its way now
     assert talk.run(["echo", "next"]).text == "next\n"  # not "late": the conversation was given up
     assert len(plain.started) == 2
 
