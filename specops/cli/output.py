@@ -80,6 +80,12 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
+def unprefixed(host: str, text: str) -> str:
+    """`text` without a leading `HOST: `, for a line the caller already starts with the host's name: an error
+    message names its host for when it is shown alone, and `fd1: fd1: locked by ...` says it twice."""
+    return text.removeprefix(f"{host}: ")
+
+
 def print_json(data: Any) -> None:
     """Machine-readable output: one JSON document on stdout."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
@@ -100,7 +106,7 @@ def report_error(error: SpecopsError, as_json: bool) -> None:
     from rich.markup import escape
 
     console = stderr_console()
-    for line in error.message.splitlines() or [type(error).__name__]:
+    for line in error.message.splitlines() or [ExitCode.cause(error)]:
         console.print(f"[bold red]error:[/] {escape(line)}")
     if error.hint:
         console.print(f"[yellow]hint:[/] {escape(error.hint)}")
