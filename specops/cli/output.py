@@ -51,6 +51,11 @@ class PlainStream:
     def isatty(self) -> bool:
         return False
 
+    @property
+    def encoding(self) -> str:
+        """The stream's own, so rich still draws ASCII tables for an ASCII-only reader (LANG=C)."""
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
 
 def _console(stream: TextIO, stderr: bool) -> Console:
     """A terminal: rich's own width and wrapping. Anything else: plain lines, never padded, cut or wrapped."""

@@ -85,3 +85,15 @@ def test_a_pipe_gets_tables_never_padded_cut_or_wrapped(config_dir: Path) -> Non
     assert [line.split()[0] for line in lines] == ["HOST", "llm-two", "far"]
     assert hostname in lines[2]
     assert not [line for line in lines if line != line.rstrip()]
+
+
+def test_padding_is_dropped_only_at_a_lines_end_even_across_writes() -> None:
+    import io
+
+    from specops.cli.output import PlainStream
+
+    out = io.StringIO()
+    stream = PlainStream(out)
+    for chunk in ("a  b   \n", "cell   ", "\nkept ", " inside\n", "last   "):
+        stream.write(chunk)
+    assert out.getvalue() == "a  b\ncell\nkept  inside\nlast"
