@@ -27,6 +27,15 @@ class ExitCode(IntEnum):
     INTERNAL = 70
     INTERRUPTED = 130
 
+    @staticmethod
+    def cause(error: BaseException) -> str:
+        """Why a run stopped, in words for a person (never an exception's class name)."""
+        if isinstance(error, KeyboardInterrupt):
+            return EXIT_CODE_MEANINGS[ExitCode.INTERRUPTED]
+        if isinstance(error, SpecopsError):
+            return EXIT_CODE_MEANINGS[error.exit_code]
+        return "internal error in specops"
+
 
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success",

@@ -17,7 +17,10 @@ import typer
 
 TABLE_FILE = Path(__file__).with_name("completion_table.py")
 # what a parameter's values are, by its name: the fast path completes these from the inventory / local state
-VALUE_KINDS = {"host": "host", "name": "host", "names": "target", "profile": "profile", "to": "release"}
+VALUE_KINDS = {"host": "host", "name": "host", "other": "host", "names": "target", "profile": "profile",
+               "to": "rollback-target", "mark_bad": "release-unmarked", "unmark_bad": "release-bad",
+               "release": "release"}  # fmt: skip
+CHECK_LISTS = ("only", "skip_check")  # comma-separated doctor check ids
 
 
 class Shell(StrEnum):
@@ -52,6 +55,10 @@ def _value_kind(param: Any) -> dict[str, Any]:
     name = param.name or ""
     if name in CHOICES:
         return {"value": "choice", "choices": CHOICES[name]}
+    if name in CHECK_LISTS:
+        from specops.config.waivers import CHECK_IDS
+
+        return {"value": "checks", "choices": list(CHECK_IDS)}
     return {"value": VALUE_KINDS.get(name, "any")}
 
 

@@ -37,7 +37,7 @@ def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
     from specops.host.resolve import resolve_ssh_target
 
     target = resolve_ssh_target(spec.ssh, jump=spec.jump)
-    groups = [group for group, members in config.inventory.groups.items() if spec.name in members]
+    groups = [group for group in config.inventory.groups if spec.name in config.inventory.members(group)]
     return {
         "name": spec.name,
         "ssh": spec.ssh,

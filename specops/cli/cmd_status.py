@@ -245,20 +245,22 @@ def logs(
     """The engine's journal, with known failure signatures explained underneath.
 
     A group, several hosts or --all: every line prefixed with its host; with -f the journals interleave.
-    --json (one host, without -f): the lines and each explained line with its signature id, kind and fatality."""
+    --grep searches the window (--since, else the engine's current run) and shows the last N matches.
+    --json (without -f): the lines and each explained line with its signature id, kind and fatality; for a
+    group, one document with an entry per host."""
     from specops.ops import logs as journal
 
     query = journal.JournalQuery(lines=lines, since=since, grep=grep)
     query.pattern()  # a bad --grep is a usage error before anything connects
     app_state = state(ctx)
-    config = app_state.load_config()
-    single = one_host(config, names or [], all_hosts)
-    if single is None:
-        _fleet_logs(app_state, selected(config, names or [], all_hosts), query, follow)
-    spec = config.host(single)
     as_json = app_state.wants_json(json_output)
     if as_json and follow:
         raise UsageError("--json and --follow do not go together", hint="drop one of them")
+    config = app_state.load_config()
+    single = one_host(config, names or [], all_hosts)
+    if single is None:
+        _fleet_logs(app_state, selected(config, names or [], all_hosts), query, follow, as_json)
+    spec = config.host(single)
     with app_state.connect(spec) as connection:
         shown, position = journal.first_read(connection, spec, query)
         if as_json:
@@ -270,8 +272,10 @@ def logs(
                 _print_lines(batch, explain=False)
 
 
-def _fleet_logs(app_state: AppState, specs: list[HostSpec], query: JournalQuery, follow: bool) -> NoReturn:
-    """Print each host's lines prefixed `HOST | `; errors per host at the end; exit with the most severe."""
+def _fleet_logs(
+    app_state: AppState, specs: list[HostSpec], query: JournalQuery, follow: bool, as_json: bool
+) -> NoReturn:
+    """Print each host's lines prefixed `HOST | ` (or one JSON document); exit with the most severe error."""
     from specops.deploy.survey import most_severe
     from specops.ops.logs import journal_fleet
 
@@ -281,19 +285,35 @@ def _fleet_logs(app_state: AppState, specs: list[HostSpec], query: JournalQuery,
     batches = journal_fleet(specs, app_state.opener, query, follow)
     if not follow:  # one screen per host, in inventory order
         batches = iter(sorted(batches, key=lambda batch: order[batch.host]))
+    entries: list[dict[str, object]] = []
     for batch in batches:
         if batch.error is not None:
             failed[batch.host] = batch.error
-            stderr_console().print(f"[bold red]error:[/] {escape(batch.error.message)}", soft_wrap=True)
-            continue
-        _print_lines(batch.lines, explain=batch.first, prefix=f"{batch.host:<{width}} | ")
+            entries.append({"host": batch.host, "error": _error_json(batch.error)})
+            if not as_json:
+                stderr_console().print(f"[bold red]error:[/] {escape(batch.error.message)}", soft_wrap=True)
+        elif as_json:
+            entries.append(_logs_json(batch.host, batch.lines))
+        else:
+            _print_lines(batch.lines, explain=batch.first, prefix=f"{batch.host:<{width}} | ")
+    if as_json:
+        print_json({"hosts": entries})
     raise typer.Exit(int(most_severe(error.exit_code for error in failed.values())))
 
 
-def _print_logs_json(host: str, lines: list[str]) -> None:
+def _error_json(error: SpecopsError) -> dict[str, object]:
+    """A host's failure inside a fleet document, shaped like the top-level `{"error": ...}` of a failed run."""
+    return {"message": error.message, "hint": error.hint, "exit_code": int(error.exit_code)}
+
+
+def _logs_json(host: str, lines: list[str]) -> dict[str, object]:
     from specops.engine.signatures_explain import explain_lines
 
-    print_json({"host": host, "lines": lines, "explained": [found.to_json() for found in explain_lines(lines)]})
+    return {"host": host, "lines": lines, "explained": [found.to_json() for found in explain_lines(lines)]}
+
+
+def _print_logs_json(host: str, lines: list[str]) -> None:
+    print_json(_logs_json(host, lines))
 
 
 def _print_lines(lines: list[str], explain: bool = True, prefix: str = "") -> None:

@@ -4,13 +4,13 @@ The shells call `specops` with `_SPECOPS_COMPLETE=complete_bash|complete_zsh|com
 typed so far (the protocol of typer's completion scripts, so `specops --install-completion` and
 `specops completion SHELL` install scripts that land here). The command tree comes from a table generated
 from the typer app (completion_table.py, kept current by a test); host, group and profile names come from
-specops.toml read with tomllib; release ids from the local audit log. Anything unreadable completes nothing.
+specops.toml read with tomllib; release ids from the local audit log (complete_releases.py). Anything
+unreadable completes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -19,7 +19,6 @@ from typing import Any
 
 from specops.cli.completion_table import TABLE
 from specops.cli.entry import COMPLETE_VAR
-from specops.localdirs import state_root
 
 Node = dict[str, Any]
 
@@ -76,7 +75,10 @@ def _walk(words: list[str]) -> tuple[Node, list[str], Node | None]:
 def candidates(words: list[str], incomplete: str, environ: Mapping[str, str], cwd: Path) -> list[tuple[str, str]]:
     """(value, help) pairs that complete `incomplete` after `words`."""
     node, positionals, waiting = _walk(words)
-    if waiting is not None:
+    if waiting is not None and waiting["value"] == "checks":  # a comma-separated list: complete its last id
+        typed, comma, _ = incomplete.rpartition(",")
+        values = [(typed + comma + choice, "check") for choice in waiting["choices"]]
+    elif waiting is not None:
         values = _values(waiting["value"], waiting.get("choices", []), words, positionals, environ, cwd)
     elif incomplete.startswith("-"):
         values = [(name, option["help"]) for name, option in node["options"].items()]
@@ -95,7 +97,7 @@ def candidates(words: list[str], incomplete: str, environ: Mapping[str, str], cw
 def _values(
     kind: str, choices: list[str], words: list[str], positionals: list[str], environ: Mapping[str, str], cwd: Path
 ) -> list[tuple[str, str]]:
-    if kind == "choice":
+    if kind in ("choice", "checks"):
         return [(choice, "") for choice in choices]
     if kind in ("host", "target", "profile"):
         inventory = _inventory(words, environ, cwd)
@@ -106,8 +108,11 @@ def _values(
             return [(name, "profile") for name in profiles]
         named = [(name, "host") for name in hosts]
         return named + [(name, "group") for name in groups] if kind == "target" else named
-    if kind == "release":
-        return [(release, "release") for release in _known_releases(positionals[:1], environ)]
+    if kind.startswith("release") or kind == "rollback-target":
+        from specops.cli.complete_releases import known_releases
+
+        host = positionals[0] if positionals else None
+        return [(release, "release") for release in known_releases(host, environ).accepted(kind)]
     return []
 
 
@@ -150,26 +155,6 @@ def _profile_names(config: Path | None) -> list[str]:
         folders.insert(0, data_dir("profiles"))
     names = {path.stem for folder in folders if folder.is_dir() for path in folder.glob("*.toml")}
     return sorted(names)
-
-
-def _known_releases(host: list[str], environ: Mapping[str, str]) -> list[str]:
-    """Release ids this machine has deployed or rolled back to on the host, newest first (local audit log)."""
-    try:
-        lines = (state_root(environ) / "audit.jsonl").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    seen: dict[str, None] = {}
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict) or (host and entry.get("host") != host[0]):
-            continue
-        for key in ("to", "from"):
-            if isinstance(entry.get(key), str):
-                seen.setdefault(entry[key], None)
-    return list(seen)
 
 
 def format_reply(shell: str, found: list[tuple[str, str]]) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from specops.cli.output import stderr_console, stdout_console
+from specops.cli.output import stderr_console, stdout_console, unprefixed
 from specops.events import DONE_PHASE
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def _line(event: Event) -> str:
     from rich.markup import escape
 
     style = {"warn": "yellow", "error": "red", "progress": "dim"}.get(event.level, "cyan")
-    return f"[bold]{escape(event.host)}[/] [{style}]{event.phase}[/] {escape(event.message)}"
+    return f"[bold]{escape(event.host)}[/] [{style}]{event.phase}[/] {escape(unprefixed(event.host, event.message))}"
 
 
 @dataclass
@@ -220,15 +220,15 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
     console.print(table)
     for name, outcome in results.items():
         if outcome.lock_taken_over:
-            console.print(f"[bold]{escape(name)}[/]: {escape(outcome.lock_taken_over)}")
+            console.print(f"[bold]{escape(name)}[/]: {escape(unprefixed(name, outcome.lock_taken_over))}")
         for line in outcome.passed_checks():
             console.print(f"[bold]{escape(name)}[/]: [yellow]{escape(line)}[/]")
         if outcome.cause and outcome.outcome not in ("deployed",):
-            console.print(f"[bold]{escape(name)}[/]: {escape(outcome.cause)}")
+            console.print(f"[bold]{escape(name)}[/]: {escape(unprefixed(name, outcome.cause))}")
         for line in _stop_lines(outcome):
-            console.print(f"[bold]{escape(name)}[/]: {escape(line)}")
+            console.print(f"[bold]{escape(name)}[/]: {escape(unprefixed(name, line))}")
         if outcome.rollback is not None:
-            console.print(f"[bold]{escape(name)}[/]: {escape(outcome.rollback.summary)}")
+            console.print(f"[bold]{escape(name)}[/]: {escape(unprefixed(name, outcome.rollback.summary))}")
         if outcome.watch_s:
             console.print(f"[bold]{escape(name)}[/]: the guard watches {escape(outcome.release or '-')} for "
                           f"{outcome.watch_s} s on the host (`specops status {escape(name)}`)")  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from specops.cli.output import print_json, print_raw
+from specops.cli.output import print_json, print_raw, unprefixed
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _previewer(plan: DeployPlan, options: DeployOptions) -> Callable[[Host, Host
 
 def _failed_lines(reading: Reading[HostSteps]) -> list[str]:
     what = "unreachable" if reading.unreachable else "cannot plan"
-    lines = [f"{reading.host}: {what} (exit {int(reading.exit_code)}): {reading.error}\n"]
+    lines = [f"{reading.host}: {what} (exit {int(reading.exit_code)}): {unprefixed(reading.host, reading.error)}\n"]
     return [*lines, f"  hint: {reading.hint}\n"] if reading.hint else lines
 
 

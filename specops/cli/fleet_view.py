@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
-from specops.cli.output import print_json, stdout_console
+from specops.cli.output import print_json, stdout_console, unprefixed
 from specops.errors import UsageError
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _print_table(
         if reading.value is None:
             first = "unreachable" if reading.unreachable else "error"
             table.add_row(escape(name), f"[red]{first}[/]", *[""] * (len(columns) - 1))
-            named = reading.error if reading.error.startswith(f"{name}:") else f"{name}: {reading.error}"
+            named = f"{name}: {unprefixed(name, reading.error)}"
             below.append(f"[red]{escape(named)}[/]")
             if reading.hint:
                 below.append(f"  [yellow]hint:[/] {escape(reading.hint)}")

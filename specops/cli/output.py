@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from specops.errors import ExitCode, SpecopsError
 
@@ -23,20 +23,59 @@ def colour_wanted(stream: TextIO) -> bool:
     return not os.environ.get("NO_COLOR") and stream.isatty()
 
 
-def stdout_console() -> Console:
-    """Tables for people; when piped, plain and wide enough that nothing is cut or wrapped."""
+PLAIN_WIDTH = 100_000  # wider than any table specops prints: off a terminal a table is never squeezed
+
+
+class PlainStream:
+    """A non-terminal stream as rich writes it, minus the spaces rich pads table cells with at a line's end.
+
+    Why: off a terminal rich lays a table out as if the screen were PLAIN_WIDTH wide; its last column is padded
+    to the widest cell, and `grep`/`diff`/a log file must not carry that padding. Trailing spaces of a write
+    are held back until the next write shows whether the line goes on."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._held = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._held + text).split("\n")
+        last = lines.pop()
+        kept = last.rstrip(" ")
+        self._held = last[len(kept) :]
+        self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines) + kept)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:
+        """The stream's own, so rich still draws ASCII tables for an ASCII-only reader (LANG=C)."""
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+
+def _console(stream: TextIO, stderr: bool) -> Console:
+    """A terminal: rich's own width and wrapping. Anything else: plain lines, never padded, cut or wrapped."""
     from rich.console import Console
 
-    colour = colour_wanted(sys.stdout)
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 400,
-                   color_system="auto" if colour else None)  # fmt: skip
+    colour: Literal["auto"] | None = "auto" if colour_wanted(stream) else None
+    if stream.isatty():
+        return Console(stderr=stderr, highlight=False, soft_wrap=stderr, color_system=colour)
+    return Console(file=cast("IO[str]", PlainStream(stream)), highlight=False, width=PLAIN_WIDTH, soft_wrap=True,
+                   color_system=colour)  # fmt: skip
+
+
+def stdout_console() -> Console:
+    """Tables and lines for people; when piped, plain and unpadded, so nothing is cut or wrapped."""
+    return _console(sys.stdout, stderr=False)
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
-
-    colour = colour_wanted(sys.stderr)
-    return Console(stderr=True, highlight=False, soft_wrap=True, color_system="auto" if colour else None)
+    """Errors and progress lines; on a terminal long lines flow on rather than being cut."""
+    return _console(sys.stderr, stderr=True)
 
 
 def escape(text: str) -> str:
@@ -44,6 +83,12 @@ def escape(text: str) -> str:
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
+
+
+def unprefixed(host: str, text: str) -> str:
+    """`text` without a leading `HOST: `, for a line the caller already starts with the host's name: an error
+    message names its host for when it is shown alone, and `fd1: fd1: locked by ...` says it twice."""
+    return text.removeprefix(f"{host}: ")
 
 
 def print_json(data: Any) -> None:
@@ -66,7 +111,7 @@ def report_error(error: SpecopsError, as_json: bool) -> None:
     from rich.markup import escape
 
     console = stderr_console()
-    for line in error.message.splitlines() or [type(error).__name__]:
+    for line in error.message.splitlines() or [ExitCode.cause(error)]:
         console.print(f"[bold red]error:[/] {escape(line)}")
     if error.hint:
         console.print(f"[yellow]hint:[/] {escape(error.hint)}")

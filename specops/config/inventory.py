@@ -189,10 +189,26 @@ class Inventory(BaseModel):
             if name in self.hosts:
                 wanted.add(name)
             elif name in self.groups:
-                wanted.update(self.groups[name])
+                wanted.update(self.members(name))
             else:
                 from specops.errors import UsageError
 
                 known = ", ".join([*self.hosts, *self.groups]) or "none"
                 raise UsageError(f"unknown host or group {name!r}", hint=f"known: {known}")
         return [spec for key, spec in self.hosts.items() if key in wanted]
+
+    def members(self, group: str) -> set[str]:
+        """The hosts of a group, through the groups it contains (the loader has refused cycles)."""
+        hosts: set[str] = set()
+        pending, seen = [group], set[str]()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for member in self.groups.get(name, []):
+                if member in self.groups:
+                    pending.append(member)
+                else:
+                    hosts.add(member)
+        return hosts

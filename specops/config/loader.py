@@ -68,6 +68,11 @@ class Config:
         raise UsageError(f"no host named, and {self.display} has {len(hosts)} hosts", hint=f"{usage} ({known})")
 
     def host(self, name: str) -> HostSpec:
+        """The host named; a group's name here is explained as a group (this command takes one host)."""
+        if name in self.inventory.groups:
+            members = ", ".join(spec.name for spec in self.inventory.select([name]))
+            raise UsageError(f"{name!r} is a group in {self.display} ({members}); this takes one host",
+                             hint=f"name one of its hosts, e.g. {members.split(', ')[0]}")  # fmt: skip
         if name not in self.inventory.hosts:
             known = ", ".join(self.inventory.hosts) or "none"
             raise UsageError(f"unknown host {name!r} in {self.display}", hint=f"known hosts: {known}")
@@ -225,11 +230,34 @@ def _check_groups(groups: Any, hosts: Mapping[str, HostSpec], display: str) -> l
         if group in hosts:
             lines.append(f"{display}: groups.{group}: a group cannot have the same name as a host")
         if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
-            lines.append(f"{display}: groups.{group}: expected a list of host names")
+            lines.append(f"{display}: groups.{group}: expected a list of host and group names")
             continue
         if not members:
             lines.append(f"{display}: groups.{group}: an empty group; list its hosts or remove it")
-        lines += [f"{display}: groups.{group}: unknown host {member!r}" for member in members if member not in hosts]
+        lines += [f"{display}: groups.{group}: unknown host or group {member!r}" for member in members
+                  if member not in hosts and member not in groups]  # fmt: skip
+    return lines + _group_cycles({group: members for group, members in groups.items() if group not in hosts}, display)
+
+
+def _group_cycles(groups: dict[str, Any], display: str) -> list[str]:
+    """A group that contains itself, directly or through other groups, has no hosts to name: one line per cycle."""
+    lines: list[str] = []
+    reported: set[str] = set()
+
+    def visit(group: str, path: list[str]) -> None:
+        members = groups.get(group)
+        for member in members if isinstance(members, list) else []:
+            if member in path:
+                cycle = [*path[path.index(member) :], member]
+                if not reported.intersection(cycle):
+                    lines.append(f"{display}: groups.{member}: contains itself: {' -> '.join(cycle)}")
+                reported.update(cycle)
+            elif isinstance(member, str) and member in groups and member not in reported:
+                visit(member, [*path, member])
+
+    for group in groups:
+        if group not in reported:
+            visit(group, [group])
     return lines
 
 

@@ -87,7 +87,7 @@ def config_schema() -> dict[str, Any]:
             "defaults": {"$ref": "#/$defs/Defaults"},
             "hosts": {"type": "object", "description": "[hosts.NAME] tables",
                       "additionalProperties": {"$ref": "#/$defs/Host"}},
-            "groups": {"type": "object", "description": "group = [host names]",
+            "groups": {"type": "object", "description": "group = [host and group names]",
                        "additionalProperties": {"type": "array", "items": {"type": "string"}}},
         },
         "$defs": {**defs, **host_defs, "Host": host, "Defaults": defaults, "ProfileOverride": override},

@@ -98,7 +98,7 @@ def deploy_host(
             record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
         if isinstance(error, SpecopsError):  # what it knew (releases, phases) reaches the summary and --json
             setattr(error, PARTIAL_OUTCOME, outcome)  # an attribute SpecopsError itself does not declare
-        reporter.event(Event(spec.name, DONE_PHASE, f"stopped ({type(error).__name__})", level="error"))
+        reporter.event(Event(spec.name, DONE_PHASE, f"stopped: {ExitCode.cause(error)}", level="error"))
         raise
     message = f"{outcome.outcome}; serving {outcome.release or 'no release'}"
     reporter.event(Event(spec.name, DONE_PHASE, message, level="info" if outcome.ok else "warn"))

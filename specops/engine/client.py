@@ -38,6 +38,9 @@ DEFAULT_TIMEOUT_S = 30.0
 ANSWER_TIMEOUT_S = 10.0
 HEALTH_TIMEOUT_S = 30.0  # SGLang answers 503 itself after SGLANG_HEALTH_CHECK_TIMEOUT (20 s)
 ANY_ADDRESS = ("0.0.0.0", "::", "")
+# httpx timeout classes, told as the stage that took too long
+_TIMEOUT_STAGE = {"ConnectTimeout": "connecting", "ReadTimeout": "reading", "WriteTimeout": "sending",
+                  "PoolTimeout": "waiting for a free connection"}  # fmt: skip
 
 
 class EngineError(SpecopsError):
@@ -192,8 +195,9 @@ class EngineClient:
         try:
             yield
         except httpx.TimeoutException as error:
+            stage = _TIMEOUT_STAGE.get(type(error).__name__, "waiting")
             raise EngineError(
-                f"{self.host_name}: {method} {self.base_url}{path}: no answer in time ({type(error).__name__})",
+                f"{self.host_name}: {method} {self.base_url}{path}: no answer in time (timed out {stage})",
                 hint="the engine may be overloaded or stuck; `journalctl -u SERVICE` on the host shows what it does",
             ) from None
         except httpx.TransportError as error:

@@ -81,10 +81,16 @@ def _raise_unless_ok(result: Result, spec: HostSpec) -> None:
 
 
 def first_read(host: Host, spec: HostSpec, query: JournalQuery) -> tuple[list[str], str | None]:
-    """The first screen: the last N lines, or all since the given position; and where following resumes."""
-    position = start_position(host, spec, query.since)
-    lines, cursor = read_journal(host, spec, position, None if query.since else query.lines)
-    return query.keep(lines), cursor or position
+    """The first screen, and where following resumes: the last N lines, or all since the given position.
+
+    With --grep the whole window is searched first (`--since`, else the current engine's run since its last
+    start) and the last N matches are shown: a grep over only the last N lines finds nothing once health
+    probes fill the journal."""
+    since = query.since or ("deploy" if query.grep else None)
+    position = start_position(host, spec, since)
+    lines, cursor = read_journal(host, spec, position, None if since else query.lines)
+    kept = query.keep(lines)
+    return kept[-query.lines :] if query.grep else kept, cursor or position
 
 
 def follow(

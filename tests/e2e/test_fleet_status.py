@@ -4,6 +4,7 @@ one stopped. One row per host, the stopped one a row that says unreachable, exit
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,4 +62,13 @@ def test_status_of_a_group_with_a_stopped_host(
     config.write_text(config.read_text() + f"up = {up}\n")
     logs = scene.cli("logs", "up", "-n", "5")
     assert logs.code == 0, logs.out + logs.err
-    assert any(line.startswith(f"{serving.name} | ") for line in logs.out.splitlines()), logs.out
+    assert any(line.split(" | ")[0].rstrip() == serving.name for line in logs.out.splitlines()), logs.out
+
+    document = json.loads(scene.cli("logs", "up", "-n", "5", "--json").out)["hosts"]  # one document, per host
+    assert [entry["host"] for entry in document] == [serving.name, idle.name]
+    assert len(document[0]["lines"]) == 5 and document[1]["lines"] == []
+
+    run = json.loads(scene.cli("logs", serving.name, "--since", "deploy", "--json").out)["lines"]
+    assert len(run) > 1 and run[0] != run[-1]  # the engine's first line is not its last one
+    found = scene.cli("logs", serving.name, "-n", "1", "--grep", f"^{re.escape(run[0])}$")  # not only the last line
+    assert found.code == 0 and found.out.splitlines()[0] == run[0], found.out + found.err

@@ -158,8 +158,13 @@ CASES = [
     ),
     pytest.param(
         _host('\n[groups]\ngpu = ["llm-two", "llm-three"]\n'),
-        "specops.toml: groups.gpu: unknown host 'llm-three'",
+        "specops.toml: groups.gpu: unknown host or group 'llm-three'",
         id="groups_unknown_host",
+    ),
+    pytest.param(
+        _host('\n[groups]\ngpu = ["llm-two", "all"]\nall = ["gpu"]\n'),
+        "specops.toml: groups.gpu: contains itself: gpu -> all -> gpu",
+        id="groups_cycle",
     ),
     pytest.param(
         _host('\n[groups]\n"llm-two" = ["llm-two"]\n'),

@@ -72,3 +72,28 @@ def test_no_color_option_does_not_leak_into_later_runs(
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert run_cli(capsys, "--no-color", "hosts").code == 0
     assert "NO_COLOR" not in os.environ
+
+
+def test_a_pipe_gets_tables_never_padded_cut_or_wrapped(config_dir: Path) -> None:
+    hostname = ".".join(["h" * 60] * 8)  # a row far wider than any screen
+    wide = VALID_HOST + f'[hosts.far]\nssh = "root@{hostname}"\npython = "/p"\nmodel_path = "/m"\n'
+    (config_dir / "specops.toml").write_text(wide, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "specops", "hosts"], capture_output=True, cwd=config_dir,
+                          timeout=60, check=False, text=True)  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) == 3
+    assert [line.split()[0] for line in lines] == ["HOST", "llm-two", "far"]
+    assert hostname in lines[2]
+    assert not [line for line in lines if line != line.rstrip()]
+
+
+def test_padding_is_dropped_only_at_a_lines_end_even_across_writes() -> None:
+    import io
+
+    from specops.cli.output import PlainStream
+
+    out = io.StringIO()
+    stream = PlainStream(out)
+    for chunk in ("a  b   \n", "cell   ", "\nkept ", " inside\n", "last   "):
+        stream.write(chunk)
+    assert out.getvalue() == "a  b\ncell\nkept  inside\nlast"

@@ -77,15 +77,44 @@ def test_bash_completes_commands_options_groups_and_profiles(config_dir: Path, h
     assert _complete_in_bash("specops config schema ", config_dir, home) == ["config", "profile"]
 
 
-def test_release_ids_come_from_the_local_audit_log(config_dir: Path, home: Path) -> None:
+AAAA, BBBB, CCCC, DDDD, EEEE = (f"2026010{day}T000000Z-{tag * 4}" for day, tag in zip("12345", "abcde", strict=True))
+
+
+def _audit_log(home: Path) -> None:
+    """llm-two: A verified, B verified, C rolled back (bad, A serves), A again, D verified, E deployed
+    unverified (current), A marked bad; llm-one: one release of its own."""
+
+    def deploy(to: str, outcome: str, was: str | None = None, **more: object) -> dict[str, object]:
+        return {"host": "llm-two", "action": "deploy", "from": was, "to": to, "outcome": outcome, **more}
+
+    entries = [deploy(AAAA, "deployed"), deploy(BBBB, "deployed", AAAA),
+               deploy(CCCC, "rolled-back", BBBB, rollback={"from": CCCC, "to": AAAA}),
+               deploy(DDDD, "deployed", AAAA), deploy(EEEE, "failed", DDDD),
+               {"host": "llm-two", "action": "mark-bad", "to": AAAA, "outcome": "marked"},
+               {"host": "llm-one", "action": "deploy", "from": None, "to": "20260109T000000Z-ffff",
+                "outcome": "deployed"}]  # fmt: skip
     state = home / ".local" / "state" / "specops"
     state.mkdir(parents=True)
-    entries = [{"host": "llm-two", "action": "deploy", "from": None, "to": "20260101-0000-aaaa"},
-               {"host": "llm-one", "action": "deploy", "from": None, "to": "20260101-0100-bbbb"},
-               {"host": "llm-two", "action": "deploy", "from": "20260101-0000-aaaa", "to": "20260102-0000-cccc"}]  # fmt: skip
     (state / "audit.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
-    found = _complete_in_bash("specops rollback llm-two --to ", config_dir, home)
-    assert found == ["20260102-0000-cccc", "20260101-0000-aaaa"]
+
+
+def test_each_release_option_offers_only_the_ids_its_command_accepts_newest_first(config_dir: Path, home: Path) -> None:
+    _audit_log(home)
+    assert _complete_in_bash("specops rollback llm-two --to ", config_dir, home) == [DDDD, BBBB]  # verified, good
+    assert _complete_in_bash("specops releases llm-two --mark-bad ", config_dir, home) == [EEEE, DDDD, BBBB]
+    assert _complete_in_bash("specops releases llm-two --unmark-bad ", config_dir, home) == [CCCC, AAAA]
+    assert _complete_in_bash("specops diagnose llm-two --release ", config_dir, home) == [
+        EEEE, DDDD, CCCC, BBBB, AAAA]  # fmt: skip
+    assert _complete_in_bash("specops rollback llm-one --to ", config_dir, home) == []  # its one release serves
+
+
+def test_check_ids_and_the_second_host_of_diff_complete(config_dir: Path, home: Path) -> None:
+    assert _complete_in_bash("specops doctor llm-two --only torchcodec.", config_dir, home) == [
+        "torchcodec.variant", "torchcodec.abi", "torchcodec.ffmpeg"]  # fmt: skip
+    assert _complete_in_bash("specops doctor llm-two --only gpu.driver,cuda.", config_dir, home) == [
+        "gpu.driver,cuda.driver_vs_torch", "gpu.driver,cuda.userspace_mix"]  # fmt: skip
+    assert _complete_in_bash("specops deploy gpu --skip-check disk", config_dir, home) == ["disk.free"]
+    assert _complete_in_bash("specops diff llm-two llm", config_dir, home) == ["llm-one", "llm-two"]
 
 
 def test_install_completion_writes_a_script_bash_loads(config_dir: Path, home: Path) -> None:

@@ -6,6 +6,7 @@ import io
 import re
 import threading
 
+import pytest
 from rich.console import Console
 
 from specops.cli.deploy_view import LiveReporter
@@ -226,3 +227,24 @@ def test_a_finished_host_leaves_its_line_and_its_row_goes() -> None:
         lines, rows = _screen(out.getvalue()[done_at:])
     assert lines[0] == "llm-one done deployed; serving r-02"
     assert rows and all(row.startswith("llm-two") for row in rows)  # redrawn at once, without llm-one
+
+
+def test_a_hosts_error_is_named_once_with_no_class_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """A locked host's error already starts with its name; the summary and the live line do not add it again."""
+    from specops.cli.deploy_view import print_summary
+    from specops.deploy.outcome import HostOutcome, Outcome
+    from specops.errors import ExitCode, LockHeld
+
+    error = LockHeld("fd1: locked by deploy alice@laptop pid 42 for 3 min")
+    print_summary({"fd1": HostOutcome("fd1", Outcome.LOCKED, ExitCode.LOCK_HELD, cause=error.message)})
+    console, written = _console(terminal=False)
+    with LiveReporter(verbose=0, console=console) as view:
+        view.event(Event("fd1", DONE_PHASE, f"stopped: {ExitCode.cause(error)}", level="error"))
+        view.event(Event("fd1", "lock", error.message, level="warn"))
+    summary, lines = capsys.readouterr().out, written.getvalue()
+    assert "fd1: locked by deploy alice@laptop" in summary and "fd1: fd1:" not in summary
+    assert lines.splitlines() == [
+        "fd1 done stopped: another specops holds the host's lock",
+        "fd1 lock locked by deploy alice@laptop pid 42 for 3 min",
+    ]
+    assert "LockHeld" not in summary + lines

@@ -112,3 +112,48 @@ def test_follow_resumes_after_the_last_cursor_and_filters() -> None:
     assert batches == [["a ok"], [], ["c ok"]]
     cursors = [argv[argv.index("--after-cursor") + 1] for argv in host.commands]
     assert cursors == ["s=1;i=2", "s=1;i=3", "s=1;i=3"]
+
+
+def test_grep_searches_the_engines_current_run_before_taking_the_last_n(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    started = "Tue 2026-12-01 10:00:00 UTC"
+    recorded.script(["systemctl", "show"], reply(stdout=f"ExecMainStartTimestamp={started}\n"))
+    probes = "".join('"GET /health HTTP/1.1" 200\n' for _ in range(300))
+    journal = "a Traceback (most recent call last):\nRuntimeError: CUDA error\n" + probes + "-- cursor: s=1;i=9\n"
+    recorded.script(["journalctl"], reply(stdout=journal))
+    result = run_cli(capsys, "logs", "llm-two", "-n", "5", "--grep", "Traceback|Error")
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[:2] == ["a Traceback (most recent call last):", "RuntimeError: CUDA error"]
+    (journalctl,) = [argv for argv in recorded.commands if argv[0] == "journalctl"]
+    assert journalctl[journalctl.index("--since") + 1] == started and "-n" not in journalctl
+
+
+def test_grep_shows_the_last_n_matches_of_the_window(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    recorded.script(["journalctl"], reply(stdout="hit 1\nmiss\nhit 2\nhit 3\n-- cursor: s=1;i=9\n"))
+    result = run_cli(capsys, "logs", "llm-two", "--since", "1 hour ago", "-n", "2", "--grep", "hit")
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == ["hit 2", "hit 3"]
+    assert [argv[argv.index("--since") + 1] for argv in recorded.commands] == ["1 hour ago"]
+
+
+def test_json_logs_for_a_group_is_one_document_with_an_entry_per_host(
+    capsys: pytest.CaptureFixture[str], write_config: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    other = VALID_HOST.replace("llm-two", "llm-one")
+    write_config(other + VALID_HOST + '[groups]\ngpu = ["llm-one", "llm-two"]\n')
+    hosts = {name: RecordingHost(name) for name in ("llm-one", "llm-two")}
+    hosts["llm-one"].script(["journalctl"], reply(stdout="CUDA out of memory\n-- cursor: s=1;i=2\n"))
+    hosts["llm-two"].script(["journalctl"], reply(stderr="Permission denied\n", exit_code=1))
+    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: hosts[spec.name])
+    result = run_cli(capsys, "--json", "logs", "gpu")
+    assert result.code == 5
+    payload = json.loads(result.out)
+    one, two = payload["hosts"]
+    assert (one["host"], one["lines"], one["explained"][0]["fatal"]) == ("llm-one", ["CUDA out of memory"], True)
+    assert two["host"] == "llm-two" and two["error"]["exit_code"] == 5
+    assert "Permission denied" in two["error"]["message"]

@@ -88,7 +88,12 @@ def test_a_host_whose_deploy_raises_still_ends_with_a_done_event(plans: list[Hos
     with pytest.raises(ConnectError):
         deploy_host(plan, plans[0], DeployOptions(), recorder, unreachable, lambda _name: plans[0].target.profile)
     last = recorder.events[-1]
-    assert (last.host, last.phase, last.message, last.level) == ("a", DONE_PHASE, "stopped (ConnectError)", "error")
+    assert (last.host, last.phase, last.message, last.level) == (
+        "a",
+        DONE_PHASE,
+        "stopped: a host could not be reached over SSH",
+        "error",
+    )
 
 
 def test_a_lost_lock_is_its_own_outcome_with_the_lock_exit_code(plans: list[HostPlan]) -> None:

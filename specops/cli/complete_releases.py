@@ -1,0 +1,94 @@
+"""Release ids for completion, from the local audit log only (no SSH on a Tab press), sorted into what each
+option accepts: `rollback --to` a verified release that is neither bad nor current, `--mark-bad` one not yet
+bad, `--unmark-bad` a bad one, `--release` any.
+
+The log records what this machine did: deploys (verified, or rolled back and so marked bad), rollbacks (the
+release left is marked bad), marks and unmarks. What another machine or the host's guard did is not in it, so
+the sets are this machine's best knowledge; the command itself still checks the id against the host.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from specops.localdirs import state_root
+
+VERIFIED_DEPLOYS = ("deployed", "unchanged", "started", "restarted")
+
+
+@dataclass
+class Known:
+    """What the local log says about one host's releases, replayed oldest first."""
+
+    ids: set[str] = field(default_factory=set)
+    verified: set[str] = field(default_factory=set)
+    bad: set[str] = field(default_factory=set)
+    current: str | None = None
+
+    def replay(self, entry: Mapping[str, Any]) -> None:
+        action, outcome = entry.get("action"), entry.get("outcome")
+        before, after = _id(entry.get("from")), _id(entry.get("to"))
+        self.ids.update(name for name in (before, after) if name)
+        if action == "mark-bad" and after:
+            self.bad.add(after)
+        elif action == "unmark-bad" and after:
+            self.bad.discard(after)
+        elif action == "deploy" and outcome in VERIFIED_DEPLOYS:
+            self._serves(after, verified=True)
+        elif action == "deploy" and outcome == "rolled-back":
+            back = entry.get("rollback")
+            self._leaves(after, _id(back.get("to")) if isinstance(back, dict) else before)
+        elif action == "deploy" and outcome == "failed":
+            self._serves(after, verified=False)
+        elif action == "rollback" and after:
+            self._leaves(before, None)
+            self._serves(after, verified=outcome == "verified")
+
+    def _serves(self, release: str | None, verified: bool) -> None:
+        if release:
+            self.current = release
+            if verified:
+                self.verified.add(release)
+
+    def _leaves(self, release: str | None, back_to: str | None) -> None:
+        """A rollback marks the release it leaves bad; `back_to` (when known) serves again."""
+        if release:
+            self.bad.add(release)
+        if back_to:
+            self.current = back_to
+
+    def accepted(self, kind: str) -> list[str]:
+        """The ids an option of this kind accepts, newest first (ids begin with their UTC creation time)."""
+        if kind == "rollback-target":
+            chosen = self.verified - self.bad - {self.current or ""}
+        elif kind == "release-unmarked":
+            chosen = self.ids - self.bad
+        elif kind == "release-bad":
+            chosen = self.bad & self.ids
+        else:
+            chosen = self.ids
+        return sorted(chosen, reverse=True)
+
+
+def _id(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def known_releases(host: str | None, environ: Mapping[str, str]) -> Known:
+    """The host's releases as the local audit log knows them (all hosts' when no host was typed yet)."""
+    known = Known()
+    try:
+        lines = (state_root(environ) / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return known
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and (host is None or entry.get("host") == host):
+            known.replay(entry)
+    return known
