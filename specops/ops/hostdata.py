@@ -10,7 +10,6 @@ from specops.errors import UPGRADE_HINT, HostDataTooNew
 from specops.remote.release.hostdata import (
     AUDIT_SCHEMA,
     GUARD_SCHEMA,
-    GUARD_STATE_FILE,
     GUARD_STATE_SCHEMA,
     HOLDER_SCHEMA,
     MANIFEST_SCHEMA,
@@ -23,7 +22,6 @@ from specops.remote.release.hostdata import (
 __all__ = [
     "AUDIT_SCHEMA",
     "GUARD_SCHEMA",
-    "GUARD_STATE_FILE",
     "GUARD_STATE_SCHEMA",
     "HOLDER_SCHEMA",
     "MANIFEST_SCHEMA",

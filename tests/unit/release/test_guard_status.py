@@ -8,11 +8,13 @@ import json
 import pytest
 
 from specops.cli.cmd_status import _print_status
+from specops.commands.guard import guard_state_path
 from specops.config.inventory import HostSpec
 from specops.errors import HostDataTooNew
 from specops.host.recording import RecordingHost, reply
 from specops.ops.guard import armed_state, guard_state
 from specops.ops.status import HostStatus
+from specops.remote.release.hostdata import GUARD_STATE_FILE
 
 A, C = "20261101T000000Z-aaaa", "20261103T000000Z-cccc"
 
@@ -46,6 +48,7 @@ def test_status_shows_the_watchs_planned_target(capsys: pytest.CaptureFixture[st
 
 def test_the_guards_state_is_read_from_the_host_and_a_newer_one_refused() -> None:
     spec = HostSpec(name="llm-two", ssh="llm-two", python="/usr/bin/python3", model_path="/m", base_dir="/opt/s")
+    assert guard_state_path(spec).endswith("/" + GUARD_STATE_FILE)  # where the host-side guard reads it
     state = guard_state(C, A)
     host = RecordingHost("llm-two", default=reply()).script(["cat"], reply(stdout=json.dumps(state)))
     assert armed_state(host, spec) == state
