@@ -109,9 +109,10 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
         )
     watch = found.watch or {}
     if (watch.get("state") == "rolled-back" and watch.get("rolled_back_to") == found.current) or (
-        watch.get("state") == "rollback-failed" and watch.get("release") == found.current
+        watch.get("state") in ("rollback-failed", "no-rollback") and watch.get("release") == found.current
     ):
         lines.append(f"[yellow]guard[/] ({watch.get('state')}): {escape(str(watch.get('reason')))}")
+    lines += [f"[yellow]guard[/] {escape(note)}" for note in found.guard_notes]
     if found.drift is not None:
         changes = escape(", ".join(found.drift)) or "unchanged"
         lines.append(f"environment since {found.current} was deployed: {changes}")

@@ -20,6 +20,11 @@ def guard_script_path(spec: HostSpec) -> str:
     return f"{spec.service_dir}/.specops-guard.py"
 
 
+def guard_state_path(spec: HostSpec) -> str:
+    """The guard's state: the plan's rollback target, written when the guard is armed, then what it did."""
+    return f"{spec.service_dir}/.specops-guard.json"  # GUARD_STATE_FILE of the host-side hostdata.py
+
+
 def schema_argv(spec: HostSpec) -> list[str]:
     """The guard script's first line, `# specops rollback guard, schema N`: a guard a newer specops armed is
     left alone. Exits non-zero when there is no guard script (nothing to check)."""
@@ -64,8 +69,9 @@ class WatchSettings:
         return max(1, min(WATCH_INTERVAL_S, self.timeout_s))
 
 
-def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings) -> list[str]:
-    """Start the watch (remote/release/watch.py) as a transient service; the deploy does not wait for it."""
+def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings, rollback_to: str) -> list[str]:
+    """Start the watch (remote/release/watch.py) as a transient service; the deploy does not wait for it. A failed
+    watch rolls back to `rollback_to`, the plan's target (the release that served before this deploy)."""
     return [
         "systemd-run",
         f"--unit={watch_unit(spec)}",
@@ -85,6 +91,7 @@ def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSetti
         str(watch.timeout_s),
         str(watch.failures),
         str(watch.interval_s),
+        rollback_to,
     ]
 
 
@@ -92,9 +99,11 @@ def disarm_argvs(spec: HostSpec) -> list[list[str]]:
     """Stop the timer, a guard run still exiting and a running watch, then forget their failed runs (they exit
     non-zero when there is no guard: not an error). The caller holds the lock, and a guard rolls back only
     under it, so the guard run stopped here is at most a check, or one that has just let the lock go: left
-    running, it would make the next `systemd-run --unit=` fail ("already loaded")."""
+    running, it would make the next `systemd-run --unit=` fail ("already loaded"). Its state goes too: no
+    planned target is shown, or used, once no guard runs."""
     unit, watch = guard_unit(spec), watch_unit(spec)
     return [
         ["systemctl", "stop", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
         ["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
+        ["rm", "-f", "--", guard_state_path(spec)],
     ]

@@ -261,7 +261,9 @@ class _HostDeploy:
     def _arm(self) -> None:
         # Disarmed by its own step, not in a `finally`: on Ctrl-C or an error the guard stays armed, and once
         # the lock is released it puts the last verified release back (the deploy can no longer prove the new one).
-        guard.arm(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
+        # It puts back the plan's rollback target, the one the dry run names, never one it picks on the host.
+        guard.arm(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S, self.steps.release,
+                  self.steps.rollback_to or "")  # fmt: skip
 
     def _disarm(self) -> None:
         guard.disarm(self.host, self.spec)
@@ -270,7 +272,8 @@ class _HostDeploy:
         # After the disarm: the guard hands over to its watch, and this deploy returns without waiting for it.
         watch = guard.watch_settings(self.spec, self.profile)
         if watch is not None:
-            guard.start_watch(self.host, self.spec, self.steps.release, lock.lock_root(), watch)
+            guard.start_watch(self.host, self.spec, self.steps.release, lock.lock_root(), watch,
+                              self.steps.rollback_to or "")  # fmt: skip
             self.outcome.watch_s = watch.window_s
 
     def _switch(self) -> None:

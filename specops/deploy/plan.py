@@ -249,9 +249,10 @@ def _deploy_steps(
     env_lines = len(host_plan.env_text.splitlines())
     steps.append(Step("unit", unit, tuple(cmds.unit_commands(spec, release_id, choice.unit_changed, env_lines)), ok,
                       phase="unit"))  # fmt: skip
+    target = choice.rollback_to.id if choice.rollback_to else ""
     if guard:
-        steps.append(Step("guard", "arm the host-side rollback guard (rolls back if this deploy dies)",
-                          tuple(cmds.guard_commands(spec)), ok))  # fmt: skip
+        steps.append(Step("guard", f"arm the host-side rollback guard (rolls back to {target} if this deploy dies)",
+                          tuple(cmds.guard_commands(spec, release_id, target)), ok))  # fmt: skip
     else:  # a crashed deploy's guard would otherwise roll this release back once the lock is gone
         steps.append(Step("disarm-leftover", "disarm any rollback guard an earlier deploy left (this deploy arms "
                           "none)", tuple(cmds.disarm_commands(spec)), ok))  # fmt: skip
@@ -279,8 +280,8 @@ def _deploy_steps(
     watch = watch_settings(spec, profile) if guard else None
     if watch is not None:
         summary = (f"the guard keeps watching {release_id} for {watch.window_s} s: {watch.failures} failed "
-                   f"/health_generate in a row roll it back")  # fmt: skip
-        steps.append(Step("watch", summary, tuple(cmds.watch_commands(spec, release_id, watch)), passed))
+                   f"/health_generate in a row roll it back to {target}")  # fmt: skip
+        steps.append(Step("watch", summary, tuple(cmds.watch_commands(spec, release_id, watch, target)), passed))
     if spec.post_start:
         steps.append(Step("post_start", f"run the post_start hook on this machine: {' '.join(spec.post_start)}; "
                           "only once a verified engine serves", (), ok, phase="post_start"))  # fmt: skip

@@ -6,11 +6,21 @@ same argv when they run; the deploy tests record what a deploy ran and compare i
 
 from __future__ import annotations
 
+import json
+
 from specops.commands import engine_stop, journal, units
 from specops.commands import release as release_cmd
 from specops.commands.cache import KEY_PLACEHOLDER, prepare_argvs
 from specops.commands.conversation import conversation_argv
-from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, guard_script_path, schema_argv, watch_argv
+from specops.commands.guard import (
+    WatchSettings,
+    arm_argv,
+    disarm_argvs,
+    guard_script_path,
+    guard_state_path,
+    schema_argv,
+    watch_argv,
+)
 from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -125,14 +135,15 @@ def manifest_update(
     return run(argv, stdin=f"the changes: {changes}", times=times, note=note)
 
 
-def guard_commands(spec: HostSpec) -> list[HostCommand]:
-    from specops.ops.guard import guard_script
+def guard_commands(spec: HostSpec, release_id: str, rollback_to: str) -> list[HostCommand]:
+    from specops.ops.guard import guard_script, guard_state
 
     size = len(guard_script().encode("utf-8"))
     return [
         run(schema_argv(spec), note="a guard armed by a newer specops is left alone; none there: nothing to check"),
         *disarm_commands(spec),
         put(guard_script_path(spec), 0o600, f"the release script ({size} bytes)"),
+        put(guard_state_path(spec), 0o600, json.dumps(guard_state(release_id, rollback_to), sort_keys=True)),
         run(arm_argv(spec, lock_root(), DEFAULT_STALE_AFTER_S)),
     ]
 
@@ -141,9 +152,9 @@ def disarm_commands(spec: HostSpec) -> list[HostCommand]:
     return [run(argv, note="exits non-zero when no guard exists") for argv in disarm_argvs(spec)]
 
 
-def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings) -> list[HostCommand]:
+def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings, rollback_to: str) -> list[HostCommand]:
     note = "the deploy returns; the watch runs on the host (`specops status` shows it)"
-    return [run(watch_argv(spec, release_id, lock_root(), watch), note=note)]
+    return [run(watch_argv(spec, release_id, lock_root(), watch, rollback_to), note=note)]
 
 
 def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:

@@ -3,7 +3,8 @@
 Armed right before `current` is switched, disarmed when the deploy ends (verified, rolled back, or given up
 with --no-rollback). Every 15 s it runs the host-side `guard` op: while the deploy's lock heartbeat is
 fresh it does nothing; once the heartbeat is stale (kill -9, lost laptop, dropped network) and `current` is
-not verified, it puts the last verified release back. No anchor tool has this; Kamal and Capistrano leave
+not verified, it puts back the release the deploy's plan chose (`rollback_to`, written to the guard's state
+file when it is armed; never one picked by age on the host). No anchor tool has this; Kamal and Capistrano leave
 the host wherever the killed deploy stopped.
 
 The guard's script on the host starts with a `# specops rollback guard, schema N` line. A guard armed by a
@@ -12,7 +13,9 @@ newer specops is left alone (HostDataTooNew, exit 5): this specops cannot know w
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from specops.commands.guard import (
     GUARD_INTERVAL_S,
@@ -20,6 +23,7 @@ from specops.commands.guard import (
     arm_argv,
     disarm_argvs,
     guard_script_path,
+    guard_state_path,
     guard_unit,
     schema_argv,
     watch_argv,
@@ -27,22 +31,57 @@ from specops.commands.guard import (
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.host.base import Host
-from specops.ops.hostdata import GUARD_SCHEMA, SCHEMA_KEY, check_schema
+from specops.ops.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema
 from specops.remote.bundle import guard_source
 
-__all__ = ["GUARD_INTERVAL_S", "arm", "disarm", "guard_script_path", "guard_unit", "start_watch", "watch_settings"]
+__all__ = [
+    "GUARD_INTERVAL_S",
+    "arm",
+    "armed_state",
+    "disarm",
+    "guard_script_path",
+    "guard_state",
+    "guard_unit",
+    "start_watch",
+    "watch_settings",
+]
 TIMEOUT_S = 60.0
 HEADER = "# specops rollback guard, schema {}\n"
 _HEADER_LINE = re.compile(r"# specops rollback guard, schema (\d+)$")
 
 
-def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> None:
-    """Install the script and start the timer (a leftover guard of a crashed deploy is replaced, unless a newer
-    specops armed it)."""
+def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float, release_id: str, rollback_to: str) -> None:
+    """Install the script and the plan's rollback target, and start the timer (a leftover guard of a crashed
+    deploy is replaced, unless a newer specops armed it)."""
     armed_schema(host, spec)
     disarm(host, spec)
     host.put(guard_script().encode("utf-8"), guard_script_path(spec), mode=0o600)
+    state = json.dumps(guard_state(release_id, rollback_to), sort_keys=True) + "\n"
+    host.put(state.encode("utf-8"), guard_state_path(spec), mode=0o600)
     host.run(arm_argv(spec, lock_dir, stale_after_s), timeout=TIMEOUT_S)
+
+
+def guard_state(release_id: str, rollback_to: str) -> dict[str, object]:
+    """What `arm` writes to the guard's state file: after a dead deploy of `release_id` the guard rolls back to
+    `rollback_to`, the release the plan chose, and to no other (remote/release/guard.py)."""
+    return {SCHEMA_KEY: GUARD_STATE_SCHEMA, "state": "armed", "release": release_id, "rollback_to": rollback_to}
+
+
+def armed_state(host: Host, spec: HostSpec) -> dict[str, Any] | None:
+    """The guard's state on the host while one is armed (its planned target, or what it did after a dead
+    deploy: `rolled-back`, `no-rollback` with the reason); None when none is armed or it is unreadable."""
+    path = guard_state_path(spec)
+    result = host.run(["cat", "--", path], timeout=TIMEOUT_S, check=False)  # none: no guard armed
+    if not result.ok:
+        return None
+    try:
+        record = json.loads(result.stdout)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    check_schema(host.name, record, path, GUARD_STATE_SCHEMA)  # a newer specops's guard: say so, never guess
+    return record
 
 
 def guard_script() -> str:
@@ -82,7 +121,10 @@ def watch_settings(spec: HostSpec, profile: Profile) -> WatchSettings | None:
     return WatchSettings(readiness.watch_s, readiness.watch_timeout_s, readiness.watch_failures, url)
 
 
-def start_watch(host: Host, spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings) -> None:
+def start_watch(
+    host: Host, spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings, rollback_to: str
+) -> None:
     """Hand the verified release to the guard's watch (remote/release/watch.py) on the host, and return: the
-    window runs there, without this process. Called after `disarm`, which stopped any earlier watch."""
-    host.run(watch_argv(spec, release_id, lock_dir, watch), timeout=TIMEOUT_S)
+    window runs there, without this process, and a failed watch rolls back to `rollback_to` (the plan's target).
+    Called after `disarm`, which stopped any earlier watch."""
+    host.run(watch_argv(spec, release_id, lock_dir, watch, rollback_to), timeout=TIMEOUT_S)

@@ -10,6 +10,7 @@ from specops.errors import UPGRADE_HINT, HostDataTooNew
 from specops.remote.release.hostdata import (
     AUDIT_SCHEMA,
     GUARD_SCHEMA,
+    GUARD_STATE_SCHEMA,
     HOLDER_SCHEMA,
     MANIFEST_SCHEMA,
     SCHEMA_KEY,
@@ -18,7 +19,16 @@ from specops.remote.release.hostdata import (
 )
 
 # The rest of the client reads the versions here: one door from the client into the host script's module.
-__all__ = ["AUDIT_SCHEMA", "GUARD_SCHEMA", "HOLDER_SCHEMA", "MANIFEST_SCHEMA", "SCHEMA_KEY", "check_schema", "too_new"]
+__all__ = [
+    "AUDIT_SCHEMA",
+    "GUARD_SCHEMA",
+    "GUARD_STATE_SCHEMA",
+    "HOLDER_SCHEMA",
+    "MANIFEST_SCHEMA",
+    "SCHEMA_KEY",
+    "check_schema",
+    "too_new",
+]
 
 
 def check_schema(host: str, record: object, path: str, newest: int) -> int:

@@ -17,6 +17,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ExitCode
 from specops.host.base import Host
 from specops.ops.cache import measure as measure_cache
+from specops.ops.guard import armed_state
 from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
 from specops.ops.release import read_listing
 
@@ -48,6 +49,8 @@ class HostStatus:
     drift: list[str] | None = None
     # the guard's last watch after "verified" (release, state, deadline, left_s, failures, reason), None: never
     watch: dict[str, Any] | None = None
+    # the rollback guard's state while one is armed (release, rollback_to, state: armed, rolled-back, no-rollback)
+    guard: dict[str, Any] | None = None
 
     @property
     def watching_left_s(self) -> int | None:
@@ -57,6 +60,23 @@ class HostStatus:
         if watch.get("state") != "watching" or watch.get("release") != self.current or not isinstance(left, int):
             return None
         return left if left > 0 else None
+
+    @property
+    def guard_notes(self) -> list[str]:
+        """The release the guard, or its watch, would roll back to (the plan's target), or what it did instead."""
+        guard, watch = self.guard or {}, self.watch or {}
+        state = guard.get("state")
+        notes = []
+        if state == "armed":
+            notes.append(f"(armed): rolls back to {guard.get('rollback_to') or '-'} if the deploy of "
+                         f"{guard.get('release')} dies before it is verified")  # fmt: skip
+        elif state == "no-rollback" or (state == "rolled-back" and guard.get("rolled_back_to") == self.current):
+            notes.append(f"({state}): {guard.get('reason')}")
+        if self.watching_left_s is not None:
+            target = watch.get("rollback_to")
+            then = f"rolls back to {target}" if target else "no rollback target was planned: it would stay"
+            notes.append(f"(watching): if {self.current} fails its watch, {then}")
+        return notes
 
     @property
     def verified_text(self) -> str:
@@ -146,6 +166,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
         host=spec.name,
         drift=drift,
         watch=listing.watch,
+        guard=armed_state(host, spec),
         compile_cache=measure_cache(host, spec),
         current=listing.current,
         running_release=running,

@@ -82,6 +82,7 @@ def remote_argvs(spec: HostSpec) -> dict[str, list[str]]:
             "20261130T021407Z-3f9c2a1b7d4e",
             f"{spec.service_dir}/lock",
             WatchSettings(300, 30, 3, f"http://{spec.listen}:{spec.port}/health_generate"),
+            "20261129T021407Z-0a1b2c3d4e5f",
         ),
         "release mark bad": release.mark_bad_argv(spec, "20261130T021407Z-3f9c2a1b7d4e", "a reason", "who@where"),
         "lock": lock.lock_argv("acquire", f"{spec.service_dir}/lock", "token", 90),

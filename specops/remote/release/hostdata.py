@@ -12,6 +12,7 @@ a downgrade) must know what it is reading. Every file specops writes on a host c
   <lock root>/holder.json            HOLDER_SCHEMA    (who holds the deploy lock)
   audit.jsonl, one per line          AUDIT_SCHEMA     (the audit log)
   .specops-guard.py, first line      GUARD_SCHEMA     (the rollback guard the deploy arms)
+  .specops-guard.json                GUARD_STATE_SCHEMA (the guard's planned rollback target, then what it did)
 
 A reader takes a version up to its own (a missing version is 0: written before versions existed, same layout,
 or migrated where the layout changed); a NEWER version is refused with one message that says to upgrade
@@ -33,6 +34,8 @@ HASHES_SCHEMA = 1
 HOLDER_SCHEMA = 1
 AUDIT_SCHEMA = 1
 GUARD_SCHEMA = 1
+GUARD_STATE_SCHEMA = 1
+GUARD_STATE_FILE = ".specops-guard.json"  # written when the guard is armed: the plan's rollback target
 WATCH_SCHEMA = 1
 RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # no "/", no leading "."
 

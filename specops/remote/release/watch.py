@@ -1,20 +1,22 @@
 """The guard's watch: after a deploy's gates say "verified", keep proving the engine for a while and roll back
-to the previous verified release when it degrades.
+to the release that served before the deploy (the plan's rollback target) when it degrades.
 
 Why: "verified" is a moment, not a state. Servers that pass their health check and hang minutes later are
 reported; a guard disarmed at "verified" would leave them serving. The deploy does not wait for the window:
 its last step starts this op as a transient systemd service (specops/ops/guard.py start_watch), and it runs
 from the guard file (.specops-guard.py), never from the argv script. Stdlib only, Python 3.8+.
 
-  watch SERVICE_DIR UNIT RELEASE WINDOW_S URL LOCK_DIR TIMEOUT_S FAILURES INTERVAL_S
+  watch SERVICE_DIR UNIT RELEASE WINDOW_S URL LOCK_DIR TIMEOUT_S FAILURES INTERVAL_S ROLLBACK_TO
 
 Every INTERVAL_S it GETs URL (the engine's /health_generate, which answers 200 only after a real 1-token
 generation). FAILURES failed probes in a row (an error status, a refused connection, or no answer within
 TIMEOUT_S: a hung server accepts the connection and never answers) roll back, under the host's deploy lock
-taken as any specops takes it, to the newest verified release that is not bad; the release left is marked
-bad with the reason and the audit log says why. It ends early, doing nothing, when `current` is no longer
-RELEASE or another specops holds the lock (a deploy or a rollback owns the host now). Its state and deadline,
-which `specops status` shows, are kept in .specops-watch.json (script.py WATCH_FILE).
+taken as any specops takes it, to ROLLBACK_TO: the release the deploy's plan chose (the one that served before
+it), never one picked by age. The release left is marked bad with the reason and the audit log says why. When
+ROLLBACK_TO is empty, pruned or marked bad since, nothing is rolled back: the state says "no-rollback" and
+why. It ends early, doing nothing, when `current` is no longer RELEASE or another specops holds the lock (a
+deploy or a rollback owns the host now). Its state and deadline, which `specops status` shows, are kept in
+.specops-watch.json (script.py WATCH_FILE).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import sys
 import time
 from typing import Any
 
-from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, utc_text
+from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, checked_release_id, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
-from specops.remote.release.rollback import append_audit, op_rollback
+from specops.remote.release.rollback import append_audit, op_rollback, rollback_target
 from specops.remote.release.script import WATCH_FILE, current_id, write_json_atomic
 from specops.remote.release.session import OPS
 
@@ -58,15 +60,16 @@ class Watch:
     """One window: its record (what .specops-watch.json holds), the probe settings, and the loop."""
 
     def __init__(self, service_dir: str, unit: str, release: str, window_s: str, url: str, lock_dir: str,
-                 timeout_s: str, failures: str, interval_s: str) -> None:  # fmt: skip
+                 timeout_s: str, failures: str, interval_s: str, rollback_to: str = "") -> None:  # fmt: skip
         self.service_dir, self.unit, self.release, self.url, self.lock_dir = service_dir, unit, release, url, lock_dir
+        self.rollback_to = checked_release_id(rollback_to, empty_ok=True)
         self.timeout, self.limit, self.interval = float(timeout_s), int(failures), float(interval_s)
         self.started = time.time()
         self.deadline = self.started + float(window_s)
         self.record: dict[str, Any] = {
             SCHEMA_KEY: WATCH_SCHEMA, "release": release, "state": "watching", "started_at": utc_text(self.started),
             "deadline": utc_text(self.deadline), "deadline_epoch": int(self.deadline), "window_s": int(float(window_s)),
-            "failures": 0, "probes": 0, "reason": "",
+            "failures": 0, "probes": 0, "reason": "", "rollback_to": self.rollback_to or None,
         }  # fmt: skip
 
     def save(self, **changes: Any) -> None:
@@ -85,8 +88,16 @@ class Watch:
         with HeldLock(self.lock_dir, token):
             if current_id(self.service_dir) != self.release:
                 return "ended", "current changed before the guard could roll back: nothing left to watch"
+            if not self.rollback_to:
+                return "no-rollback", reason + "; no rollback target was planned: left " + self.release + " serving"
             try:
-                self.record["rolled_back_to"] = op_rollback(self.service_dir, self.unit, "", reason)["current"]
+                rollback_target(self.service_dir, self.rollback_to)  # refused before anything changes
+            except Refused as error:
+                return "no-rollback", (reason + "; the planned rollback target is no longer usable (" + str(error)
+                                       + "): left " + self.release + " serving, NOT rolled back")  # fmt: skip
+            try:
+                done = op_rollback(self.service_dir, self.unit, self.rollback_to, reason)
+                self.record["rolled_back_to"] = done["current"]
             except (Refused, OSError, ValueError, subprocess.SubprocessError) as error:
                 return "rollback-failed", reason + "; the rollback failed: " + str(error)
             return "rolled-back", reason

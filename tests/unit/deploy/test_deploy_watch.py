@@ -3,6 +3,8 @@ so, the deploy runs exactly that command after disarming, and a profile with wat
 
 from __future__ import annotations
 
+import json
+
 from tests.unit.deploy.scene import HOST, release
 from tests.unit.deploy.world import OLD_TREE, World
 
@@ -15,7 +17,8 @@ def test_a_verified_deploy_starts_the_watch_after_the_disarm_and_returns(world: 
     assert names[names.index("disarm") + 1] == "watch"
     watch = next(step for step in run.plan["steps"] if step["step"] == "watch")
     assert watch["when"] == "gates-pass"
-    assert "keeps watching" in watch["summary"] and "for 300 s: 3 failed /health_generate in a row" in watch["summary"]
+    assert "keeps watching" in watch["summary"]
+    assert "for 300 s: 3 failed /health_generate in a row roll it back to 20260101T000000Z-old" in watch["summary"]
     assert (run.outcome["outcome"], run.outcome["watch_s"], run.result.code) == ("deployed", 300, 0)
     run.assert_followed()
     started = [argv for argv in run.host.commands if argv[:2] == ("systemd-run", "--unit=specops-watch-sglang")]
@@ -23,9 +26,26 @@ def test_a_verified_deploy_starts_the_watch_after_the_disarm_and_returns(world: 
     tail = started[0][started[0].index("watch") :]
     release_id = run.outcome["release"]
     assert tail == ("watch", "/opt/specops/sglang", "sglang.service", release_id, "300",
-                    "http://127.0.0.1:30000/health_generate", "/run/specops/lock", "30", "3", "5")  # fmt: skip
+                    "http://127.0.0.1:30000/health_generate", "/run/specops/lock", "30", "3", "5",
+                    "20260101T000000Z-old")  # fmt: skip
     stops = [i for i, argv in enumerate(run.host.commands) if "specops-watch-sglang.service" in argv]
     assert stops[0] < run.host.commands.index(started[0])  # an earlier watch is stopped first
+
+
+def test_the_guard_and_the_watch_are_given_the_plans_target_not_the_newest_verified(world: World) -> None:
+    """An older build redeployed: A serves, verified, while B was created later. The dry run names A, and A is
+    what the guard's state (written when it is armed) and the watch are given."""
+    a, b = "20260101T000000Z-aaaa", "20260102T000000Z-bbbb"
+    scene = world.scene(releases=[release(a, OLD_TREE), release(b, "1" * 64)], current=a, unit=world.unit_text)
+    run = world.run(scene)
+    assert run.plan["rollback_to"] == a
+    armed = next(step for step in run.plan["steps"] if step["step"] == "guard")
+    assert f"rolls back to {a} if this deploy dies" in armed["summary"]
+    run.assert_followed()
+    state = json.loads(run.host.files["/opt/specops/sglang/.specops-guard.json"])
+    assert state == {"schema": 1, "state": "armed", "release": run.outcome["release"], "rollback_to": a}
+    started = [argv for argv in run.host.commands if argv[:2] == ("systemd-run", "--unit=specops-watch-sglang")]
+    assert started[0][-1] == a
 
 
 def test_watch_s_zero_plans_and_starts_no_watch(world: World) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from specops.errors import LockHeld
 from specops.host.local import LocalHost
+from specops.ops.guard import guard_state
 from specops.ops.lock import LockHolder, acquire
 from specops.remote.release import guard
 from tests.unit.release.hostfixture import add_release, audit_lines, current, point_current, record_systemctl
@@ -28,7 +29,13 @@ def service(tmp_path: Path) -> Path:
     add_release(service_dir, OLD)
     add_release(service_dir, NEW, verified=False)
     point_current(service_dir, NEW)
+    arm(service_dir, NEW, OLD)
     return service_dir
+
+
+def arm(service_dir: Path, release: str, rollback_to: str) -> None:
+    """The guard's state as the deploy's `arm` writes it: the plan's rollback target."""
+    (service_dir / ".specops-guard.json").write_text(json.dumps(guard_state(release, rollback_to)))
 
 
 def _tick(service: Path, lock_dir: Path) -> dict[str, object]:

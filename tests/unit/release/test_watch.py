@@ -64,8 +64,8 @@ def service(tmp_path: Path) -> Path:
 
 
 def _watch(service: Path, url: str, lock_dir: Path, window_s: str) -> dict[str, object]:
-    # window, url, lock, probe timeout 0.3 s, 2 misses in a row, a probe every 0.1 s
-    return watch.op_watch(str(service), "sglang.service", NEW, window_s, url, str(lock_dir), "0.3", "2", "0.1")
+    # window, url, lock, probe timeout 0.3 s, 2 misses in a row, a probe every 0.1 s, the plan's target OLD
+    return watch.op_watch(str(service), "sglang.service", NEW, window_s, url, str(lock_dir), "0.3", "2", "0.1", OLD)
 
 
 def _record(service: Path) -> dict[str, object]:
