@@ -26,6 +26,23 @@ def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
     raise ReleaseError(f"{host.name}: {reply.get('error')}", hint=reply_hint(str(reply.get("kind"))))
 
 
+PUSH_MARGIN_BYTES = 64 << 20  # free space a push leaves at least: the manifest, summaries, logs meanwhile
+MIB = 1 << 20
+
+
+def room_refusal(host: Host, reply: dict[str, Any], need: int) -> ReleaseError | None:
+    """The refusal of a push of `need` bytes when the host's `room` reply says less is free (plus a margin);
+    None when it fits or the host did not say."""
+    free, path = reply.get("free"), str(reply.get("path") or "the service dir")
+    if not isinstance(free, int) or free >= need + PUSH_MARGIN_BYTES:
+        return None
+    needed, left = -(-(need + PUSH_MARGIN_BYTES) // MIB), free // MIB
+    return ReleaseError(
+        f"{host.name}: the push needs {needed:,} MiB, {left:,} MiB free on {path}'s filesystem; nothing was sent",
+        hint=f"`specops releases {host.name} --prune` or free space on the host (`df -h {path}`), then deploy again",
+    )
+
+
 def script_failed(host: Host, spec: HostSpec, result: Result) -> ReleaseError:
     tail = result.err_tail(10) or result.out_tail(10)
     op = result.argv[4] if len(result.argv) > 4 else "?"
