@@ -115,3 +115,28 @@ def test_the_refusal_says_what_is_needed_and_what_is_free() -> None:
         "`specops releases llm-one --prune` or free space on the host (`df -h /opt/sglang`), then deploy again"
     )
     assert release_replies.room_refusal(Named(), {**reply, "free": 300 << 20}, 200 << 20) is None  # type: ignore[arg-type]
+
+
+def test_a_push_stopped_mid_stream_ends_tar_instead_of_waiting_on_it(tmp_path: Path) -> None:
+    """An error or Ctrl-C raised while the tar streams (here: from the progress callback) must not leave the
+    push waiting for a tar blocked on a full pipe that nobody reads any more."""
+    import threading
+
+    from specops.ops.push_stream import send_tar
+
+    (tmp_path / "big.bin").write_bytes(os.urandom(16 * 2**20))  # far more than the pipe holds
+    outcome: list[BaseException] = []
+
+    def stop(_sent: int, _total: int) -> None:
+        raise RuntimeError("stopped")
+
+    def run() -> None:
+        try:
+            send_tar(tmp_path, ["big.bin"], lambda chunk: True, stop)
+        except RuntimeError as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(120)  # a deadlock guard, not a speed check: tar blocked forever before the fix
+    assert not worker.is_alive() and [str(error) for error in outcome] == ["stopped"]
