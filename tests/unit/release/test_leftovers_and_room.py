@@ -140,3 +140,18 @@ def test_a_push_stopped_mid_stream_ends_tar_instead_of_waiting_on_it(tmp_path: P
     worker.start()
     worker.join(120)  # a deadlock guard, not a speed check: tar blocked forever before the fix
     assert not worker.is_alive() and [str(error) for error in outcome] == ["stopped"]
+
+
+def test_a_session_dropped_mid_push_shows_the_end_of_its_output_not_the_whole_listing(spec: HostSpec) -> None:
+    from specops.host.base import Result
+
+    class Named:
+        name = "llm-one"
+
+    listing = json.dumps({"ok": True, "releases": [{"id": f"2026010{i % 9}T000000Z-{i:012x}"} for i in range(600)]})
+    result = Result(("python3", "-IS", "-c", "...", "session", "/opt/specops/sglang"), 255, listing.encode(), b"", 1.0)
+    error = release_replies.script_failed(Named(), spec, result)  # type: ignore[arg-type]
+    lines = error.message.splitlines()
+    assert lines[0] == "llm-one: the release script (session) exited with 255"
+    assert lines[1].startswith("  | … ") and "more characters not shown" in lines[1]
+    assert len(listing) > 20_000 and len(error.message) < 2_300
