@@ -38,7 +38,8 @@ def room_refusal(host: Host, reply: dict[str, Any], need: int) -> ReleaseError |
         return None
     needed, left = -(-(need + PUSH_MARGIN_BYTES) // MIB), free // MIB
     return ReleaseError(
-        f"{host.name}: the push needs {needed:,} MiB, {left:,} MiB free on {path}'s filesystem; nothing was sent",
+        f"{host.name}: no space left for the push: it needs {needed:,} MiB, {left:,} MiB are free on {path}; "
+        "nothing was sent",
         hint=f"`specops releases {host.name} --prune` or free space on the host (`df -h {path}`), then deploy again",
     )
 

@@ -4,6 +4,7 @@ leave behind, and the next push removing it once it is older than the lock's lif
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 
 from specops.build.stage import StagedBuild, stage_build
 from specops.config.inventory import HostSpec
+from specops.errors import ReleaseError
 from specops.host.ssh import SshHost, connect
 from specops.ops import release as push
 from tests.testbed.engine import BUILD_PYTHON
@@ -107,3 +109,19 @@ def test_two_pushes_stopped_mid_stream_leave_leftovers_that_the_third_push_remov
                                                                           (third.release_id, True)]  # fmt: skip
     listed = testhost.exec(["ls", "-A", RELEASES]).stdout.decode().split()
     assert sorted(listed) == sorted([young.release_id, third.release_id])  # no trash left either
+
+
+def test_a_push_bigger_than_the_free_space_is_refused_before_a_byte_is_sent(
+    testhost: TestHost, ssh_config: Path, tmp_path: Path
+) -> None:
+    testhost.exec(["mkdir", "-p", "/opt/small"])
+    testhost.exec(["mount", "-t", "tmpfs", "-o", "size=12m,mode=0755", "tmpfs", "/opt/small"])
+    small = HostSpec(name=ALIAS, ssh=ALIAS, python="/usr/bin/python3", model_path="/m", base_dir="/opt/small")
+    with connect(small, ssh_config=ssh_config, known_hosts=[]) as host, pytest.raises(ReleaseError) as caught:
+        push.push_release(host, small, _large_build(tmp_path), base=None)
+    message = caught.value.message
+    found = re.fullmatch(rf"{ALIAS}: no space left for the push: it needs (\d+) MiB, (\d+) MiB are free on "
+                         r"/opt/small/sglang; nothing was sent", message)  # fmt: skip
+    assert found is not None and int(found[1]) >= 24 + 64 and int(found[2]) <= 12  # the build, the margin; tmpfs
+    assert caught.value.hint.startswith(f"`specops releases {ALIAS} --prune` or free space on the host")
+    assert testhost.exec(["find", "/opt/small", "-mindepth", "1"]).stdout == b""  # nothing was created

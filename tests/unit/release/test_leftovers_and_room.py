@@ -95,8 +95,11 @@ def test_a_push_that_cannot_fit_is_refused_before_a_byte_is_sent(
     with pytest.raises(ReleaseError) as caught:
         push.push_release(host, spec, stage_build(build, [], tmp_path / "w2"), base=None, release_id="r-03")
     message = caught.value.message
-    assert message.startswith("local: the push needs ") and " MiB free on " + spec.service_dir in message
-    assert message.endswith("filesystem; nothing was sent")
+    assert (
+        message.startswith("local: no space left for the push: it needs ")
+        and " MiB are free on " + spec.service_dir in message
+    )
+    assert message.endswith("; nothing was sent")
     assert caught.value.hint.startswith("`specops releases local --prune` or free space on the host")
     assert sorted(p.name for p in _releases(spec).iterdir()) == ["r-01"]  # leftovers gone first, r-03 never begun
 
@@ -109,7 +112,7 @@ def test_the_refusal_says_what_is_needed_and_what_is_free() -> None:
     error = release_replies.room_refusal(Named(), reply, 200 << 20)  # type: ignore[arg-type]
     assert error is not None
     assert error.message == (
-        "llm-one: the push needs 264 MiB, 100 MiB free on /opt/sglang's filesystem; nothing was sent"
+        "llm-one: no space left for the push: it needs 264 MiB, 100 MiB are free on /opt/sglang; nothing was sent"
     )
     assert error.hint == (
         "`specops releases llm-one --prune` or free space on the host (`df -h /opt/sglang`), then deploy again"
