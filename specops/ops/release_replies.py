@@ -26,7 +26,7 @@ def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
     raise ReleaseError(f"{host.name}: {reply.get('error')}", hint=reply_hint(str(reply.get("kind"))))
 
 
-PUSH_MARGIN_BYTES = 64 << 20  # free space a push leaves at least: the manifest, summaries, logs meanwhile
+PUSH_MARGIN_BYTES = 1 << 20  # free space a push leaves at least (and 1/20 of its size): manifest, summaries, logs
 MIB = 1 << 20
 
 
@@ -34,9 +34,10 @@ def room_refusal(host: Host, reply: dict[str, Any], need: int) -> ReleaseError |
     """The refusal of a push of `need` bytes when the host's `room` reply says less is free (plus a margin);
     None when it fits or the host did not say."""
     free, path = reply.get("free"), str(reply.get("path") or "the service dir")
-    if not isinstance(free, int) or free >= need + PUSH_MARGIN_BYTES:
+    wanted = need + PUSH_MARGIN_BYTES + need // 20
+    if not isinstance(free, int) or free >= wanted:
         return None
-    needed, left = -(-(need + PUSH_MARGIN_BYTES) // MIB), free // MIB
+    needed, left = -(-wanted // MIB), free // MIB
     return ReleaseError(
         f"{host.name}: no space left for the push: it needs {needed:,} MiB, {left:,} MiB are free on {path}; "
         "nothing was sent",

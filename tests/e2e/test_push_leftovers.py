@@ -122,6 +122,6 @@ def test_a_push_bigger_than_the_free_space_is_refused_before_a_byte_is_sent(
     message = caught.value.message
     found = re.fullmatch(rf"{ALIAS}: no space left for the push: it needs (\d+) MiB, (\d+) MiB are free on "
                          r"/opt/small/sglang; nothing was sent", message)  # fmt: skip
-    assert found is not None and int(found[1]) >= 24 + 64 and int(found[2]) <= 12  # the build, the margin; tmpfs
+    assert found is not None and int(found[1]) > 24 and int(found[2]) <= 12  # the build and its margin; the tmpfs
     assert caught.value.hint.startswith(f"`specops releases {ALIAS} --prune` or free space on the host")
     assert testhost.exec(["find", "/opt/small", "-mindepth", "1"]).stdout == b""  # nothing was created

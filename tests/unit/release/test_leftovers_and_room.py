@@ -112,12 +112,12 @@ def test_the_refusal_says_what_is_needed_and_what_is_free() -> None:
     error = release_replies.room_refusal(Named(), reply, 200 << 20)  # type: ignore[arg-type]
     assert error is not None
     assert error.message == (
-        "llm-one: no space left for the push: it needs 264 MiB, 100 MiB are free on /opt/sglang; nothing was sent"
+        "llm-one: no space left for the push: it needs 211 MiB, 100 MiB are free on /opt/sglang; nothing was sent"
     )
     assert error.hint == (
         "`specops releases llm-one --prune` or free space on the host (`df -h /opt/sglang`), then deploy again"
     )
-    assert release_replies.room_refusal(Named(), {**reply, "free": 300 << 20}, 200 << 20) is None  # type: ignore[arg-type]
+    assert release_replies.room_refusal(Named(), {**reply, "free": 211 << 20}, 200 << 20) is None  # type: ignore[arg-type]
 
 
 def test_a_push_stopped_mid_stream_ends_tar_instead_of_waiting_on_it(tmp_path: Path) -> None:
