@@ -135,19 +135,27 @@ def releases(
     reason: Annotated[
         str, typer.Option("--reason", metavar="TEXT", help="Why --mark-bad (kept with the mark and audited).")
     ] = "",
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Remove dead pushes' unfinished leftovers and releases beyond keep.")
+    ] = False,
     json_output: JsonOpt = False,
 ) -> None:
     """Releases kept on each host: id, age, profile, verified, current, bad (rollback targets: verified, not bad).
 
     One host: every release. A group, several hosts or --all: a row per host (current, kept, verified, bad).
     --mark-bad ID / --unmark-bad ID (one host): set or remove the mark that keeps a release from ever being
-    rolled back to; a rollback marks the release it leaves by itself."""
+    rolled back to; a rollback marks the release it leaves by itself. --prune (one host, under its lock):
+    remove the `unfinished` leftovers of dead pushes and complete releases beyond keep_releases; current and
+    the rollback target always stay."""
     from specops.ops.status import host_status
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
     single = one_host(config, names or [], all_hosts)
+    if prune:
+        _prune(app_state, single, as_json)
+        return
     if mark_bad is not None or unmark_bad is not None:
         _change_mark(app_state, single, mark_bad, unmark_bad, reason, as_json)
         return
@@ -188,6 +196,23 @@ def _change_mark(
         stdout_console().print(f"{spec.name}: {info.id} marked bad ({escape(info.bad_reason)})")
     else:
         stdout_console().print(f"{spec.name}: {info.id} is not marked bad")
+
+
+def _prune(app_state: AppState, single: str | None, as_json: bool) -> None:
+    """`releases HOST --prune`: one host, under its lock; says what went."""
+    from specops.ops.release_prune import prune_by_hand
+
+    if single is None:
+        raise UsageError("--prune takes one host", hint="specops releases HOST --prune")
+    spec = app_state.load_config().host(single)
+    with app_state.connect(spec) as connection:
+        removed = prune_by_hand(connection, spec, on_event=lambda text: stderr_console().print(escape(text)))
+    if as_json:
+        print_json({"host": spec.name, "removed": removed})
+    elif removed:
+        stdout_console().print(f"{spec.name}: removed {len(removed)} release(s): {', '.join(removed)}")
+    else:
+        stdout_console().print(f"{spec.name}: nothing to prune")
 
 
 def _check_release_id(release_id: str) -> None:

@@ -277,6 +277,7 @@ TABLE: dict[str, Any] = {
                 "--mark-bad": {"value": "release-unmarked", "help": "Mark this release bad: never a rollback target."},
                 "--unmark-bad": {"value": "release-bad", "help": "Remove a release's bad mark."},
                 "--reason": {"value": "any", "help": "Why --mark-bad (kept with the mark and audited)."},
+                "--prune": {"value": "", "help": "Remove dead pushes' unfinished leftovers and releases beyond keep."},
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },

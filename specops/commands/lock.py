@@ -4,8 +4,11 @@ The lock is a directory made with mkdir(2) (atomic: exactly one creator wins) ho
 check-then-act step (take over a stale lock, release only our own, heartbeat only while still ours) runs on
 the host inside one `flock` on `<root>.guard`, so two operators can never interleave those steps; the kernel
 drops that flock when the script exits or is killed, so the guard itself can never leak the way Kamal's lock
-does on Ctrl-C. Staleness is judged with the HOST's clock (now minus the mtime of holder.json, which every
-heartbeat rewrites), so clock skew between operators' laptops cannot make a live lock look stale.
+does on Ctrl-C. Staleness is judged on the HOST, so clock skew between operators' laptops cannot make a live
+lock look stale, and by its boot clock (CLOCK_BOOTTIME, /proc/uptime): every heartbeat writes the boot id and
+the seconds since boot beside holder.json, so a wall clock stepped back (NTP, a wrong RTC) can neither freeze a
+dead lock's age at 0 nor make a live one look old. A lock without that file (or from another boot) falls back
+to the wall clock: now minus holder.json's mtime.
 
 Only POSIX sh, coreutils and util-linux `flock` are used: the lock must work before any Python is deployed.
 """
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 DEFAULT_LOCK_ROOT = "/run/specops/lock"
 HOLDER_FILE = "holder.json"
+BEAT_FILE = "boot-beat"  # "<boot id> <seconds since boot>" of the last heartbeat: its age by the boot clock
 GUARD_WAIT_S = 20  # the guard is held for milliseconds; waiting longer means a wedged host
 GUARD_BUSY_EXIT = 75
 
@@ -36,22 +40,31 @@ esac
 exec 9>>"$root.guard"
 flock -w GUARD_WAIT_S 9 || { echo "guard=busy"; exit GUARD_BUSY_EXIT; }
 now=$(date +%s)
-beat() {  # seconds since the lock's last sign of life: holder.json's mtime, or the directory's
-  if [ -f "$holder" ]; then stat -c %Y -- "$holder"; else stat -c %Y -- "$root"; fi
+boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null) && up=$(cut -d. -f1 /proc/uptime 2>/dev/null) || boot=""
+beat() {  # the wall-clock time of the lock's last sign of life in $1: holder.json's mtime, or the directory's
+  if [ -f "$1/holder.json" ]; then stat -c %Y -- "$1/holder.json"; else stat -c %Y -- "$1"; fi
+}
+age() {  # seconds since then: by the boot clock (steady when the wall clock steps) when $1/BEAT_FILE is from this
+  b=$(cat -- "$1/BEAT_FILE" 2>/dev/null) || b=""  # boot, else by the wall clock
+  case ${b#* } in ''|*[!0-9]*) b="" ;; esac
+  if [ -n "$boot" ] && [ -n "$b" ] && [ "${b% *}" = "$boot" ]; then echo $((up - ${b#* }))
+  else echo $((now - $(beat "$1"))); fi
 }
 show() {  # what holds the lock now (or held what we just removed: $1)
   dir=${1:-$root}
   printf 'now=%s\n' "$now"
   if [ -d "$dir" ]; then
-    if [ -f "$dir/holder.json" ]; then printf 'beat=%s\n' "$(stat -c %Y -- "$dir/holder.json")"
-    else printf 'beat=%s\n' "$(stat -c %Y -- "$dir")"; fi
+    printf 'beat=%s\nage=%s\n' "$(beat "$dir")" "$(age "$dir")"
     echo "holder:"; cat -- "$dir/holder.json" 2>/dev/null || true
   fi
 }
 ours() { grep -qF "\"token\": \"$token\"" "$holder" 2>/dev/null; }
-stale() { [ "$stale" -gt 0 ] && [ $((now - $(beat))) -gt "$stale" ]; }
+stale() { [ "$stale" -gt 0 ] && [ "$(age "$root")" -gt "$stale" ]; }
 dead_holder() { [ -n "$dead" ] && grep -qF "\"token\": \"$dead\"" "$holder" 2>/dev/null; }
-write_holder() { cp -- "$input" "$1/.holder.tmp" && mv -f -- "$1/.holder.tmp" "$1/holder.json"; }
+write_holder() {
+  cp -- "$input" "$1/.holder.tmp" && mv -f -- "$1/.holder.tmp" "$1/holder.json" || return 1
+  [ -z "$boot" ] || { printf '%s %s\n' "$boot" "$up" > "$1/.beat.tmp" && mv -f -- "$1/.beat.tmp" "$1/BEAT_FILE"; }
+}
 put_away() {  # rename first (others may mkdir at once), then delete at leisure
   away="$root.removed-$token-$$"; mv -T -- "$root" "$away" || exit 1
 }
@@ -74,6 +87,7 @@ release)
 *) echo "unknown op $op" >&2; exit 2 ;;
 esac
 """.replace("GUARD_WAIT_S", str(GUARD_WAIT_S)).replace("GUARD_BUSY_EXIT", str(GUARD_BUSY_EXIT))
+LOCK_SCRIPT = LOCK_SCRIPT.replace("BEAT_FILE", BEAT_FILE)
 
 
 def lock_argv(op: str, root: str, token: str = "", stale_after_s: float = 0, dead_token: str = "") -> list[str]:
@@ -98,9 +112,12 @@ class LockReply:
     host_now: int | None
     last_beat: int | None
     holder_text: str | None
+    age: int | None = None  # the host's own measure (the boot clock when it can): preferred
 
     @property
     def heartbeat_age_s(self) -> int | None:
+        if self.age is not None:
+            return max(0, self.age)
         if self.host_now is None or self.last_beat is None:
             return None
         return max(0, self.host_now - self.last_beat)
@@ -119,6 +136,7 @@ def parse_lock_reply(text: str) -> LockReply:
         host_now=_int_or_none(values.get("now")),
         last_beat=_int_or_none(values.get("beat")),
         holder_text=tail.strip() if marker else None,
+        age=_int_or_none(values.get("age")),
     )
 
 

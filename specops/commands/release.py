@@ -120,10 +120,19 @@ def switch_argv(spec: HostSpec, release_id: str) -> list[str]:
     return script_argv(spec, "switch", check_release_id(release_id))
 
 
-def prune_argv(spec: HostSpec, keep: int, protect: set[str]) -> list[str]:
+def prune_argv(spec: HostSpec, keep: int, protect: set[str], stale_after_s: float = 0) -> list[str]:
+    """`stale_after_s` > 0: unfinished leftovers untouched for that long go too (the lock's life: their push is
+    dead), whatever the keep rule says."""
     if keep < 1:
         raise ValueError("keep must be at least 1")
-    return script_argv(spec, "prune", str(keep), ",".join(sorted(check_release_id(i) for i in protect)))
+    argv = script_argv(spec, "prune", str(keep), ",".join(sorted(check_release_id(i) for i in protect)))
+    return [*argv, str(int(stale_after_s))] if stale_after_s > 0 else argv
+
+
+def room_request(stale_after_s: float) -> dict[str, Any]:
+    """The push session's `room` request: unfinished leftovers older than `stale_after_s` removed, then the
+    free bytes of the releases' filesystem."""
+    return {"op": "room", "stale_after_s": int(stale_after_s)}
 
 
 def rollback_argv(spec: HostSpec, target_id: str | None, reason: str, force: bool = False) -> list[str]:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 60.0
 SHORT_COMMAND_CHARS = 160
 KILL_AFTER_S = 5.0
+OUTPUT_KEPT_CHARS = 2048  # the most of a host command's output an error or audit entry carries (cut_output)
+OUTPUT_POINTER = "run the command on the host for all of it"
 TIMED_OUT_CODES = (124, 137)  # coreutils `timeout`: the command got TERM (124) or, ignoring it, KILL (128+9)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -244,6 +246,26 @@ def shorten(text: str, limit: int = SHORT_COMMAND_CHARS) -> str:
     return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
 
 
+def cut_output(text: str, lines: int = 20, max_chars: int = OUTPUT_KEPT_CHARS) -> str:
+    """The end of a host's output as errors and audit entries carry it: the last `lines` lines and at most
+    `max_chars` characters; when that cuts into them, a first line says how much was left out. Why: a session
+    dropped mid-push prints a whole release listing (tens of KB on one line); a message that long buries the
+    cause and bloats every audit log it reaches."""
+    kept = text.rstrip("\n").splitlines()[-lines:] if lines > 0 else []
+    tail = "\n".join(kept)
+    if len(tail) <= max_chars:
+        return tail  # only whole lines left out: the last lines are where a tool says why
+    tail = tail[-max_chars:]
+    left_out = len(text.rstrip("\n")) - len(tail)
+    return f"… {left_out:,} more characters not shown ({OUTPUT_POINTER})\n{tail}"
+
+
+def cut_message(text: str, lines: int = 40) -> str:
+    """A message that may end in a host's output (an error's text in an audit entry): its first line (the
+    cause) kept whole, the rest cut like cut_output."""
+    head, _, rest = text.partition("\n")
+    return head[:OUTPUT_KEPT_CHARS] + ("\n" + cut_output(rest, lines) if rest.strip() else "")
+
+
 def _tail(text: str, n: int) -> str:
-    lines = text.rstrip("\n").splitlines()
-    return "\n".join(lines[-n:]) if n > 0 else ""
+    return cut_output(text, n) if n > 0 else ""

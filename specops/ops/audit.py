@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
+from specops.host.base import cut_message
 from specops.localdirs import state_root
 from specops.ops.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, check_schema
 from specops.ops.lock_holder import local_who, utc_now
@@ -75,7 +76,7 @@ def new_entry(
     return {
         SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), "action": action, "from": from_release,
         "to": to_release, "profile": profile, "phases": dict(phases or {}), "gates": dict(gates or {}),
-        "outcome": outcome, "forced": forced, "message": message,
+        "outcome": outcome, "forced": forced, "message": cut_message(message),
     }  # fmt: skip
 
 

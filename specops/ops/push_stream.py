@@ -108,14 +108,16 @@ def _send_gnu_tar(root: Path, names: list[str], counter: _Counter) -> None:
         widen_pipe(process.stdout)  # tar runs up to 1 MiB ahead instead of waiting on 64 KiB at a time
         feeder = threading.Thread(target=_write_and_close, args=(process.stdin, listing), daemon=True)
         feeder.start()
+        read_all = False
         try:
             while chunk := os.read(process.stdout.fileno(), READ_BYTES):
                 if not counter(chunk):
                     break
+            read_all = counter.open
         finally:
-            if counter.open:
+            if read_all:
                 code = process.wait()
-            else:  # the receiver gave up: tar's remaining output has nowhere to go
+            else:  # the receiver gave up, or the push is stopping (an error, Ctrl-C): nothing reads tar's output
                 process.kill()
                 code = process.wait()
             process.stdout.close()

@@ -26,8 +26,9 @@ from specops.errors import ReleaseError
 from specops.host.base import Host
 from specops.host.process import RunningCommand
 from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
+from specops.ops.lock import DEFAULT_STALE_AFTER_S
 from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
-from specops.ops.release_replies import checked_reply, script_failed
+from specops.ops.release_replies import checked_reply, room_refusal, script_failed
 from specops.remote.release.script import MANIFEST
 
 Progress = Callable[[str], None]
@@ -145,6 +146,7 @@ class PushSession:
         expected = len(manifest_member) + expected_tar_bytes(staged.files, tar_names)
         linked = len(staged.files) - (len(names) - 1)
         say(f"sending {len(names) - 1} changed file(s), ~{expected:,} bytes; hard-linking {linked} from {base_id}")
+        self._make_room(expected, say)
         self._finished = True  # closing early from here on is EOF inside the tar: the release stays unfinished
         self._request(cmd.receive_request(release_id, base_id, staged.tree_hash), after_listing=True)
         try:
@@ -165,6 +167,18 @@ class PushSession:
             linked_files=int(reply.get("linked", 0)) + int(reply.get("copied", 0)),
             seconds=time.monotonic() - started,
         )
+
+    def _make_room(self, need: int, say: Progress) -> None:
+        """Under the deploy's lock, before a byte is sent: the host removes the leftovers of dead pushes, then a
+        push that cannot fit in what is free is refused (docs/deploy.md "Disk space")."""
+        self._request(cmd.room_request(DEFAULT_STALE_AFTER_S), after_listing=True)
+        reply = self._reply()
+        removed = [str(release_id) for release_id in reply.get("removed") or []]
+        if removed:
+            say(f"removed {len(removed)} unfinished release(s) that stopped pushes had left: {', '.join(removed)}")
+        refusal = room_refusal(self.host, reply, need)
+        if refusal is not None:
+            raise refusal
 
     def _host_answer_after(self, local: ReleaseError) -> ReleaseError:
         """The local tar failed mid-push: end the stream and read the host's answer before reporting. Closing the
@@ -248,9 +262,10 @@ def switch_current(host: Host, spec: HostSpec, release_id: str) -> str | None:
     return previous if isinstance(previous, str) else None
 
 
-def prune(host: Host, spec: HostSpec, keep: int, protect: set[str]) -> list[str]:
-    """Remove old releases; never current, the newest verified or `protect`. Returns the removed ids."""
-    reply = _run_script(host, spec, cmd.prune_argv(spec, keep, protect))
+def prune(host: Host, spec: HostSpec, keep: int, protect: set[str], stale_after_s: float = 0) -> list[str]:
+    """Remove old releases, and unfinished leftovers untouched for `stale_after_s`; never current, the newest
+    verified or `protect`. Returns the removed ids."""
+    reply = _run_script(host, spec, cmd.prune_argv(spec, keep, protect, stale_after_s))
     return [str(release_id) for release_id in reply.get("removed") or []]
 
 

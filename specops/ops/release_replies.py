@@ -26,6 +26,25 @@ def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:
     raise ReleaseError(f"{host.name}: {reply.get('error')}", hint=reply_hint(str(reply.get("kind"))))
 
 
+PUSH_MARGIN_BYTES = 1 << 20  # free space a push leaves at least (and 1/20 of its size): manifest, summaries, logs
+MIB = 1 << 20
+
+
+def room_refusal(host: Host, reply: dict[str, Any], need: int) -> ReleaseError | None:
+    """The refusal of a push of `need` bytes when the host's `room` reply says less is free (plus a margin);
+    None when it fits or the host did not say."""
+    free, path = reply.get("free"), str(reply.get("path") or "the service dir")
+    wanted = need + PUSH_MARGIN_BYTES + need // 20
+    if not isinstance(free, int) or free >= wanted:
+        return None
+    needed, left = -(-wanted // MIB), free // MIB
+    return ReleaseError(
+        f"{host.name}: no space left for the push: it needs {needed:,} MiB, {left:,} MiB are free on {path}; "
+        "nothing was sent",
+        hint=f"`specops releases {host.name} --prune` or free space on the host (`df -h {path}`), then deploy again",
+    )
+
+
 def script_failed(host: Host, spec: HostSpec, result: Result) -> ReleaseError:
     tail = result.err_tail(10) or result.out_tail(10)
     op = result.argv[4] if len(result.argv) > 4 else "?"

@@ -15,6 +15,7 @@ import shutil
 import sys
 from typing import Any
 
+from specops.remote.release.claim import is_unfinished_leftover
 from specops.remote.release.hostdata import (
     PLAIN_SUMMARY_SCHEMA,
     SCHEMA_KEY,
@@ -117,9 +118,16 @@ def op_list(service_dir: str) -> dict[str, Any]:
     return {"current": current_id(service_dir), "releases": releases, "watch": watch_record(service_dir)}
 
 
-def prune_plan(releases: list[dict[str, Any]], current: str | None, keep: int, protected: set[str]) -> list[str]:
-    """Ids to delete: complete releases beyond the newest `keep`, and unfinished leftovers older than the newest
-    complete one; never current, the newest verified or a protected id."""
+def prune_plan(
+    releases: list[dict[str, Any]],
+    current: str | None,
+    keep: int,
+    protected: set[str],
+    stale: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Ids to delete: complete releases beyond the newest `keep`, unfinished leftovers older than the newest
+    complete one, and the `stale` ones (unfinished, untouched for longer than the lock's life: their push is
+    dead, whatever came after); never current, the newest verified or a protected id."""
     complete = [r["id"] for r in releases if r["complete"]]
     verified = [r["id"] for r in releases if r["complete"] and r["verified"] and not r["error"]]
     spared = set(protected) | {current} | set(verified[-1:]) | set(complete[-keep:] if keep > 0 else [])
@@ -127,20 +135,61 @@ def prune_plan(releases: list[dict[str, Any]], current: str | None, keep: int, p
     doomed = [r for r in complete if r not in spared]
     if newest_complete is not None:
         doomed += [r["id"] for r in releases if not r["complete"] and r["id"] < newest_complete]
-    return sorted(r for r in doomed if r not in spared)
+    doomed += [r["id"] for r in releases if not r["complete"] and r["id"] in stale]
+    return sorted(set(r for r in doomed if r not in spared))
 
 
-def op_prune(service_dir: str, keep: str, protected: str) -> dict[str, Any]:
-    spared = {checked_release_id(release_id) for release_id in protected.split(",") if release_id}
-    plan = prune_plan(op_list(service_dir)["releases"], current_id(service_dir), int(keep), spared)
+def stale_leftovers(service_dir: str, stale_after_s: float) -> frozenset[str]:
+    """Unfinished releases with no sign of life (the folder's and its marker's mtime, host clock) for longer
+    than `stale_after_s`: a push that old lost its lock long ago. Run under the lock, so no push is running; a
+    clock stepped back makes them look younger (kept a while longer), never older."""
+    if stale_after_s <= 0:
+        return frozenset()
+    import time
+
+    now, found = time.time(), set()
+    for release_id in release_ids(service_dir):
+        folder = os.path.join(service_dir, "releases", release_id)
+        if not is_unfinished_leftover(folder):
+            continue
+        times = [
+            os.lstat(path).st_mtime for path in (folder, os.path.join(folder, UNFINISHED)) if os.path.lexists(path)
+        ]
+        if times and now - max(times) > stale_after_s:
+            found.add(release_id)
+    return frozenset(found)
+
+
+def remove_releases(service_dir: str, doomed: list[str]) -> None:
     releases = os.path.join(service_dir, "releases")
-    for release_id in plan:
+    for release_id in doomed:
         with contextlib.suppress(FileNotFoundError):  # first: a summary never outlives its release
             os.unlink(summary_path(os.path.join(releases, release_id)))
         trash = os.path.join(releases, ".trash-" + release_id)
         os.rename(os.path.join(releases, release_id), trash)  # gone from listings at once, even if rmtree fails
         shutil.rmtree(trash)
+
+
+def op_prune(service_dir: str, keep: str, protected: str, stale_after_s: str = "0") -> dict[str, Any]:
+    spared = {checked_release_id(release_id) for release_id in protected.split(",") if release_id}
+    stale = stale_leftovers(service_dir, float(stale_after_s))
+    plan = prune_plan(op_list(service_dir)["releases"], current_id(service_dir), int(keep), spared, stale)
+    remove_releases(service_dir, plan)
     return {"removed": plan}
+
+
+def room_reply(service_dir: str, stale_after_s: float) -> dict[str, Any]:
+    """Before a receive: remove the stale unfinished leftovers (only those: nothing a keep rule or a rollback
+    needs), then say how much space the releases' filesystem has left, so the client can refuse a push that
+    cannot fit before it sends a byte."""
+    current = current_id(service_dir)
+    removed = sorted(r for r in stale_leftovers(service_dir, stale_after_s) if r != current)
+    remove_releases(service_dir, removed)
+    folder = os.path.join(service_dir, "releases")
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)  # a first push: the folder the receive will create is on its parent's
+    info = os.statvfs(folder)
+    return {"ok": True, "removed": removed, "free": info.f_bavail * info.f_frsize, "path": service_dir}
 
 
 def op_update_manifest(service_dir: str, release_id: str) -> dict[str, Any]:

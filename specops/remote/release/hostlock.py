@@ -7,7 +7,8 @@ loaded"). Under the lock, the next deploy waits for the rollback (--lock-wait) o
 
 The lock is taken the way the lock script (specops/commands/lock.py) takes it: mkdir(2) under the flock of
 `<root>.guard`, a holder.json any specops reads (default JSON separators: the script greps its token), a
-stale holder (no heartbeat for STALE_AFTER_S, host clock) put away by renaming first. Stdlib only, 3.8+.
+stale holder (no heartbeat for STALE_AFTER_S by the host's boot clock: heartbeat_age) put away by renaming
+first. Stdlib only, 3.8+.
 """
 
 from __future__ import annotations
@@ -20,17 +21,53 @@ from typing import Any
 
 from specops.remote.release.hostdata import HOLDER_SCHEMA, SCHEMA_KEY, utc_text
 
+BEAT_FILE = "boot-beat"  # as specops/commands/lock.py names it: "<boot id> <seconds since boot>"
 HEARTBEAT_S = 15.0  # the lock's heartbeat while the guard rolls back (others take a lock over after 90 s)
 
 
-def lock_is_alive(lock_dir: str, stale_after_s: float) -> bool:
-    """The lock exists and its heartbeat (holder.json's mtime, else the directory's: host clock) is recent."""
+def boot_clock() -> tuple[str, int] | None:
+    """(boot id, whole seconds since boot: CLOCK_BOOTTIME as /proc/uptime shows it, the lock script's clock);
+    None where the kernel offers neither."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot, open("/proc/uptime") as up:
+            return boot.read().strip(), int(up.read().split(".")[0])
+    except (OSError, ValueError):
+        return None
+
+
+def write_beat(lock_dir: str) -> None:
+    """The heartbeat by the boot clock, beside holder.json (the lock script reads it: commands/lock.py)."""
+    clock = boot_clock()
+    if clock is not None:
+        path = os.path.join(lock_dir, BEAT_FILE)
+        with open(path + ".tmp", "w", encoding="ascii") as handle:
+            handle.write(clock[0] + " " + str(clock[1]) + "\n")
+        os.replace(path + ".tmp", path)
+
+
+def heartbeat_age(lock_dir: str) -> float | None:
+    """Seconds since the lock's last heartbeat: by the boot clock when its beat is from this boot (a wall clock
+    stepped back neither freezes nor hides it), else now minus holder.json's mtime (or the directory's)."""
+    clock = boot_clock()
+    try:
+        with open(os.path.join(lock_dir, BEAT_FILE), encoding="ascii") as handle:
+            boot, seconds = handle.read().split()
+        if clock is not None and boot == clock[0]:
+            return float(clock[1] - int(seconds))
+    except (OSError, ValueError):
+        pass
     for name in ("holder.json", ""):
         try:
-            return time.time() - os.stat(os.path.join(lock_dir, name)).st_mtime <= stale_after_s
+            return time.time() - os.stat(os.path.join(lock_dir, name)).st_mtime
         except OSError:
             continue
-    return False
+    return None
+
+
+def lock_is_alive(lock_dir: str, stale_after_s: float) -> bool:
+    """The lock exists and its heartbeat is recent (heartbeat_age)."""
+    age = heartbeat_age(lock_dir)
+    return age is not None and age <= stale_after_s
 
 
 def lock_token(lock_dir: str) -> str | None:
@@ -80,6 +117,7 @@ def write_holder(lock_dir: str, command: str) -> str:
     with open(path + ".tmp", "w", encoding="utf-8") as handle:
         handle.write(json.dumps(holder, sort_keys=True) + "\n")
     os.replace(path + ".tmp", path)
+    write_beat(lock_dir)
     return token
 
 
@@ -101,6 +139,7 @@ def heartbeat(lock_dir: str, stop: threading.Event) -> None:
     while not stop.wait(HEARTBEAT_S):
         try:
             os.utime(os.path.join(lock_dir, "holder.json"))
+            write_beat(lock_dir)
         except OSError:
             return
 

@@ -7,6 +7,9 @@ serves requests, one JSON line each, from the same stdin that then carries the t
 `session DIR on-request`, it first waits for {"op": "list"}: a deploy starts it before it holds the lock):
 
   {"op": "files", "id": ID}       one line back: {"ok": true, "files": {...}} from releases/ID/manifest.json
+  {"op": "room", "stale_after_s": S}
+                                  removes unfinished leftovers untouched for S seconds, then one line back:
+                                  {"ok": true, "removed": [...], "free": BYTES, "path": SERVICE_DIR}
   {"op": "receive", "args": [ID, BASE_ID, TREE_HASH, EXTRACTOR]}
                                   the rest of stdin is the tar; the last line is the receive's reply (below)
   {"op": "end"} or EOF            nothing to push: exit 0
@@ -24,7 +27,7 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
-from specops.remote.release.catalog import op_list, op_prune, op_update_manifest
+from specops.remote.release.catalog import op_list, op_prune, op_update_manifest, room_reply
 from specops.remote.release.hostdata import Refused, checked_release_id
 from specops.remote.release.marks import op_mark_bad, op_unmark_bad
 from specops.remote.release.receive import op_receive
@@ -57,6 +60,8 @@ def op_session(service_dir: str, when: str = "") -> dict[str, Any]:
         op = request.get("op") if isinstance(request, dict) else None
         if op == "files":
             say(files_reply(service_dir, checked_release_id(request.get("id"))))
+        elif op == "room":
+            say(room_reply(service_dir, float(request.get("stale_after_s") or 0)))
         elif op == "receive":
             args = request.get("args")
             if not isinstance(args, list) or len(args) != 4 or not all(isinstance(a, str) for a in args):

@@ -83,3 +83,27 @@ def test_usage_errors_exit_2_and_change_nothing(
     assert "Traceback" not in result.err
     listed = json.loads(run_cli(capsys, "releases", "llm-two", "--json").out)["releases"]
     assert all(release["bad"] is None for release in listed)
+
+
+def test_prune_removes_a_dead_pushs_leftover_under_the_lock_and_keeps_current_and_the_rollback_target(
+    capsys: pytest.CaptureFixture[str], host: Path, config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import time
+
+    monkeypatch.setattr("specops.ops.lock.DEFAULT_LOCK_ROOT", str(config_dir / "run" / "lock"))
+    leftover = host / "releases" / "20261103T000000Z-cccc"
+    leftover.mkdir()
+    (leftover / "unfinished").touch()
+    long_ago = time.time() - 3600
+    for path in (leftover / "unfinished", leftover):
+        os.utime(path, (long_ago, long_ago))
+    pruned = run_cli(capsys, "releases", "llm-two", "--prune")
+    assert (pruned.code, pruned.out.strip()) == (0, "llm-two: removed 1 release(s): 20261103T000000Z-cccc")
+    assert sorted(p.name for p in (host / "releases").iterdir()) == [OLD, NEW]  # current and the rollback target
+    again = run_cli(capsys, "releases", "llm-two", "--prune", "--json")
+    assert json.loads(again.out) == {"host": "llm-two", "removed": []}
+    assert not (config_dir / "run" / "lock").exists()  # the lock was released
+    assert "pruned" in run_cli(capsys, "audit", "llm-two").out
+    refused = run_cli(capsys, "releases", "gpu", "--prune")
+    assert refused.code == 2 and "--prune takes one host" in refused.err

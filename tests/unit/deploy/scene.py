@@ -130,8 +130,9 @@ class DeployScene:
     def _session_output(self) -> str:
         listing = {"ok": True, "current": self.current, "releases": self.releases}
         files = {"ok": True, "files": {}}  # the base's files map: every staged file differs from it
+        room = {"ok": True, "removed": [], "free": 1 << 50, "path": "/opt/sglang"}  # before a byte is sent
         received = {"ok": True, "tree_hash": "unused", "linked": 0, "copied": 0}
-        lines = (listing, files, received) if self.releases else (listing, received)  # no base: no files request
+        lines = (listing, files, room, received) if self.releases else (listing, room, received)  # no base: no files
         return "\n".join(json.dumps(line) for line in lines) + "\n"
 
     def _script_release_ops(self, host: RecordingHost, script: list[str]) -> None:

@@ -86,3 +86,23 @@ def test_env_and_deadline_prefixes_run_in_a_real_shell() -> None:
     argv = with_deadline(with_env(["sh", "-c", 'printf %s "$GREETING"'], {"GREETING": "hi there; $x"}), 5)
     assert argv[:4] == ["timeout", "-k", "5", "5.000"]
     assert LocalHost().run(["sh", "-c", wire_command(argv)], check=True).text == "hi there; $x"
+
+
+def test_a_huge_output_is_cut_with_a_pointer_not_dumped() -> None:
+    listing = b'{"ok":true,"releases":[' + b'{"id":"20260101-000000-abcdef12"},' * 700 + b"]}\n"
+    error = CommandFailed(_result(b"", code=3, stdout=listing), host="llm-one")
+    lines = error.message.splitlines()
+    assert lines[0] == "llm-one: `systemctl restart sglang` exited with 3"
+    assert lines[1].startswith("  | … 21,777 ") and "more characters not shown (run the command on the host" in lines[1]
+    assert len(error.message) < 2300
+    assert lines[-1].endswith("]}")
+
+
+def test_an_audit_message_keeps_its_cause_and_cuts_the_output() -> None:
+    from specops.ops.audit import new_entry
+
+    message = "llm-one: the release script (session) exited with 1\n  | " + "x" * 30_000
+    entry = new_entry("deploy", outcome="error", message=message)
+    kept = entry["message"].splitlines()
+    assert kept[0] == "llm-one: the release script (session) exited with 1"
+    assert kept[1].startswith("… 27,956 more characters") and len(entry["message"]) < 2300

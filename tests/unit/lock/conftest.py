@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from specops.commands.lock import BEAT_FILE
 from specops.host.local import LocalHost
 
 
@@ -34,3 +35,7 @@ def age_lock(root: str, seconds: float) -> None:
     """Pretend the holder's last heartbeat was `seconds` ago (what a kill -9 looks like after that long)."""
     past = time.time() - seconds
     os.utime(Path(root, "holder.json"), (past, past))
+    beat = Path(root, BEAT_FILE)  # the boot-clock heartbeat the script prefers: as old
+    if beat.exists():
+        boot, up = beat.read_text().split()
+        beat.write_text(f"{boot} {int(up) - int(seconds)}\n")
