@@ -73,12 +73,17 @@ def _index_is_free(index: int, taken: set[int]) -> bool:
     return index not in taken and not network.link_exists(outer_link(index)) and not network.subnet_in_use(index)
 
 
+def _name_in_use(name: str) -> bool:
+    return (base_dir() / name).exists() or cgroup_dir(name).exists()
+
+
 def _reserve(name: str | None, index: int | None, manual: bool) -> tuple[HostRecord, Path]:
     """Pick/validate name and index and create the state dir with its record, atomically."""
     with harness_lock():
         taken = _taken_indexes()
-        if index is None:
-            index = next((i for i in range(1, MAX_INDEX + 1) if _index_is_free(i, taken)), 0)
+        if index is None:  # a default name's folder or cgroup may outlive its record (a host being torn down)
+            index = next((i for i in range(1, MAX_INDEX + 1) if _index_is_free(i, taken) and not _name_in_use(f"th{i}")),
+                         0)  # fmt: skip
             if not index:
                 raise TestHostError("no free test host index (10.200.1-254) left")
         name = name or f"th{index}"
