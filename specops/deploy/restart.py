@@ -24,7 +24,6 @@ from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy import step_commands as cmds
 from specops.deploy.engine_start import EngineState, read_engine_state
-from specops.deploy.execute import LockLost
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.rollback import ProfileFor, smoke_figures
 from specops.deploy.steps import Action, HostSteps, Step, step_applies
@@ -34,6 +33,7 @@ from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
 from specops.ops import audit, lock
+from specops.ops.lock import LockLost
 from specops.ops.release import read_listing
 
 OUTSIDE_STEPS = ("lock", "read", "unlock", "record")
@@ -150,11 +150,7 @@ class _Restart:
         for step in self.steps.steps:
             if step.name in OUTSIDE_STEPS or not step_applies(step.when, self.checks_ok, self.gates):
                 continue
-            if self.held.lost:  # removed or taken over: no longer sure to be the only one changing this host
-                raise LockLost(f"{self.spec.name}: lost the lock (removed or taken over by someone else); stopped "
-                               f"before the {step.name} step",
-                               hint=f"`specops lock status {self.spec.name}` names the holder; `specops status "
-                               f"{self.spec.name}` shows what serves")  # fmt: skip
+            self.held.confirm(f"the {step.name} step")  # lost: no longer sure to be the only one changing it
             if step.phase is not None:
                 self.reporter.event(Event(self.spec.name, step.phase, self._message(step)))
             started = time.monotonic()
@@ -176,7 +172,8 @@ class _Restart:
 
     def _stop(self) -> None:
         self.outcome.release = None  # from here on nothing serves until the gates pass
-        self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap)
+        self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap,
+                                        self.held.confirm)  # fmt: skip
 
     def _gates(self) -> None:
         self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter)

@@ -155,7 +155,9 @@ def test_a_restart_that_loses_its_lock_stops_before_its_next_step_and_audits_why
     assert done.code == 6
     found = json.loads(done.out)["hosts"][HOST]
     assert (
-        found["error"] == f"{HOST}: lost the lock (removed or taken over by someone else); stopped before the stop step"
+        found["error"]
+        == f"{HOST}: lost the lock (removed or taken over by someone else); stopped before the stop step, "
+        "changing nothing more on the host"
     )
     assert not [argv for argv in hosts[0].commands if argv[:2] in (("systemctl", "stop"), ("systemctl", "restart"))]
     entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
