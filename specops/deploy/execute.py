@@ -38,7 +38,7 @@ from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
 from specops.ops import cache as compile_cache
-from specops.ops import guard, lock
+from specops.ops import guard, interrupts, lock
 from specops.ops.lock import LockLost
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
 from specops.ops.unit import install_env_file, install_unit
@@ -122,6 +122,7 @@ class _HostDeploy:
         self.facts_record: dict[str, object] = {}  # the candidate's environment fingerprint, for the manifest
         self.cache_key = cache_key(None, None, [])  # replaced by the preflight's facts
         self.stop_asked = False  # the serving engine's stop may have begun: an interruption starts it again
+        self.guarded = False  # the host-side rollback guard is armed (it acts once the lock is released)
 
     def run(self, session: PushSession) -> None:
         """The deploy; interrupted (SIGINT, SIGTERM, SIGHUP), it leaves a verified release serving (or says who
@@ -138,6 +139,7 @@ class _HostDeploy:
                     self.held.confirm,
                     stopped=self.stop_asked,
                     action="deploy",
+                    guarded=self.guarded,
                 )
                 interrupted_serving(interruption, restoration.said(self.spec))
             raise
@@ -166,7 +168,7 @@ class _HostDeploy:
     def _run_step(self, step: Step, handler: Callable[[], None]) -> None:
         """A step boundary: stop here when interrupted or when the lock is no longer ours."""
         if self.options.cancel is not None and self.options.cancel.is_set():
-            raise KeyboardInterrupt  # a worker thread stops at the next step; the lock and guard do the rest
+            raise interrupts.again()  # a worker thread stops at the next step, put back what served, unlocks
         self.held.confirm(f"the {step.name} step")  # LockLost: someone else may be changing this host now
         if step.phase is None:
             handler()
@@ -226,6 +228,7 @@ class _HostDeploy:
         self.checks_ok = False
         if self.steps.step("guard") is not None:
             guard.disarm(self.host, self.spec)
+            self.guarded = False
 
     def _post_start(self) -> None:
         stop_step.post_start(self.spec, self.outcome, self.reporter)
@@ -274,9 +277,11 @@ class _HostDeploy:
         # Disarmed by its own step, not in a `finally`: on Ctrl-C or an error the guard stays armed, and once
         # the lock is released it puts the last verified release back (the deploy can no longer prove the new one).
         guard.arm(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
+        self.guarded = True
 
     def _disarm(self) -> None:
         guard.disarm(self.host, self.spec)
+        self.guarded = False
 
     def _watch(self) -> None:
         # After the disarm: the guard hands over to its watch, and this deploy returns without waiting for it.

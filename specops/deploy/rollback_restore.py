@@ -89,13 +89,15 @@ def _progress(spec: HostSpec, reporter: Reporter) -> ProgressCallback:
 
 
 def serve_after_interruption(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter,
-                             confirm: Confirm, *, stopped: bool, action: str) -> Restoration:  # fmt: skip
+                             confirm: Confirm, *, stopped: bool, action: str, guarded: bool = True,
+                             ) -> Restoration:  # fmt: skip
     """A deploy, rollback or restart interrupted (SIGINT, SIGTERM, SIGHUP) under its lock: leave the host serving a
     verified release before the lock is released. `stopped`: the engine's stop may have been asked for.
 
     `current` verified (what served, or a rollback's target): its engine is started again unless it runs, and its
     readiness awaited. `current` not verified (a deploy's new release): the rollback guard, armed before the switch,
-    puts the last verified one back once the lock is released. A lock found lost changes nothing. A second signal
+    puts the last verified one back once the lock is released (`guarded`; with --no-rollback none is armed, and
+    the line says so). A lock found lost changes nothing. A second signal
     during this does not cut it short (interrupts.shielded)."""
     with interrupts.shielded():
         try:
@@ -103,7 +105,7 @@ def serve_after_interruption(host: Host, spec: HostSpec, profile_for: ProfileFor
             listing = read_listing(host, spec)
             current = next((r for r in listing.releases if r.id == listing.current), None)
             if current is None or not current.verified:
-                return Restoration(None, None, _guard_line(spec, listing.current))
+                return Restoration(None, None, _guard_line(spec, listing.current, guarded))
             if not stopped:
                 return _untouched(host, spec, current.id, action)
             return _start_current(host, spec, profile_for, reporter, listing, current.id, action)
@@ -121,7 +123,10 @@ def _untouched(host: Host, spec: HostSpec, current: str, action: str) -> Restora
                              f"and was not started; {start_hint(spec)}")  # fmt: skip
 
 
-def _guard_line(spec: HostSpec, current: str | None) -> str:
+def _guard_line(spec: HostSpec, current: str | None, guarded: bool) -> str:
+    if not guarded:  # --no-rollback: nothing puts a verified release back by itself
+        return (f"NOTHING VERIFIED SERVES on {spec.name}: {current or 'no release'} is not verified and no rollback "
+                f"guard is armed; `specops rollback {spec.name}` puts the last verified release back")  # fmt: skip
     return (f"{spec.name}: {current or 'no release'} is not verified: the rollback guard puts the last verified "
             f"release back (it looks every {GUARD_INTERVAL_S} s once the lock is released)")  # fmt: skip
 

@@ -23,6 +23,7 @@ HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _notes: list[str] = []
 _lock = threading.Lock()
 _shield = {"depth": 0}
+_last = {"signum": 0}  # the signal that ended this command (0: none yet)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -47,9 +48,16 @@ def exit_code(error: BaseException) -> int:
 
 def on_signal(signum: int, frame: FrameType | None) -> None:
     interruption = Interrupted(signum)
+    _last["signum"] = signum
     if _shield["depth"] > 0:  # putting back what served after an interruption: that one ends the command
         return
     raise interruption
+
+
+def again() -> KeyboardInterrupt:
+    """The interruption for a worker thread that stops because the main thread was interrupted (a fleet's
+    cancel event): the same signal, so its host's audit line names it (a plain KeyboardInterrupt: Ctrl-C)."""
+    return Interrupted(_last["signum"]) if _last["signum"] else KeyboardInterrupt()
 
 
 def install() -> None:

@@ -190,6 +190,10 @@ def test_a_cancelled_fleet_stops_each_host_at_its_next_step(world: World) -> Non
                     lambda name: host_plan.target.profile)  # fmt: skip
     assert host.commands[-2][4] == "release"  # the lock, released once nothing more changes
     assert host.commands[-1][-1].endswith("audit.jsonl")  # then the audit line: outcome "interrupted"
+    from specops.ops import interrupts
+
+    notes = interrupts.take_notes()  # what serves, said once the interruption reaches the CLI
+    assert len(notes) == 1 and HOST in notes[0], notes
     assert not [call for call in host.calls if call.kind == "put"]  # stopped before the unit step
 
 
