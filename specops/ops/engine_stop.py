@@ -168,6 +168,7 @@ def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Repor
     host.run(stop_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S, check=False)  # not loaded yet: nothing runs
     polls, gauges_at = 0, started
     while _active(host, spec):
+        confirm(f"waiting for {spec.unit_name} to stop")  # resumed after a suspension: the engine may be another's
         if not result.was_running:
             result.was_running = True
             counts = result.at_start.describe() if result.at_start else "request counts unknown (no /metrics)"

@@ -35,7 +35,9 @@ DEFAULT_HEARTBEAT_S = 15.0
 POLL_S = 2.0
 LOCK_COMMAND_TIMEOUT_S = 40.0
 
-CONFIRM_AFTER_S = 5.0  # a lock last proven ours longer ago than this is asked about before the host is changed
+# A lock last proven ours longer ago than this (more than one heartbeat interval: the heartbeat thread did not run,
+# the process was suspended) is asked about before the host is changed; otherwise confirming costs nothing.
+CONFIRM_AFTER_S = DEFAULT_HEARTBEAT_S + 5.0
 
 EventSink = Callable[[str], None]
 
@@ -230,7 +232,7 @@ class HostLock:
         names it). The heartbeat thread's flag is not enough: a process suspended for minutes (SIGSTOP, a laptop
         lid) runs on after SIGCONT before its next heartbeat finds the lock gone, and would stop an engine
         someone else (the guard) just started. So a lock last proven ours over CONFIRM_AFTER_S ago is asked
-        about now, with one heartbeat."""
+        about now, with one heartbeat (while the heartbeat thread runs, never)."""
         if not self.lost and time.monotonic() - self._proven_at > CONFIRM_AFTER_S:
             self._beat()
         if self.lost:

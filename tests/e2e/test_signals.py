@@ -90,3 +90,46 @@ def test_a_signal_during_a_rollbacks_drain_starts_what_served_again(scene: Scene
     assert (audit["outcome"], audit["message"].split(":")[0]) == ("interrupted", f"interrupted ({name})")
     found = _wait_for_verified_current(scene, str(serving["release"]), timeout=30)  # ready before the exit
     assert found["uses_current"] is True
+
+
+def test_a_deploy_resumed_after_the_guard_rolled_back_changes_nothing_more(scene: Scene) -> None:
+    """SIGSTOP at the drain; the lock is removed meanwhile and the guard puts the verified release back and starts
+    it; SIGCONT: the deploy finds its lock lost and ends (exit 6) without stopping the engine the guard started."""
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    seen: dict[str, Any] = {}
+    client = _stream(scene, seen)
+    process = _deploy_process(scene, "--patch", str(RENUMBER_PATCH), "--force")
+    lines = _kill_at_without_wait(process, "drain")
+    try:
+        released = scene.cli("lock", "release", scene.host.name, "--force")
+        assert released.code == 0, released.out + released.err
+        _wait_for_verified_current(scene, str(good["release"]), timeout=240)  # the guard's rollback, restarted
+        engine = _main_pid(scene)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    out, err = process.communicate(timeout=300)
+    client.join(timeout=180)
+    assert process.returncode == 6, "\n".join(lines) + out + err
+    assert "lost the lock (removed or taken over by someone else); stopped before" in out + err
+    assert "changing nothing more on the host" in out + err
+    assert _main_pid(scene) == engine  # the engine the guard started was neither stopped nor killed
+    found = _wait_for_verified_current(scene, str(good["release"]), timeout=30)
+    assert found["uses_current"] is True
+
+
+def _kill_at_without_wait(process: subprocess.Popen[str], phase: str) -> list[str]:
+    """SIGSTOP once `phase` starts (the process is suspended, not ended); the lines seen."""
+    assert process.stderr is not None
+    seen: list[str] = []
+    for line in process.stderr:
+        seen.append(line.rstrip())
+        if f" {phase} " in line:
+            os.kill(process.pid, signal.SIGSTOP)
+            return seen
+    raise AssertionError(f"phase {phase!r} never started; saw: {seen}")
+
+
+def _main_pid(scene: Scene) -> str:
+    shown = scene.host.exec(["systemctl", "show", "sglang.service", "-p", "MainPID", "--value"]).stdout.decode()
+    return shown.strip()
