@@ -120,7 +120,7 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
         return _failed(spec, before, f"{busy.message} ({busy.hint})", stays_dark(spec, "its GPUs are not free"),
                        reporter)  # fmt: skip
     except SpecopsError as error:
-        restoration = restore_serving(host, spec, profile_for, before, reporter)
+        restoration = restore_serving(host, spec, profile_for, before, reporter, confirm)
         return _failed(spec, before, error.message, restoration, reporter)
     reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit, "
                                                 f"restarting {spec.unit_name}"))  # fmt: skip
@@ -129,7 +129,7 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
         cursor = journal_position(host)
         reply = rollback_release(host, spec, target_id, reason, force=force)
     except SpecopsError as error:
-        restoration = restore_serving(host, spec, profile_for, before, reporter)
+        restoration = restore_serving(host, spec, profile_for, before, reporter, confirm)
         return _failed(spec, before, error.message, restoration, reporter, stopped)
     except LockLost:
         raise

@@ -20,7 +20,7 @@ from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import interrupts
-from specops.ops.engine_stop import Confirm, unit_running
+from specops.ops.engine_stop import Confirm, no_lock, unit_running
 from specops.ops.lock import LockLost
 from specops.ops.release import read_listing
 from specops.ops.unit import restart
@@ -57,9 +57,10 @@ def stays_dark(spec: HostSpec, why: str, action: str = "rollback") -> Restoratio
 
 
 def restore_serving(host: Host, spec: HostSpec, profile_for: ProfileFor, before: Listing,
-                    reporter: Reporter) -> Restoration:  # fmt: skip
+                    reporter: Reporter, confirm: Confirm = no_lock) -> Restoration:  # fmt: skip
     """Start the unit again when `current` still names what served before the rollback, and wait for it to be
-    ready; every failure on the way becomes the loud line instead of an error (the rollback already failed)."""
+    ready; every failure on the way becomes the loud line instead of an error (the rollback already failed). A
+    lock found lost (`confirm`) starts nothing: whoever holds it now changes the host."""
     was = before.current
     if was is None:
         return stays_dark(spec, "no release is current")
@@ -67,12 +68,15 @@ def restore_serving(host: Host, spec: HostSpec, profile_for: ProfileFor, before:
         now = read_listing(host, spec).current
         if now != was:
             return stays_dark(spec, f"current now names {now}, which did not start")
+        confirm(f"starting {spec.unit_name} again")
         reporter.event(Event(spec.name, "restore", f"starting {spec.unit_name} again: {was} was serving before"))
         cursor = journal_position(host)
         restart(host, spec)
         serving = next((r for r in before.releases if r.id == was), None)
         readiness = wait_ready(host, spec, profile_for(serving.profile if serving else None),
                                since_cursor_or_time=cursor, on_progress=_progress(spec, reporter))  # fmt: skip
+    except LockLost as lost:
+        return Restoration(None, None, f"{lost.message}; `specops status {spec.name}` shows what serves")
     except SpecopsError as error:
         return stays_dark(spec, f"starting it again failed: {error.message}")
     if not readiness.ok:
