@@ -7,6 +7,7 @@ command it runs. Heavy modules (pydantic, jinja2, paramiko, rich) are imported i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -219,15 +220,16 @@ def _interrupted(interruption: KeyboardInterrupt, as_json: bool) -> int:
     message = f"interrupted ({interrupts.signal_name(interruption)})"
     notes = interrupts.take_notes()
     hint = "`specops status HOST` shows what serves" if notes else "run the command again to finish it"
-    if as_json:
-        print_json({"error": {"message": message, "lines": [message, *notes], "hint": hint, "exit_code": code}})
-        return code
-    from rich.markup import escape
+    with contextlib.suppress(OSError, ValueError):  # after SIGHUP the terminal may be gone: the code still counts
+        if as_json:
+            print_json({"error": {"message": message, "lines": [message, *notes], "hint": hint, "exit_code": code}})
+            return code
+        from rich.markup import escape
 
-    console = stderr_console()
-    for line in (message, *notes):
-        console.print(f"[bold red]error:[/] {escape(line)}")
-    console.print(f"[yellow]hint:[/] {escape(hint)}")
+        console = stderr_console()
+        for line in (message, *notes):
+            console.print(f"[bold red]error:[/] {escape(line)}")
+        console.print(f"[yellow]hint:[/] {escape(hint)}")
     return code
 
 

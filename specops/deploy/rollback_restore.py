@@ -9,6 +9,7 @@ says loudly that nothing serves and how to start it.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -103,6 +104,7 @@ def serve_after_interruption(host: Host, spec: HostSpec, profile_for: ProfileFor
     puts the last verified one back once the lock is released (`guarded`; with --no-rollback none is armed, and
     the line says so). A lock found lost changes nothing. A second signal
     during this does not cut it short (interrupts.shielded)."""
+    reporter = _Heedless(reporter)
     with interrupts.shielded():
         try:
             confirm("putting back what served")
@@ -117,6 +119,17 @@ def serve_after_interruption(host: Host, spec: HostSpec, profile_for: ProfileFor
             return Restoration(None, None, f"{lost.message}; `specops status {spec.name}` shows what serves")
         except SpecopsError as error:
             return stays_dark(spec, f"putting it back after the interruption failed: {error.message}", action)
+
+
+@dataclass(frozen=True)
+class _Heedless:
+    """A reporter whose failures do not stop the restore: after SIGHUP the terminal may be gone (EIO)."""
+
+    inner: Reporter
+
+    def event(self, event: Event) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.inner.event(event)
 
 
 def _untouched(host: Host, spec: HostSpec, current: str, action: str) -> Restoration:
