@@ -128,11 +128,11 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
         confirm("switching current")
         cursor = journal_position(host)
         reply = rollback_release(host, spec, target_id, reason, force=force)
+    except LockLost:  # as above: whoever holds the lock now changes the host
+        raise
     except SpecopsError as error:
         restoration = restore_serving(host, spec, profile_for, before, reporter, confirm)
         return _failed(spec, before, error.message, restoration, reporter, stopped)
-    except LockLost:
-        raise
     to_id = str(reply.get("current"))
     target = next((r for r in before.releases if r.id == to_id), None)
     profile = profile_for(target.profile if target else None)
