@@ -131,16 +131,9 @@ class _HostDeploy:
             self._run(session)
         except KeyboardInterrupt as interruption:
             if not getattr(interruption, "__notes__", None):  # the automatic rollback has not said it already
-                restoration = serve_after_interruption(
-                    self.host,
-                    self.spec,
-                    self.profile_for,
-                    self.reporter,
-                    self.held.confirm,
-                    stopped=self.stop_asked,
-                    action="deploy",
-                    guarded=self.guarded,
-                )
+                restoration = serve_after_interruption(self.host, self.spec, self.profile_for, self.reporter,
+                                                       self.held.confirm, stopped=self.stop_asked, action="deploy",
+                                                       guarded=self.guarded)  # fmt: skip
                 interrupted_serving(interruption, restoration.said(self.spec))
             raise
 
