@@ -25,7 +25,9 @@ class ExitCode(IntEnum):
     REMOTE_FAILED = 5
     LOCK_HELD = 6
     INTERNAL = 70
+    HANGUP = 129
     INTERRUPTED = 130
+    TERMINATED = 143
 
     @staticmethod
     def cause(error: BaseException) -> str:
@@ -46,7 +48,9 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.REMOTE_FAILED: "a command on a host failed",
     ExitCode.LOCK_HELD: "another specops holds the host's lock",
     ExitCode.INTERNAL: "internal error in specops (a bug: re-run with --debug and report it)",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.HANGUP: "interrupted by SIGHUP (the terminal or session closed)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGINT)",
+    ExitCode.TERMINATED: "interrupted by SIGTERM (`kill`, a CI job cancelled)",
 }
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import sys
+from types import FrameType
 from typing import NoReturn
 
 COMPLETE_VAR = "_SPECOPS_COMPLETE"
@@ -29,6 +31,8 @@ def entry() -> None:
         sys.exit(respond(os.environ))
     from specops.cli import early, early_deploy
 
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # all end a command as Ctrl-C does
+        signal.signal(signum, _on_signal)
     try:
         if early.start(sys.argv[1:]):
             early.wait_connected()
@@ -37,10 +41,10 @@ def entry() -> None:
         from specops.cli.main import main
 
         code = main()
-    except KeyboardInterrupt:  # only while connecting early: main() answers Ctrl-C itself
-        from specops.errors import ExitCode
+    except KeyboardInterrupt as interruption:  # only while connecting early: main() answers Ctrl-C itself
+        from specops.ops import interrupts
 
-        code = int(ExitCode.INTERRUPTED)
+        code = interrupts.exit_code(interruption)
     finally:
         early.discard()
         early_deploy.discard()
@@ -49,6 +53,14 @@ def entry() -> None:
     if command_named(sys.argv[1:]) in QUICK_EXIT_COMMANDS:
         exit_process(code)
     sys.exit(code)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """SIGINT, SIGTERM, SIGHUP: raise specops.ops.interrupts.Interrupted (loaded only now: a doctor that is never
+    interrupted does not load specops.ops)."""
+    from specops.ops import interrupts
+
+    interrupts.on_signal(signum, frame)
 
 
 def exit_process(code: int) -> NoReturn:

@@ -7,6 +7,7 @@ command it runs. Heavy modules (pydantic, jinja2, paramiko, rich) are imported i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from specops.cli.entry import COMPLETE_VAR
 from specops.cli.options import JsonOpt
 from specops.cli.state import AppState
 from specops.cli.usage import SpecopsCommand, SpecopsGroup
-from specops.errors import EXIT_CODE_MEANINGS, ExitCode, SpecopsError, UsageError
+from specops.errors import EXIT_CODE_MEANINGS, SpecopsError, UsageError
 
 _EXIT_TABLE = "\n".join(f"{int(code):>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
 
@@ -163,6 +164,8 @@ def _run(args: list[str]) -> int:
     try:
         build_app(command_named(args))(args=args, prog_name="specops")
     except SystemExit as exit_:
+        if (unwound := _while_interrupted(exit_)) is not None:  # typer answers an interruption with exit 130
+            return _interrupted(unwound, as_json)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except SpecopsError as error:
         if debug:
@@ -171,11 +174,11 @@ def _run(args: list[str]) -> int:
 
         report_error(_with_command_help(error, command_named(args)), as_json)
         return int(error.exit_code)
-    except KeyboardInterrupt:
-        return int(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt as interruption:
+        return _interrupted(interruption, as_json)
     except Exception as error:  # the last line of defence: one line, not a traceback
-        if _while_interrupted(error):  # a cleanup that failed while Ctrl-C unwound the stack: still Ctrl-C
-            return int(ExitCode.INTERRUPTED)
+        if (unwinding := _while_interrupted(error)) is not None:  # a cleanup failed while Ctrl-C unwound
+            return _interrupted(unwinding, as_json)
         if debug:
             raise
         from specops.cli.output import report_internal_error
@@ -191,16 +194,43 @@ def _with_command_help(error: SpecopsError, command: str | None) -> SpecopsError
     return error
 
 
-def _while_interrupted(error: BaseException) -> bool:
-    """Whether `error` was raised while a KeyboardInterrupt was being handled (its context chain holds one)."""
+def _while_interrupted(error: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt being handled when `error` was raised (its chain of causes and contexts holds
+    one), or None."""
     seen: set[int] = set()
-    current: BaseException | None = error.__context__
-    while current is not None and id(current) not in seen:
+    todo: list[BaseException | None] = [error.__cause__, error.__context__]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
         if isinstance(current, KeyboardInterrupt):
-            return True
+            return current
         seen.add(id(current))
-        current = current.__context__
-    return False
+        todo += [current.__cause__, current.__context__]
+    return None
+
+
+def _interrupted(interruption: KeyboardInterrupt, as_json: bool) -> int:
+    """An interruption ends with what each host serves now (noted by the code that knew it) and 128 + the
+    signal's number; a command that changed no host has no notes and says only that it was interrupted."""
+    from specops.cli.output import print_json, stderr_console
+    from specops.ops import interrupts
+
+    code = interrupts.exit_code(interruption)
+    message = f"interrupted ({interrupts.signal_name(interruption)})"
+    notes = interrupts.take_notes()
+    hint = "`specops status HOST` shows what serves" if notes else "run the command again to finish it"
+    with contextlib.suppress(OSError, ValueError):  # after SIGHUP the terminal may be gone: the code still counts
+        if as_json:
+            print_json({"error": {"message": message, "lines": [message, *notes], "hint": hint, "exit_code": code}})
+            return code
+        from rich.markup import escape
+
+        console = stderr_console()
+        for line in (message, *notes):
+            console.print(f"[bold red]error:[/] {escape(line)}")
+        console.print(f"[yellow]hint:[/] {escape(hint)}")
+    return code
 
 
 def entry() -> None:

@@ -25,7 +25,8 @@ from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
 from specops.deploy.preflight import judge
 from specops.deploy.record import record_outcome, record_stop
-from specops.deploy.rollback import ProfileFor, rollback_host
+from specops.deploy.rollback import ProfileFor, interrupted_serving, rollback_host
+from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
 from specops.deploy.steps import Action, Step, step_applies
 from specops.diagnose.fingerprint import fingerprint_from_facts
@@ -37,7 +38,8 @@ from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
 from specops.ops import cache as compile_cache
-from specops.ops import guard, lock
+from specops.ops import guard, interrupts, lock
+from specops.ops.lock import LockLost
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
 from specops.ops.unit import install_env_file, install_unit
 from specops.probe.run import probe
@@ -54,12 +56,6 @@ PHASE_MESSAGES = {
     "env": "writing the env file",
     "gates": "waiting for readiness, then the smoke gate",
 }
-
-
-class LockLost(SpecopsError):
-    """The deploy's lock was removed or taken over while it ran: it stopped at the next step."""
-
-    exit_code = ExitCode.LOCK_HELD
 
 
 def deploy_host(
@@ -94,7 +90,7 @@ def deploy_host(
                 _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for).run(session)
             record_outcome(open_host, host_plan, options, outcome, host=host)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
-        if locked and isinstance(error, SpecopsError):
+        if locked and isinstance(error, SpecopsError | KeyboardInterrupt):
             record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
         if isinstance(error, SpecopsError):  # what it knew (releases, phases) reaches the summary and --json
             setattr(error, PARTIAL_OUTCOME, outcome)  # an attribute SpecopsError itself does not declare
@@ -125,8 +121,23 @@ class _HostDeploy:
         self.gates: GateResult | None = None
         self.facts_record: dict[str, object] = {}  # the candidate's environment fingerprint, for the manifest
         self.cache_key = cache_key(None, None, [])  # replaced by the preflight's facts
+        self.stop_asked = False  # the serving engine's stop may have begun: an interruption starts it again
+        self.guarded = False  # the host-side rollback guard is armed (it acts once the lock is released)
 
     def run(self, session: PushSession) -> None:
+        """The deploy; interrupted (SIGINT, SIGTERM, SIGHUP), it leaves a verified release serving (or says who
+        puts one back, or that nothing serves) before the lock is released, and notes which."""
+        try:
+            self._run(session)
+        except KeyboardInterrupt as interruption:
+            if not getattr(interruption, "__notes__", None):  # the automatic rollback has not said it already
+                restoration = serve_after_interruption(self.host, self.spec, self.profile_for, self.reporter,
+                                                       self.held.confirm, stopped=self.stop_asked, action="deploy",
+                                                       guarded=self.guarded)  # fmt: skip
+                interrupted_serving(interruption, restoration.said(self.spec))
+            raise
+
+    def _run(self, session: PushSession) -> None:
         """`session`: the push conversation, started with the deploy; the listing is read from it now (locked)."""
         self.state = read_state(self.host, session, self.plan.staged, self.host_plan)
         token = Secret(self.held.holder.token)
@@ -150,14 +161,8 @@ class _HostDeploy:
     def _run_step(self, step: Step, handler: Callable[[], None]) -> None:
         """A step boundary: stop here when interrupted or when the lock is no longer ours."""
         if self.options.cancel is not None and self.options.cancel.is_set():
-            raise KeyboardInterrupt  # a worker thread stops at the next step; the lock and guard do the rest
-        if self.held.lost:
-            raise LockLost(
-                f"{self.spec.name}: lost the lock (removed or taken over by someone else); stopped before "
-                f"the {step.name} step",
-                hint=f"`specops lock status {self.spec.name}` names the holder; if the release was switched, the "
-                f"rollback guard puts the last verified one back; `specops status {self.spec.name}` shows it",
-            )
+            raise interrupts.again()  # a worker thread stops at the next step, put back what served, unlocks
+        self.held.confirm(f"the {step.name} step")  # LockLost: someone else may be changing this host now
         if step.phase is None:
             handler()
             return
@@ -209,11 +214,14 @@ class _HostDeploy:
     def _stop(self) -> None:
         """A stop that leaves the GPUs busy ends the deploy: no engine is started on them, and the guard (which
         would start the last verified release on them) is disarmed; the outcome names the holders and the fix."""
-        if stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.options.reap):
+        self.stop_asked = True
+        if stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.options.reap,
+                          self.held.confirm):  # fmt: skip
             return
         self.checks_ok = False
         if self.steps.step("guard") is not None:
             guard.disarm(self.host, self.spec)
+            self.guarded = False
 
     def _post_start(self) -> None:
         stop_step.post_start(self.spec, self.outcome, self.reporter)
@@ -264,9 +272,11 @@ class _HostDeploy:
         # It puts back the plan's rollback target, the one the dry run names, never one it picks on the host.
         guard.arm(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S, self.steps.release,
                   self.steps.rollback_to or "")  # fmt: skip
+        self.guarded = True
 
     def _disarm(self) -> None:
         guard.disarm(self.host, self.spec)
+        self.guarded = False
 
     def _watch(self) -> None:
         # After the disarm: the guard hands over to its watch, and this deploy returns without waiting for it.
@@ -277,6 +287,7 @@ class _HostDeploy:
             self.outcome.watch_s = watch.window_s
 
     def _switch(self) -> None:
+        self.stop_asked = True  # a restart of what `current` names, from here on
         switch_current(self.host, self.spec, self.steps.release)
         self.outcome.release = self.steps.release
 
@@ -318,7 +329,7 @@ class _HostDeploy:
         assert self.gates is not None and self.steps.rollback_to is not None
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
-                               reap=self.options.reap)  # fmt: skip
+                               reap=self.options.reap, confirm=self.held.confirm)  # fmt: skip
         self.outcome.rollback, self.outcome.hint = result, ""
         self.outcome.outcome = Outcome.ROLLED_BACK
         self.outcome.release = result.to_release or self.outcome.release

@@ -11,16 +11,21 @@ under the lock the listing is read and checked again, and the host-side op gets 
 
 from __future__ import annotations
 
+import contextlib
+
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
 from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
-from specops.deploy.rollback import ProfileFor, RollbackResult, rollback_host
+from specops.deploy.rollback import ProfileFor, RollbackResult, interrupted_serving, rollback_host
 from specops.deploy.rollback_plan import RollbackPlan, plan_rollback
+from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
-from specops.ops import audit, lock
+from specops.ops import audit, interrupts, lock
+from specops.ops.engine_stop import Confirm
 from specops.ops.hooks import run_hook
+from specops.ops.interrupts import signal_name
 from specops.ops.release import read_listing
 
 
@@ -63,7 +68,12 @@ def manual_rollback(
             reporter.event(Event(spec.name, "rollback", f"rolling back {plan.from_release or 'none'} -> "
                                                         f"{plan.to_release} ({plan.why})"))  # fmt: skip
             reason = f"specops rollback by {holder.who}"
-            result = _bracketed(on_host, spec, profile_for, plan, listing, reporter, reason, reap=reap)
+            try:
+                result = _bracketed(on_host, spec, profile_for, plan, listing, reporter, reason, reap=reap,
+                                    confirm=held.confirm)  # fmt: skip
+            except KeyboardInterrupt as interruption:  # rollback_host put back a verified release, or said why not
+                _audit_interrupted(on_host, spec, plan, interruption)
+                raise
             _audit(on_host, spec, result, force, held.takeover_note)
         _remember_environment(on_host, spec, result)  # after the lock: the next deploy need not wait for it
     return result
@@ -86,9 +96,24 @@ def _audit(host: Host, spec: HostSpec, result: RollbackResult, force: bool, take
     audit.record(host, spec, entry)
 
 
+def _audit_interrupted(host: Host, spec: HostSpec, plan: RollbackPlan, interruption: KeyboardInterrupt) -> None:
+    """The audit line of an interrupted rollback (outcome "interrupted", the signal, what serves now); a second
+    signal does not cut it short, and a failure to write it never hides the interruption."""
+    notes = getattr(interruption, "__notes__", [])
+    if not notes:  # interrupted before anything was stopped (the pre_stop hook)
+        line = f"{spec.name}: {plan.from_release or 'no release'} serves as before (nothing was stopped)"
+        interrupted_serving(interruption, line)
+        notes = [line]
+    entry = audit.new_entry("rollback", outcome="interrupted", from_release=plan.from_release,
+                            to_release=plan.to_release, message=f"interrupted ({signal_name(interruption)}): "
+                            + "; ".join(notes))  # fmt: skip
+    with interrupts.shielded(), contextlib.suppress(SpecopsError, OSError):
+        audit.record(host, spec, entry)
+
+
 def _bracketed(
     host: Host, spec: HostSpec, profile_for: ProfileFor, plan: RollbackPlan, listing: Listing, reporter: Reporter,
-    reason: str, *, reap: bool,
+    reason: str, *, reap: bool, confirm: Confirm,
 ) -> RollbackResult:  # fmt: skip
     """The rollback between the host's pre_stop and post_start hooks (specops.ops.hooks), as a deploy runs them."""
     if spec.pre_stop:
@@ -97,7 +122,7 @@ def _bracketed(
         if not hook.ok:
             return RollbackResult(False, plan.from_release, error=f"{hook.summary()}; nothing on the host was changed")
     result = rollback_host(host, spec, profile_for, plan.to_release, reason, reporter, reap=reap, force=plan.forced,
-                           listing=listing)  # fmt: skip
+                           listing=listing, confirm=confirm)  # fmt: skip
     if spec.post_start and result.ok:
         hook = run_hook("post_start", spec.post_start, host=spec.name, release=result.to_release, action="rollback")
         reporter.event(Event(spec.name, "post_start", hook.summary(), level="info" if hook.ok else "warn"))
@@ -113,7 +138,6 @@ def _remember_environment(host: Host, spec: HostSpec, result: RollbackResult) ->
     a probe that fails costs the rollback nothing (the rollback's own outcome is already decided and audited)."""
     from specops.diagnose.fingerprint import fingerprint_from_facts
     from specops.diagnose.store import remember
-    from specops.errors import SpecopsError
     from specops.probe.run import probe
 
     try:

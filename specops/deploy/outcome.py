@@ -27,6 +27,7 @@ class Outcome(StrEnum):
     UNREACHABLE = "unreachable"
     LOCKED = "locked"
     LOCK_LOST = "lock-lost"
+    INTERRUPTED = "interrupted"  # SIGINT, SIGTERM or SIGHUP: it put back what served, or the guard does
     ERROR = "error"
     SKIPPED = "skipped"  # a fleet never started it (the canary or the failure budget)
 

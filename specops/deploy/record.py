@@ -11,19 +11,26 @@ from specops.deploy.plan import DeployOptions, HostPlan
 from specops.errors import ConnectError, SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
-from specops.ops import audit
+from specops.ops import audit, interrupts
+from specops.ops.interrupts import signal_name
 
 
 def record_stop(
     open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
-    outcome: HostOutcome, error: SpecopsError, reporter: Reporter, *, lock_lost: bool,
+    outcome: HostOutcome, error: SpecopsError | KeyboardInterrupt, reporter: Reporter, *, lock_lost: bool,
 ) -> None:  # fmt: skip
-    """A deploy that stopped with an error under its lock is audited too (outcome "error", the cause): the log
-    must explain every change to the host. Best effort: a second failure here never hides the first."""
-    outcome.outcome = Outcome.LOCK_LOST if lock_lost else Outcome.ERROR
-    outcome.cause = error.message
+    """A deploy that stopped with an error under its lock is audited too (outcome "error", the cause), and one
+    interrupted by a signal (outcome "interrupted", the signal and what serves now): the log must explain every
+    change to the host. Best effort: a second failure here never hides the first, nor does a second signal."""
+    if isinstance(error, KeyboardInterrupt):
+        what = "; ".join(getattr(error, "__notes__", [])) or "nothing was changed on the host"
+        outcome.outcome, outcome.cause = Outcome.INTERRUPTED, f"interrupted ({signal_name(error)}): {what}"
+    else:
+        outcome.outcome = Outcome.LOCK_LOST if lock_lost else Outcome.ERROR
+        outcome.cause = error.message
     try:
-        record_outcome(open_host, host_plan, options, outcome)
+        with interrupts.shielded():
+            record_outcome(open_host, host_plan, options, outcome)
     except Exception as failure:  # the deploy's own error is what the operator must see
         reporter.event(Event(host_plan.target.host.name, "record", f"audit not written: {failure}", level="warn"))
 

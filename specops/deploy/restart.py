@@ -10,6 +10,7 @@ and what `restart_host` runs; the steps are the ones a deploy of the same build 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,16 +25,17 @@ from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy import step_commands as cmds
 from specops.deploy.engine_start import EngineState, read_engine_state
-from specops.deploy.execute import LockLost
 from specops.deploy.outcome import HostOutcome, Outcome
-from specops.deploy.rollback import ProfileFor, smoke_figures
+from specops.deploy.rollback import ProfileFor, interrupted_serving, smoke_figures
+from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.steps import Action, HostSteps, Step, step_applies
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ChecksFailed, SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
-from specops.ops import audit, lock
+from specops.ops import audit, interrupts, lock
+from specops.ops.lock import LockLost
 from specops.ops.release import read_listing
 
 OUTSIDE_STEPS = ("lock", "read", "unlock", "record")
@@ -115,6 +117,9 @@ def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Repor
                    smoke_figures(current), current.verified, held)  # fmt: skip
     try:
         run.run()
+    except KeyboardInterrupt as interruption:  # SIGINT, SIGTERM, SIGHUP: a verified engine serves before the unlock
+        _interrupted(host, spec, profile_for, reporter, held, steps, run, interruption)
+        raise
     except SpecopsError as error:  # the audit log explains every change to the host, this one too
         outcome.outcome = Outcome.LOCK_LOST if isinstance(error, LockLost) else Outcome.ERROR
         outcome.cause = error.message
@@ -122,6 +127,18 @@ def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Repor
         raise
     _audit(host, spec, steps, run)
     return HostRestart(outcome, engine)
+
+
+def _interrupted(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter, held: lock.HostLock,
+                 steps: HostSteps, run: _Restart, interruption: KeyboardInterrupt) -> None:  # fmt: skip
+    """Start the current release again when its stop had begun (or say why not), note what serves, audit it."""
+    restoration = serve_after_interruption(host, spec, profile_for, reporter, held.confirm, stopped=run.stop_asked,
+                                           action="restart")  # fmt: skip
+    interrupted_serving(interruption, restoration.said(spec))
+    run.outcome.outcome = Outcome.INTERRUPTED
+    run.outcome.cause = f"interrupted ({interrupts.signal_name(interruption)}): {restoration.said(spec)}"
+    with interrupts.shielded(), contextlib.suppress(SpecopsError, OSError):
+        _audit(host, spec, steps, run)
 
 
 @dataclass
@@ -141,6 +158,7 @@ class _Restart:
     held: lock.HostLock
     checks_ok: bool = True
     gates: GateResult | None = None
+    stop_asked: bool = False  # the engine's stop may have begun: an interruption starts it again
 
     def run(self) -> None:
         handlers: dict[str, Callable[[], None]] = {
@@ -150,11 +168,7 @@ class _Restart:
         for step in self.steps.steps:
             if step.name in OUTSIDE_STEPS or not step_applies(step.when, self.checks_ok, self.gates):
                 continue
-            if self.held.lost:  # removed or taken over: no longer sure to be the only one changing this host
-                raise LockLost(f"{self.spec.name}: lost the lock (removed or taken over by someone else); stopped "
-                               f"before the {step.name} step",
-                               hint=f"`specops lock status {self.spec.name}` names the holder; `specops status "
-                               f"{self.spec.name}` shows what serves")  # fmt: skip
+            self.held.confirm(f"the {step.name} step")  # lost: no longer sure to be the only one changing it
             if step.phase is not None:
                 self.reporter.event(Event(self.spec.name, step.phase, self._message(step)))
             started = time.monotonic()
@@ -176,7 +190,9 @@ class _Restart:
 
     def _stop(self) -> None:
         self.outcome.release = None  # from here on nothing serves until the gates pass
-        self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap)
+        self.stop_asked = True
+        self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap,
+                                        self.held.confirm)  # fmt: skip
 
     def _gates(self) -> None:
         self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter)

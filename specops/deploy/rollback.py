@@ -14,13 +14,15 @@ from typing import Any
 from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
-from specops.deploy.rollback_restore import Restoration, restore_serving, stays_dark
+from specops.deploy.rollback_restore import Restoration, restore_serving, serve_after_interruption, stays_dark
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.engine.readiness import journal_position
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
-from specops.ops.engine_stop import GpusBusy, StopResult, stop_engine
+from specops.ops import interrupts
+from specops.ops.engine_stop import Confirm, GpusBusy, StopResult, no_lock, stop_engine
+from specops.ops.lock import LockLost
 from specops.ops.release import read_listing, rollback_release, update_manifest
 
 ProfileFor = Callable[[str | None], Profile]
@@ -81,29 +83,55 @@ def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
 
 def rollback_host(
     host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
-    *, force: bool = False, reap: bool = False, listing: Listing | None = None,
+    *, force: bool = False, reap: bool = False, listing: Listing | None = None, confirm: Confirm = no_lock,
 ) -> RollbackResult:  # fmt: skip
     """Drain and stop what serves, switch back to `target_id` (chosen and checked by the caller: the host's own
     refusal is a safety net), restart, gate. Never raises for a host-side refusal or GPUs that stay busy: the
     result says what happened, and a failure after the stop starts the engine that served again or says loudly
-    that nothing serves (rollback_restore.py). `listing`: the host's, when the caller just read it."""
+    that nothing serves (rollback_restore.py). `listing`: the host's, when the caller just read it. `confirm`: the
+    lock's check, before each command that stops or switches (lost: LockLost, nothing more changes). Interrupted
+    (SIGINT, SIGTERM, SIGHUP): the verified release `current` names (what served, or the target) is started
+    again unless it runs, the line saying so is noted, and the interruption goes on."""
     before = listing if listing is not None else read_listing(host, spec)
+    try:
+        return _rollback(host, spec, profile_for, target_id, reason, reporter, force, reap, before, confirm)
+    except KeyboardInterrupt as interruption:  # SIGINT, SIGTERM, SIGHUP: end serving a verified release
+        restoration = serve_after_interruption(host, spec, profile_for, reporter, confirm, stopped=True,
+                                               action="rollback")  # fmt: skip
+        interrupted_serving(interruption, restoration.said(spec))
+        raise
+
+
+def interrupted_serving(interruption: KeyboardInterrupt, line: str) -> None:
+    """Say (now, and with the exit code) what serves after the interruption; the line goes into its audit too."""
+    interrupts.note(line)
+    interruption.add_note(line)
+
+
+def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
+              force: bool, reap: bool, before: Listing, confirm: Confirm) -> RollbackResult:  # fmt: skip
     serving = next((r for r in before.releases if r.id == before.current), None)
     try:
-        stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap)
+        stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap,
+                              confirm=confirm)  # fmt: skip
+    except LockLost:  # someone else changes the host now: nothing more is done here, not even a restore
+        raise
     except GpusBusy as busy:  # stopped, and starting it again would meet the same busy GPUs
         return _failed(spec, before, f"{busy.message} ({busy.hint})", stays_dark(spec, "its GPUs are not free"),
                        reporter)  # fmt: skip
     except SpecopsError as error:
-        restoration = restore_serving(host, spec, profile_for, before, reporter)
+        restoration = restore_serving(host, spec, profile_for, before, reporter, confirm)
         return _failed(spec, before, error.message, restoration, reporter)
     reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit, "
                                                 f"restarting {spec.unit_name}"))  # fmt: skip
     try:
+        confirm("switching current")
         cursor = journal_position(host)
         reply = rollback_release(host, spec, target_id, reason, force=force)
+    except LockLost:  # as above: whoever holds the lock now changes the host
+        raise
     except SpecopsError as error:
-        restoration = restore_serving(host, spec, profile_for, before, reporter)
+        restoration = restore_serving(host, spec, profile_for, before, reporter, confirm)
         return _failed(spec, before, error.message, restoration, reporter, stopped)
     to_id = str(reply.get("current"))
     target = next((r for r in before.releases if r.id == to_id), None)

@@ -9,7 +9,7 @@ from specops.deploy.outcome import HostOutcome, Outcome
 from specops.errors import ExitCode
 from specops.events import Event, Reporter
 from specops.host.base import Host
-from specops.ops.engine_stop import GpusBusy, stop_engine
+from specops.ops.engine_stop import Confirm, GpusBusy, stop_engine
 from specops.ops.hooks import run_hook
 
 
@@ -29,11 +29,12 @@ def pre_stop(spec: HostSpec, release: str, outcome: HostOutcome, reporter: Repor
     return False
 
 
-def stop(host: Host, spec: HostSpec, profile: Profile, outcome: HostOutcome, reporter: Reporter, reap: bool) -> bool:
+def stop(host: Host, spec: HostSpec, profile: Profile, outcome: HostOutcome, reporter: Reporter, reap: bool,
+         confirm: Confirm) -> bool:  # fmt: skip
     """Drain, stop, prove the GPUs free. False (the outcome says why, with the fix) when they are not: the new
-    engine is not started."""
+    engine is not started. `confirm` (the lock's) runs before each command that stops anything."""
     try:
-        outcome.stop = stop_engine(host, spec, profile, reporter, reap=reap)
+        outcome.stop = stop_engine(host, spec, profile, reporter, reap=reap, confirm=confirm)
     except GpusBusy as busy:
         outcome.outcome, outcome.exit_code = Outcome.FAILED, busy.exit_code
         outcome.cause, outcome.hint = busy.message.removeprefix(f"{spec.name}: "), busy.hint

@@ -105,12 +105,21 @@ class _Clock:
     sleep: Callable[[float], None] = time.sleep
 
 
+Confirm = Callable[[str], None]  # raises when the lock is no longer ours (lock.HostLock.confirm): change nothing
+
+
+def no_lock(before: str) -> None:
+    """No lock to confirm (a caller that holds none, or a test)."""
+
+
 def stop_engine(host: Host, spec: HostSpec, profile: Profile, reporter: Reporter, *, reap: bool = False,
-                clock: _Clock | None = None) -> StopResult:  # fmt: skip
-    """Drain and stop the unit, then wait for its GPUs (raises GpusBusy, naming the holders and the fix)."""
+                clock: _Clock | None = None, confirm: Confirm = no_lock) -> StopResult:  # fmt: skip
+    """Drain and stop the unit, then wait for its GPUs (raises GpusBusy, naming the holders and the fix).
+    `confirm` runs before each command that stops or kills anything: a caller that lost its lock meanwhile (it
+    was suspended, and the guard started an engine) stops nothing."""
     ticking = clock or _Clock()
-    drain = drain_and_stop(host, spec, profile, reporter, ticking)
-    return StopResult(drain, free_gpus(host, spec, reporter, reap=reap, clock=ticking))
+    drain = drain_and_stop(host, spec, profile, reporter, ticking, confirm)
+    return StopResult(drain, free_gpus(host, spec, reporter, reap=reap, clock=ticking, confirm=confirm))
 
 
 def poll_delay(polls: int) -> float:
@@ -121,8 +130,17 @@ def poll_delay(polls: int) -> float:
 
 
 def _active(host: Host, spec: HostSpec) -> bool:
+    return _state(host, spec) in ACTIVE_STATES
+
+
+def _state(host: Host, spec: HostSpec) -> str:
     show = parse_show(host.run(state_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S).text)
-    return show.get("ActiveState", "") in ACTIVE_STATES
+    return show.get("ActiveState", "")
+
+
+def unit_running(host: Host, spec: HostSpec) -> bool:
+    """The engine runs or is starting, and no stop was asked for (a stop in progress is "deactivating")."""
+    return _state(host, spec) in ("active", "activating", "reloading")
 
 
 def _gauges(host: Host, spec: HostSpec) -> RequestGauges | None:
@@ -137,17 +155,20 @@ def _gauges(host: Host, spec: HostSpec) -> RequestGauges | None:
     return parse_request_gauges(text) if text is not None else None
 
 
-def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Reporter, clock: _Clock) -> DrainResult:
+def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Reporter, clock: _Clock,
+                   confirm: Confirm = no_lock) -> DrainResult:  # fmt: skip
     """Read the gauges, ask systemd to stop (SIGTERM to the main process), watch until the engine is gone or the
     budget runs out (then SIGKILL). The same commands whether or not the engine runs: stopping a stopped unit
     is a no-op, so the plan can show them."""
     budget = profile.drain.timeout_s
     result = DrainResult(was_running=False, budget_s=budget)
     result.at_start = result.last = _gauges(host, spec)
+    confirm(f"stopping {spec.unit_name}")
     started = clock.now()
     host.run(stop_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S, check=False)  # not loaded yet: nothing runs
     polls, gauges_at = 0, started
     while _active(host, spec):
+        confirm(f"waiting for {spec.unit_name} to stop")  # resumed after a suspension: the engine may be another's
         if not result.was_running:
             result.was_running = True
             counts = result.at_start.describe() if result.at_start else "request counts unknown (no /metrics)"
@@ -155,6 +176,7 @@ def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Repor
             reporter.event(Event(spec.name, "drain", say))
         waited = clock.now() - started
         if waited >= budget:
+            confirm(f"killing {spec.unit_name}")  # suspended mid-drain: the engine now running may be another's
             _kill(host, spec, result)
             break
         if clock.now() - gauges_at >= POLL_S:  # the request counts once a second: the live view needs no more
@@ -186,13 +208,15 @@ def inspect_gpus(host: Host, spec: HostSpec) -> tuple[bool, GpuVerdict]:
     return snapshot.has_gpus, judge(snapshot, spec.unit_name, spec.service_dir, gpu_indexes(spec.gpus))
 
 
-def free_gpus(host: Host, spec: HostSpec, reporter: Reporter, *, reap: bool, clock: _Clock) -> FreeResult:
+def free_gpus(host: Host, spec: HostSpec, reporter: Reporter, *, reap: bool, clock: _Clock,
+              confirm: Confirm = no_lock) -> FreeResult:  # fmt: skip
     started = clock.now()
     result = FreeResult()
     verdict = _wait_free(host, spec, result, clock)
     if not verdict.free and reap and verdict.holders and all(holder.orphan for holder in verdict.holders):
         for holder in verdict.holders:
             reporter.event(Event(spec.name, "gpus", f"reaping {holder.describe()}", level="warn"))
+        confirm("reaping the old engine's orphans")
         host.run(reap_argv([(holder.pid, holder.start) for holder in verdict.holders]), timeout=COMMAND_TIMEOUT_S)
         result.reaped = list(verdict.holders)
         verdict = _wait_free(host, spec, result, clock)

@@ -23,18 +23,30 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 
 from specops.commands.lock import DEFAULT_LOCK_ROOT, HOLDER_FILE, LockReply, lock_argv, parse_lock_reply
-from specops.errors import CommandFailed, LockHeld, SpecopsError
+from specops.errors import CommandFailed, ExitCode, LockHeld, SpecopsError
 from specops.host.base import Host
 from specops.ops.lock_holder import LockHolder, LockInfo, dead_here, local_who, utc_now
 
-__all__ = ["HostLock", "LockHolder", "LockInfo", "Released", "acquire", "local_who", "release", "status", "utc_now"]
+__all__ = ["HostLock", "LockHolder", "LockInfo", "LockLost", "Released", "acquire", "local_who", "release", "status",
+           "utc_now"]  # fmt: skip
 
 DEFAULT_STALE_AFTER_S = 90.0
 DEFAULT_HEARTBEAT_S = 15.0
 POLL_S = 2.0
 LOCK_COMMAND_TIMEOUT_S = 40.0
 
+# A lock last proven ours longer ago than this (more than one heartbeat interval: the heartbeat thread did not run,
+# the process was suspended) is asked about before the host is changed; otherwise confirming costs nothing.
+CONFIRM_AFTER_S = DEFAULT_HEARTBEAT_S + 5.0
+
 EventSink = Callable[[str], None]
+
+
+class LockLost(SpecopsError):
+    """The lock was removed or taken over while its holder ran (a suspended laptop, `specops lock release
+    --force`, the guard): the holder changes nothing more on the host and stops."""
+
+    exit_code = ExitCode.LOCK_HELD
 
 
 def lock_root(root: str | None = None) -> str:
@@ -177,6 +189,7 @@ class HostLock:
         self.took_over_why = took_over_why
         self.lost = False
         self.beats = 0
+        self._proven_at = time.monotonic()  # when the lock was last proven ours (taken, or a heartbeat it took)
         self.release_error: SpecopsError | None = None
         self._say = on_event
         self._released = False
@@ -214,16 +227,41 @@ class HostLock:
             self._say(f"{self.host.name}: the lock was no longer ours when we released it")
         return reply.state == "released"
 
+    def confirm(self, before: str) -> None:
+        """Raise LockLost unless the lock is still ours, right before a command that changes the host (`before`
+        names it). The heartbeat thread's flag is not enough: a process suspended for minutes (SIGSTOP, a laptop
+        lid) runs on after SIGCONT before its next heartbeat finds the lock gone, and would stop an engine
+        someone else (the guard) just started. So a lock last proven ours over CONFIRM_AFTER_S ago is asked
+        about now, with one heartbeat (while the heartbeat thread runs, never)."""
+        if not self.lost and time.monotonic() - self._proven_at > CONFIRM_AFTER_S:
+            self._beat()
+        if self.lost:
+            raise LockLost(
+                f"{self.host.name}: lost the lock (removed or taken over by someone else); stopped before {before}, "
+                "changing nothing more on the host",
+                hint=f"`specops lock status {self.host.name}` names the holder; if the release was switched, the "
+                f"rollback guard puts the last verified one back; `specops status {self.host.name}` shows it",
+            )
+
     def _beat_loop(self, every_s: float) -> None:
         while not self._stop.wait(every_s):
-            beat = replace(self.holder, heartbeat_at=utc_now())
-            try:
-                reply = _run_lock(self.host, "heartbeat", self.root, self.holder.token, holder=beat)
-            except SpecopsError as error:
-                self._say(f"{self.host.name}: lock heartbeat failed: {error.message}")
-                continue
-            if reply.state != "beat":
+            if not self._beat():
+                return
+
+    def _beat(self) -> bool:
+        """One heartbeat; False once the lock is found lost (a failed command leaves the question open)."""
+        started = time.monotonic()
+        beat = replace(self.holder, heartbeat_at=utc_now())
+        try:
+            reply = _run_lock(self.host, "heartbeat", self.root, self.holder.token, holder=beat)
+        except SpecopsError as error:
+            self._say(f"{self.host.name}: lock heartbeat failed: {error.message}")
+            return True
+        if reply.state != "beat":
+            if not self.lost:
                 self.lost = True
                 self._say(f"{self.host.name}: lost the lock (removed or taken over by someone else)")
-                return
-            self.beats += 1
+            return False
+        self._proven_at = max(self._proven_at, started)
+        self.beats += 1
+        return True

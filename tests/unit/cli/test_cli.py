@@ -21,7 +21,7 @@ def test_help_lists_commands_and_exit_codes(capsys: pytest.CaptureFixture[str]) 
     for command in ("init", "render", "hosts", "config"):
         assert f"  {command} " in result.out
     for line in ("0  success", "3  configuration error", "4  a host could not be reached", "6  another specops holds",
-                 "130  interrupted (Ctrl-C)"):  # fmt: skip
+                 "130  interrupted (Ctrl-C, SIGINT)", "143  interrupted by SIGTERM", "129  interrupted by SIGHUP"):  # fmt: skip
         assert line in result.out
 
 

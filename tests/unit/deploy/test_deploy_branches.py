@@ -8,6 +8,7 @@ for the branch it took (tests/unit/deploy/plan_match.py).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -156,9 +157,14 @@ def test_ctrl_c_during_the_switch_leaves_the_guard_armed_and_releases_the_lock(w
     scene.on_command["switch"] = lambda: KeyboardInterrupt()
     run = world.run(scene)
     assert run.result.code == 130
-    run.assert_followed(upto="switch", then=("unlock",))
-    stops = [argv for argv in run.host.commands if argv[:2] == ("systemctl", "stop")]
-    assert len(stops) == 1  # the one before arming; no disarm: the guard rolls back once the lock is gone
+    commands = [" ".join(argv) for argv in run.host.commands]
+    after = commands[next(i for i, line in enumerate(commands) if " switch " in line) + 1 :]
+    disarms = [line for line in after if "specops-guard" in line and line.split()[0] in ("systemctl", "rm")]
+    assert not disarms  # no disarm: the guard acts if `current` switched
+    assert "specops-lock release" in after[-2] and "audit.jsonl" in after[-1]  # what serves, then unlock, audit
+    error = json.loads(run.result.out)["error"]
+    assert (error["message"], error["exit_code"]) == ("interrupted (SIGINT)", 130)
+    assert error["lines"][1].startswith(f"{HOST}: ")  # what serves now
 
 
 def test_a_cancelled_fleet_stops_each_host_at_its_next_step(world: World) -> None:
@@ -183,7 +189,12 @@ def test_a_cancelled_fleet_stops_each_host_at_its_next_step(world: World) -> Non
     with pytest.raises(KeyboardInterrupt):
         deploy_host(plan, host_plan, DeployOptions(cancel=cancel), Recorder(), lambda: host,
                     lambda name: host_plan.target.profile)  # fmt: skip
-    assert host.commands[-1][4] == "release"  # the lock, released last
+    assert host.commands[-2][4] == "release"  # the lock, released once nothing more changes
+    assert host.commands[-1][-1].endswith("audit.jsonl")  # then the audit line: outcome "interrupted"
+    from specops.ops import interrupts
+
+    notes = interrupts.take_notes()  # what serves, said once the interruption reaches the CLI
+    assert len(notes) == 1 and HOST in notes[0], notes
     assert not [call for call in host.calls if call.kind == "put"]  # stopped before the unit step
 
 

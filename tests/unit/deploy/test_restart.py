@@ -155,8 +155,32 @@ def test_a_restart_that_loses_its_lock_stops_before_its_next_step_and_audits_why
     assert done.code == 6
     found = json.loads(done.out)["hosts"][HOST]
     assert (
-        found["error"] == f"{HOST}: lost the lock (removed or taken over by someone else); stopped before the stop step"
+        found["error"]
+        == f"{HOST}: lost the lock (removed or taken over by someone else); stopped before the stop step, "
+        "changing nothing more on the host"
     )
     assert not [argv for argv in hosts[0].commands if argv[:2] in (("systemctl", "stop"), ("systemctl", "restart"))]
     entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
     assert (entry["action"], entry["outcome"]) == ("restart", "lock-lost")
+
+
+def test_a_restart_interrupted_after_its_stop_starts_the_release_again_says_so_and_audits_it(world: World) -> None:
+    """SIGTERM (here: its KeyboardInterrupt) while the GPUs are checked after the stop: before the lock is released
+    the current release's engine is started again and awaited, the message names it, the audit says why."""
+    from specops.ops.interrupts import Interrupted
+
+    scene = _scene(world)
+    scene.on_command["gpus"] = lambda: Interrupted(15)
+    hosts = [scene.host()]
+    use_scene(world.monkeypatch, scene, hosts, [True])
+    done = world.cli("restart", HOST, "--json")
+    assert done.code == 143
+    error = json.loads(done.out)["error"]
+    assert error["lines"] == ["interrupted (SIGTERM)", f"{HOST}: {CURRENT} serves (verified)"]
+    commands = [" ".join(argv) for argv in hosts[0].commands]
+    stopped = next(i for i, line in enumerate(commands) if line.startswith("systemctl stop --no-block"))
+    assert "systemctl restart sglang.service" in commands[stopped:]
+    assert "specops-lock release" in commands[-1]
+    entry = json.loads((world.folder / "state" / "specops" / "audit.jsonl").read_text().splitlines()[-1])
+    assert (entry["action"], entry["outcome"]) == ("restart", "interrupted")
+    assert entry["message"] == f"interrupted (SIGTERM): {HOST}: {CURRENT} serves (verified)"

@@ -192,3 +192,27 @@ def test_a_deploys_rollback_refused_after_the_stop_starts_the_engine_again(world
         "systemctl restart",
         "readiness poll",
     ]
+
+
+def test_a_rollback_that_finds_its_lock_lost_before_the_stop_changes_nothing(world: World) -> None:
+    """The lock lost right after it was taken (removed by `specops lock release --force`, or taken over after a
+    suspension): no stop, no switch, no restart; exit 6 naming why."""
+    from typing import Any
+
+    from specops.ops import lock
+
+    acquire = lock.acquire
+
+    def lost_at_once(*args: Any, **kwargs: Any) -> lock.HostLock:
+        held = acquire(*args, **kwargs)
+        held.lost = True
+        return held
+
+    world.monkeypatch.setattr(lock, "acquire", lost_at_once)
+    scene = _scene(world)
+    hosts = [scene.host()]
+    use_scene(world.monkeypatch, scene, hosts, [True])
+    result = world.cli("rollback", HOST)
+    assert result.code == 6, result.out + result.err
+    assert "stopped before stopping sglang.service, changing nothing more on the host" in result.err
+    assert _commands(hosts[0].calls) == ["conversation", "release list", "lock acquire", "release list", "lock release"]

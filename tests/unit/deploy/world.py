@@ -68,7 +68,8 @@ class World:
         hosts.append(scene.host())
         use_scene(self.monkeypatch, scene, hosts, list(smokes))
         result = self.cli("deploy", HOST, "--build", str(self.build), "--json", *options)
-        outcome = json.loads(result.out)["hosts"][HOST] if result.out.startswith("{") else {}
+        found = json.loads(result.out) if result.out.startswith("{") else {}
+        outcome = found["hosts"][HOST] if "hosts" in found else {}  # an interruption: {"error": ...} only
         plan = json.loads(dry.out)["hosts"][0]
         return Run(plan, dry, result, outcome, hosts[0], hosts[1])
 
