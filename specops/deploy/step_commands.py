@@ -84,7 +84,7 @@ def preflight_commands(spec: HostSpec, candidate: str) -> list[HostCommand]:
 
 def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int) -> list[HostCommand]:
     """The env file always (it may carry a new secret); the unit only when its text changed: verified under a
-    scratch path first, then moved in and systemd reloaded."""
+    scratch path first, then moved in and systemd reloaded. The unit is enabled on every deploy."""
     commands = [
         *env_commands(spec, env_lines),
         *(
@@ -108,6 +108,7 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(units.show_argv(spec.unit_name, ["NeedDaemonReload"])),
             run(units.daemon_reload_argv()),
         ]
+    commands.append(run(units.enable_argv(spec.unit_name), note="a reboot starts the engine on `current`"))
     return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ..., "compile_cache": ...}')]
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from specops.commands.units import (
     deliberate_restart_argvs,
+    enable_argv,
     needs_daemon_reload,
     parse_show,
     show_argv,
@@ -71,7 +72,15 @@ def install_unit(host: Host, spec: HostSpec, text: str) -> UnitChange:
     reload = needs_daemon_reload(old, text, need)
     if reload:
         host.run(["systemctl", "daemon-reload"], timeout=UNIT_TIMEOUT_S)
+    enable_unit(host, spec)
     return UnitChange(changed=old != text, reloaded=reload, verified=verified)
+
+
+def enable_unit(host: Host, spec: HostSpec) -> None:
+    """Enable the engine's unit, on every deploy (a unit installed by an older specops was never enabled): a
+    host that reboots starts the release `current` names, and the rollback guard's boot unit rolls back one
+    that was never verified."""
+    host.run(enable_argv(spec.unit_name), timeout=UNIT_TIMEOUT_S)
 
 
 def _verify(host: Host, spec: HostSpec, text: str) -> bool:

@@ -30,6 +30,7 @@ RELEASE_PACKAGE = "specops.remote.release"
 # in this order: hostdata first (versions, ids, Refused: used by all), session last (it has main())
 RELEASE_MODULES = (
     "hostdata.py",
+    "boot.py",
     "script.py",
     "catalog.py",
     "claim.py",

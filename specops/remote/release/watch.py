@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+from specops.remote.release.boot import process_mark
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.rollback import append_audit, op_rollback
@@ -68,6 +69,7 @@ class Watch:
             "deadline": utc_text(self.deadline), "deadline_epoch": int(self.deadline), "window_s": int(float(window_s)),
             "failures": 0, "probes": 0, "reason": "",
         }  # fmt: skip
+        self.record.update(process_mark())  # `list` tells a record whose watch a reboot ended (boot.py)
 
     def save(self, **changes: Any) -> None:
         self.record.update(changes)
