@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from specops.commands import engine_stop, journal, units
 from specops.commands import release as release_cmd
+from specops.commands.boot import boot_unit
 from specops.commands.cache import KEY_PLACEHOLDER, prepare_argvs
 from specops.commands.conversation import conversation_argv
 from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, guard_script_path, schema_argv, watch_argv
@@ -92,6 +93,11 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             for argv in prepare_argvs(spec, KEY_PLACEHOLDER)
         ),
     ]
+    boot = boot_unit(spec)
+    commands += [
+        run(units.read_unit_argv(boot), note="the boot unit: it re-arms the guard after a reboot mid-deploy"),
+        put(units.unit_path(boot), 0o644, "the boot unit", times=Times.IF_NEEDED),
+    ]
     if unit_changed:
         scratch = units.verify_path(spec.unit_name)
         commands += [
@@ -108,7 +114,7 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(units.show_argv(spec.unit_name, ["NeedDaemonReload"])),
             run(units.daemon_reload_argv()),
         ]
-    commands.append(run(units.enable_argv(spec.unit_name), note="a reboot starts the engine on `current`"))
+    commands.append(run(units.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`"))
     return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ..., "compile_cache": ...}')]
 
 

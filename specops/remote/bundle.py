@@ -40,7 +40,12 @@ RELEASE_MODULES = (
     "receive.py",
     "session.py",
 )
-GUARD_MODULES = ("hostlock.py", "guard.py", "watch.py")  # only in the guard file (guard_source): the guard's ops
+GUARD_MODULES = (
+    "hostlock.py",
+    "guard.py",
+    "watch.py",
+    "bootguard.py",
+)  # only in the guard file (guard_source): the guard's ops
 MODULE_ORDER = (
     "common", "elf", "elfhash", "libs", "gpu", "server_args", "sglang", "hoststate", "dists", "account", "main",
 )  # fmt: skip

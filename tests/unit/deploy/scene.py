@@ -82,6 +82,7 @@ class DeployScene:
                            ("release", "state=released\nnow=1\n")):  # fmt: skip
             host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", op], reply(answer))
         host.script(release_cmd.session_argv(spec), reply(self._session_output()))
+        host.script(["cat", f"/etc/systemd/system/specops-boot-{spec.service}.service"], reply(exit_code=1))
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", [PYTHON, "-I", "-"]), reply("{}\n"))
