@@ -39,6 +39,21 @@ def process_mark() -> dict[str, Any]:
     return {"boot_id": boot_id(), "pid": pid, "pid_start": process_start(pid)}
 
 
+def shutting_down() -> bool:
+    """Whether systemd is stopping the whole system (a reboot or a poweroff): a watch stopped now was cut short,
+    not replaced by a later deploy."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["systemctl", "is-system-running"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.stdout.strip() == "stopping"
+
+
+SHUTDOWN_REASON = "cut short by a shutdown or reboot: the guard stopped watching it before its deadline"
+
+
 def cut_short(record: dict[str, Any]) -> str | None:
     """Why a record that says "watching" no longer has a watch behind it, or None (it runs, or a record written
     before these marks cannot tell)."""

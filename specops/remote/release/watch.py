@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from specops.remote.release.boot import process_mark
+from specops.remote.release.boot import SHUTDOWN_REASON, process_mark, shutting_down
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.rollback import append_audit, op_rollback
@@ -128,6 +128,8 @@ def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[
         state, reason = watch.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if state == "stopped" and shutting_down():  # the host goes down, no deploy replaces the watch
+            state, reason = "cut-short", SHUTDOWN_REASON + " (" + str(watch.record["deadline"]) + ")"
         watch.save(state=state, reason=reason)
         if state not in ("rolled-back", "stopped"):  # a rollback audits itself (this reason); a stop, its deploy
             append_audit(service_dir, {"when": utc_text(time.time()), "who": "specops guard", "action": "watch",

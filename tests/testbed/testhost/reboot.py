@@ -36,9 +36,15 @@ def reboot_host(host: TestHost, *, clean: bool = True, timeout: float = 120) -> 
         raise TestHostError(f"test host {host.name} is not running (stopped, or its name was reused)")
     _shut_down(host, record, clean, timeout)
     _link_enabled_units(host.state_dir / "upper")
-    pid1 = boot(record, host.state_dir, lambda launcher: remember_launcher(host.state_dir, launcher))
-    object.__setattr__(host, "systemd_pid", pid1)  # the same TestHost: fixtures and tests keep theirs
-    wait_for_ssh(host, record.systemd_start or 0, timeout)
+    try:
+        pid1 = boot(record, host.state_dir, lambda launcher: remember_launcher(host.state_dir, launcher))
+        object.__setattr__(host, "systemd_pid", pid1)  # the same TestHost: fixtures and tests keep theirs
+        wait_for_ssh(host, record.systemd_start or 0, timeout)
+    except TestHostError as error:
+        console = (host.state_dir / "console.log").read_text(errors="replace").splitlines()[-30:]
+        raise TestHostError(
+            f"test host {host.name} did not boot again: {error}\n--- console:\n" + "\n".join(console)
+        ) from error
     return pid1
 
 
