@@ -85,6 +85,7 @@ def _figure(value: object) -> str:
 
 def _status_notes(found: HostStatus) -> list[str]:
     notes = [] if found.serving else [found.engine]
+    notes += [found.enabled_warning] if found.enabled_warning else []
     notes += [f"runs {found.running_release}, NOT current ({found.current})"] if found.uses_current is False else []
     return notes + [f"drifted since {found.current}: {change}" for change in found.drift or []]
 
@@ -99,6 +100,7 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
         f"[bold]{found.host}[/]  {unit_name}: {unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}"
         f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
         *([] if found.serving else [f"[red]engine: {escape(found.engine)}[/]"]),
+        *([] if found.enabled_warning is None else [f"[yellow]{escape(found.enabled_warning)}[/]"]),
         f"current: {found.current or '-'} ({found.verified_text}, profile {found.profile or '-'}){mismatch}",
         f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
     ]
@@ -109,7 +111,7 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
         )
     watch = found.watch or {}
     if (watch.get("state") == "rolled-back" and watch.get("rolled_back_to") == found.current) or (
-        watch.get("state") in ("rollback-failed", "no-rollback") and watch.get("release") == found.current
+        watch.get("state") in ("rollback-failed", "no-rollback", "cut-short") and watch.get("release") == found.current
     ):
         lines.append(f"[yellow]guard[/] ({watch.get('state')}): {escape(str(watch.get('reason')))}")
     lines += [f"[yellow]guard[/] {escape(note)}" for note in found.guard_notes]

@@ -62,6 +62,14 @@ def daemon_reload_argv() -> list[str]:
     return ["systemctl", "daemon-reload"]
 
 
+def enable_argv(*unit_names: str) -> list[str]:
+    """Enable the units (their [Install] WantedBy=multi-user.target): a reboot starts the engine again.
+
+    Idempotent, and kept by a rollback: the link in multi-user.target.wants/ names the unit's path, whose
+    text a rollback rewrites in place."""
+    return ["systemctl", "enable", *unit_names]
+
+
 def reset_failed_argv(unit_name: str) -> list[str]:
     """Forget the unit's failed state and its start-rate counter before a DELIBERATE restart.
 

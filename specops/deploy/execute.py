@@ -41,7 +41,7 @@ from specops.ops import cache as compile_cache
 from specops.ops import guard, interrupts, lock
 from specops.ops.lock import LockLost
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
-from specops.ops.unit import install_env_file, install_unit
+from specops.ops.unit import enable_unit, install_boot_unit, install_env_file, install_unit
 from specops.probe.run import probe
 
 __all__ = ["DeployOptions", "HostOutcome", "LockLost", "Outcome", "deploy_host"]
@@ -258,8 +258,11 @@ class _HostDeploy:
     def _unit(self) -> None:
         install_env_file(self.host, self.spec, self.host_plan.env_text)
         compile_cache.prepare(self.host, self.spec, self.cache_key)
+        install_boot_unit(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
         if self.steps.unit_changed:
-            install_unit(self.host, self.spec, self.host_plan.unit_text)
+            install_unit(self.host, self.spec, self.host_plan.unit_text)  # and enables it
+        else:
+            enable_unit(self.host, self.spec)
         # the fingerprint rides on this manifest update (no extra round trip): `specops diagnose` compares it later
         update_manifest(self.host, self.spec, self.steps.release, {"unit": self.host_plan.unit_text,
                                                                   "profile": self.profile.name,

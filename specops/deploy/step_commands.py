@@ -10,6 +10,7 @@ import json
 
 from specops.commands import engine_stop, journal, units
 from specops.commands import release as release_cmd
+from specops.commands.boot import boot_unit
 from specops.commands.cache import KEY_PLACEHOLDER, prepare_argvs
 from specops.commands.conversation import conversation_argv
 from specops.commands.guard import (
@@ -94,13 +95,18 @@ def preflight_commands(spec: HostSpec, candidate: str) -> list[HostCommand]:
 
 def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int) -> list[HostCommand]:
     """The env file always (it may carry a new secret); the unit only when its text changed: verified under a
-    scratch path first, then moved in and systemd reloaded."""
+    scratch path first, then moved in and systemd reloaded. The unit is enabled on every deploy."""
     commands = [
         *env_commands(spec, env_lines),
         *(
             run(argv, note="the compile cache, keyed by the preflight's facts")
             for argv in prepare_argvs(spec, KEY_PLACEHOLDER)
         ),
+    ]
+    boot = boot_unit(spec)
+    commands += [
+        run(units.read_unit_argv(boot), note="the boot unit: it re-arms the guard after a reboot mid-deploy"),
+        put(units.unit_path(boot), 0o644, "the boot unit", times=Times.IF_NEEDED),
     ]
     if unit_changed:
         scratch = units.verify_path(spec.unit_name)
@@ -118,6 +124,7 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(units.show_argv(spec.unit_name, ["NeedDaemonReload"])),
             run(units.daemon_reload_argv()),
         ]
+    commands.append(run(units.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`"))
     return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ..., "compile_cache": ...}')]
 
 

@@ -29,6 +29,7 @@ STATUS_PROPERTIES = [
     "ExecMainStartTimestamp",
     "LoadState",
     "InactiveEnterTimestamp",
+    "UnitFileState",
 ]
 
 
@@ -84,7 +85,15 @@ class HostStatus:
         if not self.verified:
             return "NOT verified"
         left = self.watching_left_s
-        return "verified" if left is None else f"verified, watching ({_duration(left)} left)"
+        if left is not None:
+            return f"verified, watching ({_duration(left)} left)"
+        return "verified, watch cut short" if self.watch_cut_short else "verified"
+
+    @property
+    def watch_cut_short(self) -> bool:
+        """The guard's watch of `current` ended before its deadline without an outcome (a reboot, a kill)."""
+        watch = self.watch or {}
+        return watch.get("state") == "cut-short" and watch.get("release") == self.current
 
     compile_cache: dict[str, object] | None = None  # {"path": keyed folder, "bytes": size}; None: none prepared yet
 
@@ -114,8 +123,22 @@ class HostStatus:
         fix = f"`specops restart {self.host}` starts it" if self.current else "no release to start: deploy one"
         return f"{'stopped' if stopped else 'not serving'} ({state}){when}, {fix}"
 
+    @property
+    def enabled(self) -> bool | None:
+        """Whether a reboot starts the unit (systemd's UnitFileState), None when systemd did not say."""
+        state = self.unit.get("UnitFileState", "").strip()
+        return None if state in ("", "n/a") else state in ("enabled", "enabled-runtime", "linked", "alias")
+
+    @property
+    def enabled_warning(self) -> str | None:
+        """For a host with a release whose unit is not enabled: a reboot leaves the engine down."""
+        if self.enabled is not False or not self.current:
+            return None
+        state = self.unit.get("UnitFileState", "?")
+        return f"enabled: no ({state}): a reboot leaves the engine down; the next deploy enables it"
+
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "serving": self.serving, "engine": self.engine}
+        return {**self.__dict__, "serving": self.serving, "engine": self.engine, "enabled": self.enabled}
 
 
 def _duration(seconds: int) -> str:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specops.commands.boot import boot_unit, boot_unit_path, boot_unit_text
 from specops.commands.units import (
     deliberate_restart_argvs,
+    enable_argv,
     needs_daemon_reload,
     parse_show,
+    read_unit_argv,
     show_argv,
     unit_path,
     unmanaged_reason,
@@ -71,7 +74,26 @@ def install_unit(host: Host, spec: HostSpec, text: str) -> UnitChange:
     reload = needs_daemon_reload(old, text, need)
     if reload:
         host.run(["systemctl", "daemon-reload"], timeout=UNIT_TIMEOUT_S)
+    enable_unit(host, spec)
     return UnitChange(changed=old != text, reloaded=reload, verified=verified)
+
+
+def enable_unit(host: Host, spec: HostSpec) -> None:
+    """Enable the engine's unit and the boot unit, on every deploy (a unit installed by an older specops was
+    never enabled): a host that reboots starts the release `current` names, and the boot unit has the guard
+    roll back one that was never verified. The boot unit must be installed first (install_boot_unit)."""
+    host.run(enable_argv(spec.unit_name, boot_unit(spec)), timeout=UNIT_TIMEOUT_S)
+
+
+def install_boot_unit(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> bool:
+    """Write the boot unit (commands/boot.py) when its text differs; True when it was written. Enabling it (and
+    the reload that loads it) is `enable_unit`'s."""
+    text = boot_unit_text(spec, lock_dir, stale_after_s)
+    old = host.run(read_unit_argv(boot_unit(spec)), timeout=UNIT_TIMEOUT_S, check=False)  # none before the first
+    if old.ok and old.text == text:
+        return False
+    host.put(text.encode("utf-8"), boot_unit_path(spec), mode=0o644)
+    return True
 
 
 def _verify(host: Host, spec: HostSpec, text: str) -> bool:

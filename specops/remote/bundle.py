@@ -30,6 +30,7 @@ RELEASE_PACKAGE = "specops.remote.release"
 # in this order: hostdata first (versions, ids, Refused: used by all), session last (it has main())
 RELEASE_MODULES = (
     "hostdata.py",
+    "boot.py",
     "script.py",
     "catalog.py",
     "claim.py",
@@ -39,7 +40,12 @@ RELEASE_MODULES = (
     "receive.py",
     "session.py",
 )
-GUARD_MODULES = ("hostlock.py", "guard.py", "watch.py")  # only in the guard file (guard_source): the guard's ops
+GUARD_MODULES = (
+    "hostlock.py",
+    "guard.py",
+    "watch.py",
+    "bootguard.py",
+)  # only in the guard file (guard_source): the guard's ops
 MODULE_ORDER = (
     "common", "elf", "elfhash", "libs", "gpu", "server_args", "sglang", "hoststate", "dists", "account", "main",
 )  # fmt: skip

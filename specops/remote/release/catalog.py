@@ -15,6 +15,7 @@ import shutil
 import sys
 from typing import Any
 
+from specops.remote.release.boot import cut_short
 from specops.remote.release.claim import is_unfinished_leftover
 from specops.remote.release.hostdata import (
     PLAIN_SUMMARY_SCHEMA,
@@ -108,8 +109,11 @@ def watch_record(service_dir: str) -> dict[str, Any] | None:
             record: dict[str, Any] = json.load(handle)  # not an object: the assignment below raises TypeError
         checked_schema(record, path, WATCH_SCHEMA)  # a newer one: refused (SchemaTooNew), never half-read
         record["left_s"] = max(0, record["deadline_epoch"] - int(time.time()))
+        why = cut_short(record)
     except (OSError, ValueError, TypeError, KeyError):
         return None
+    if why is not None:  # a reboot (or a kill) ended it: never shown as "watching"
+        record.update(state="cut-short", reason=why, left_s=0)
     return record
 
 

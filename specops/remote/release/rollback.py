@@ -6,7 +6,7 @@ interpreter. One op:
   rollback SERVICE_DIR UNIT TARGET_ID REASON [force]
       point `current` at TARGET_ID (or, when empty, the newest verified release that is neither current nor
       marked bad; a bad TARGET_ID only with `force`), mark the release it leaves bad (marks.py), put
-      back the unit text recorded in its manifest, daemon-reload, reset-failed (so a deliberate restart never
+      back the unit text recorded in its manifest, daemon-reload, enable it, reset-failed (so a deliberate restart never
       counts against StartLimitBurst=), restart the unit, append to audit.jsonl.
 """
 
@@ -88,6 +88,7 @@ def op_rollback(service_dir: str, unit: str, target: str, reason: str, force: st
     marked = mark_left_release(service_dir, switched["previous"], release_id, reason, who)  # kept if restart fails
     unit_changed = restore_unit(service_dir, release_id, unit)
     subprocess.run(["systemctl", "daemon-reload"], check=True, timeout=120)
+    subprocess.run(["systemctl", "enable", unit], check=False, timeout=120)  # a reboot starts what it restores
     # A deliberate restart: forget the start-rate counter first, so rollbacks never end in start-limit-hit.
     subprocess.run(["systemctl", "reset-failed", unit], check=False, timeout=120)  # not loaded yet: exits 1
     subprocess.run(["systemctl", "restart", unit], check=True, timeout=600)

@@ -26,6 +26,7 @@ import sys
 import time
 from typing import Any
 
+from specops.remote.release.boot import SHUTDOWN_REASON, process_mark, shutting_down
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, checked_release_id, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.rollback import append_audit, op_rollback, rollback_target
@@ -71,6 +72,7 @@ class Watch:
             "deadline": utc_text(self.deadline), "deadline_epoch": int(self.deadline), "window_s": int(float(window_s)),
             "failures": 0, "probes": 0, "reason": "", "rollback_to": self.rollback_to or None,
         }  # fmt: skip
+        self.record.update(process_mark())  # `list` tells a record whose watch a reboot ended (boot.py)
 
     def save(self, **changes: Any) -> None:
         self.record.update(changes)
@@ -137,6 +139,8 @@ def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[
         state, reason = watch.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if state == "stopped" and shutting_down():  # the host goes down, no deploy replaces the watch
+            state, reason = "cut-short", SHUTDOWN_REASON + " (" + str(watch.record["deadline"]) + ")"
         watch.save(state=state, reason=reason)
         if state not in ("rolled-back", "stopped"):  # a rollback audits itself (this reason); a stop, its deploy
             append_audit(service_dir, {"when": utc_text(time.time()), "who": "specops guard", "action": "watch",

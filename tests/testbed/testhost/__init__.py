@@ -22,6 +22,8 @@ own /30, outer 10.200.N.1 <-> inner 10.200.N.2 (no route anywhere else). Needs r
     host.write_file("/etc/foo.conf", b"data", mode=0o644)   # inside the host, parents created
     host.read_file("/etc/foo.conf")                          # -> bytes
     host.ssh_config_block("llm-one")  # "Host llm-one" block for ~/.ssh/config (specops reaches it)
+    host.reboot(clean=True)  # boot again on the same disk, address and keys (clean=False: a power cut);
+        # new boot id, fresh /run and /tmp, the units enabled inside for multi-user.target started (reboot.py)
     stop_host(host)     # or stop_host("th1"); idempotent; raises LeftoverError if anything remains
     cleanup_stale()     # remove hosts whose starting process is gone (crashed/killed runs)
     assert_no_leftovers()  # every host this process started is gone (processes, mounts, links...)
@@ -33,7 +35,7 @@ is a tmpfs, so they cannot see it. pytest fixtures: `tests.testbed.testhost.fixt
 
 Caveats: not a security boundary (root inside is real root, no user namespace); no cgroup
 resource controllers on a cgroup-hybrid VM (MemoryMax= etc. are accepted, not enforced);
-`reboot`/`poweroff` inside end the host; no time namespace (CAP_SYS_TIME dropped).
+`reboot`/`poweroff` inside end the host (`host.reboot()` is the reboot that comes back); no time namespace (CAP_SYS_TIME dropped).
 """
 
 from tests.testbed.testhost.cleanup import cleanup_stale, list_hosts

@@ -40,6 +40,13 @@ class TestHost:
     state_dir: Path
     incarnation: str = ""  # which start of this name this is (see layout.HostRecord)
 
+    def reboot(self, *, clean: bool = True) -> None:
+        """Reboot the host on the same disk (see reboot.py); returns once `ssh` works again. clean=False: a
+        power cut instead of `systemctl reboot`."""
+        from tests.testbed.testhost.reboot import reboot_host  # lifecycle imports this module
+
+        reboot_host(self, clean=clean)
+
     def ssh_options(self) -> list[str]:
         """Options for the real `ssh`: only this host's key and known_hosts, nothing from ~/.ssh."""
         return [

@@ -96,6 +96,7 @@ class HostRecord:
     systemd_pid: int | None = None
     systemd_start: int | None = None
     pidns_inode: int | None = None
+    lower: str = "/"  # the overlay's lower layer: a reboot mounts the same one again
 
     def save(self, state_dir: Path) -> None:
         tmp = state_dir / f".{RECORD_FILE}.tmp"

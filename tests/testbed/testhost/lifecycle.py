@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests.testbed.testhost import network, procs
@@ -184,6 +184,34 @@ def _console_tail(state_dir: Path, lines: int = 30) -> str:
         return "(no console log)"
 
 
+def boot(record: HostRecord, state_dir: Path, remember: Callable[[subprocess.Popen[bytes]], None]) -> int:
+    """Launch PID 1 on the host's state dir (its upper layer: its disk), plug its network in, let it boot;
+    return PID 1's outer pid. Shared by start and reboot (a reboot boots the same disk again)."""
+    go_read, go_write = os.pipe()  # closing go_write without "go" makes pid1.sh give up
+    try:
+        launcher = _launch(record, state_dir, Path(record.lower), go_read)
+    except BaseException:
+        os.close(go_write)
+        raise
+    finally:
+        os.close(go_read)
+    remember(launcher)
+    record.launcher_pid, record.launcher_start = launcher.pid, procs.start_time(launcher.pid)
+    with os.fdopen(go_write, "w") as go:
+        pid1 = _wait_for_pid1(launcher)
+        record.systemd_pid, record.systemd_start = pid1, procs.start_time(pid1)
+        record.pidns_inode = procs.pid_namespace_inode(pid1)
+        record.save(state_dir)
+        network.plug_in(record.index, pid1)
+        go.write("go\n")
+    return pid1
+
+
+def wait_for_ssh(host: TestHost, pid1_start: int, timeout: float) -> None:
+    """Return once a real `ssh ... true` with strict host-key checking succeeds (after a start or a reboot)."""
+    _wait_for_ssh(host, pid1_start, timeout)
+
+
 def start_host(
     name: str | None = None, index: int | None = None, *, lower: Path = Path("/"), timeout: float = 60,
     manual: bool = False,
@@ -191,30 +219,14 @@ def start_host(
     """Start a host; return once `ssh` with strict host-key checking works (see package docs)."""
     require_root()
     record, state_dir = _reserve(name, index, manual)
-    launcher: subprocess.Popen[bytes] | None = None
     try:
         for sub in ("upper", "work", "root"):
             (state_dir / sub).mkdir()
         client_public = write_keypair(state_dir / "id_ed25519", f"specops-testhost-client@{record.name}")
         host_public = seed_upper(state_dir / "upper", lower, record.name, client_public)
         (state_dir / "known_hosts").write_text(f"{inner_ip(record.index)} {host_public}\n")
-        go_read, go_write = os.pipe()  # closing go_write without "go" makes pid1.sh give up
-        try:
-            launcher = _launch(record, state_dir, lower, go_read)
-        except BaseException:
-            os.close(go_write)
-            raise
-        finally:
-            os.close(go_read)
-        remember_start(record, state_dir, launcher)
-        record.launcher_pid, record.launcher_start = launcher.pid, procs.start_time(launcher.pid)
-        with os.fdopen(go_write, "w") as go:
-            pid1 = _wait_for_pid1(launcher)
-            record.systemd_pid, record.systemd_start = pid1, procs.start_time(pid1)
-            record.pidns_inode = procs.pid_namespace_inode(pid1)
-            record.save(state_dir)
-            network.plug_in(record.index, pid1)
-            go.write("go\n")
+        record.lower = str(lower)
+        pid1 = boot(record, state_dir, lambda launcher: remember_start(record, state_dir, launcher))
         host = TestHost(
             name=record.name, index=record.index, ip=inner_ip(record.index), outer_ip=outer_ip(record.index),
             key_path=state_dir / "id_ed25519", known_hosts_path=state_dir / "known_hosts",

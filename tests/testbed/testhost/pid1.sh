@@ -61,6 +61,13 @@ mount_scratch() {
     mount -t tmpfs -o mode=1777,nosuid,nodev tmp "$NEW/tmp"
 }
 
+new_boot_id() {
+    # a new boot id at every boot, as a real reboot (and systemd-nspawn) gives: records that name the boot
+    # they were written in tell a reboot from a restart
+    cat /proc/sys/kernel/random/uuid >"$NEW/run/.specops-testhost-boot-id"
+    mount --bind "$NEW/run/.specops-testhost-boot-id" "$NEW/proc/sys/kernel/random/boot_id"
+}
+
 wait_for_network() {
     local word=""
     read -r word <&"$STH_GO_FD" || true
@@ -90,5 +97,6 @@ mount_root
 mount_proc_and_sys
 mount_dev
 mount_scratch
+new_boot_id
 wait_for_network
 become_systemd

@@ -34,9 +34,15 @@ def started_records() -> list[tuple[HostRecord, Path]]:
 
 def remember_start(record: HostRecord, state_dir: Path, launcher: subprocess.Popen[bytes]) -> None:
     """Note a host this process launched: its launcher must be reaped, and it must be checked."""
+    remember_launcher(state_dir, launcher)
+    with _registry_lock:
+        _started.append((record, state_dir))
+
+
+def remember_launcher(state_dir: Path, launcher: subprocess.Popen[bytes]) -> None:
+    """The launcher of the host's current boot: the one to reap (a reboot replaces it)."""
     with _registry_lock:
         _launchers[str(state_dir)] = launcher
-        _started.append((record, state_dir))
 
 
 def kill_cgroup(cgroup: Path) -> None:
@@ -65,7 +71,7 @@ def remove_cgroup(cgroup: Path, timeout: float = 5) -> None:
             time.sleep(0.05)
 
 
-def _reap_launcher(record: HostRecord, state_dir: Path) -> None:
+def reap_launcher(record: HostRecord, state_dir: Path) -> None:
     with _registry_lock:
         launcher = _launchers.pop(str(state_dir), None)
     if launcher is not None:
@@ -82,7 +88,7 @@ def teardown_record(record: HostRecord, state_dir: Path) -> None:
     """Undo everything start did, from whatever step it reached; then check nothing is left."""
     procs.kill_if_same(record.systemd_pid, record.systemd_start)
     procs.wait_gone(record.systemd_pid, record.systemd_start)
-    _reap_launcher(record, state_dir)
+    reap_launcher(record, state_dir)
     kill_cgroup(Path(record.cgroup))
     network.unplug(record.link)
     remove_cgroup(Path(record.cgroup))

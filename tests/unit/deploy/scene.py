@@ -82,6 +82,7 @@ class DeployScene:
                            ("release", "state=released\nnow=1\n")):  # fmt: skip
             host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", op], reply(answer))
         host.script(release_cmd.session_argv(spec), reply(self._session_output()))
+        host.script(["cat", f"/etc/systemd/system/specops-boot-{spec.service}.service"], reply(exit_code=1))
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", [PYTHON, "-I", "-"]), reply("{}\n"))
@@ -89,7 +90,7 @@ class DeployScene:
         host.script(["cat", "--"], reply(stderr="cat: manifest.json: No such file or directory\n", exit_code=1))
         self._script_release_ops(host, script)
         self._script_gates(host)
-        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"],
+        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"], ["systemctl", "enable"],
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"], [PYTHON, "-IS", "-c"],
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())

@@ -89,6 +89,7 @@ def test_the_host_side_rollback_resets_the_start_limit_before_it_restarts(
     monkeypatch.setattr(remote_rollback, "op_switch", lambda service_dir, release_id: {"previous": "new"})
     monkeypatch.setattr(remote_rollback, "restore_unit", lambda service_dir, release_id, unit: False)
     remote_rollback.op_rollback(str(tmp_path), "sglang.service", "", "test")
-    assert ran == [["systemctl", "daemon-reload"], ["systemctl", "reset-failed", "sglang.service"],
+    assert ran == [["systemctl", "daemon-reload"], ["systemctl", "enable", "sglang.service"],
+                   ["systemctl", "reset-failed", "sglang.service"],
                    ["systemctl", "restart", "sglang.service"]]  # fmt: skip
     assert '"action": "rollback"' in (tmp_path / "audit.jsonl").read_text()
