@@ -9,7 +9,6 @@ works with what is left. Nothing here changes the host.
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import Any
 
 from specops.commands import journal
@@ -20,7 +19,7 @@ from specops.diagnose.case import Material
 from specops.diagnose.diff import count_unified, diff_files
 from specops.errors import SpecopsError, UsageError
 from specops.host.base import Host
-from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
+from specops.ops.hostdata import MANIFEST_SCHEMA, read_record
 from specops.ops.release import read_listing
 from specops.probe.run import probe
 
@@ -36,14 +35,7 @@ DIFF_SCRIPT = (
 
 def read_manifest(host: Host, spec: HostSpec, release_id: str) -> dict[str, Any] | None:
     """A release's manifest.json (with its files map), or None when it cannot be read."""
-    path = manifest_path(spec, release_id)
-    result = host.run(["cat", "--", path], timeout=READ_TIMEOUT_S, check=False)
-    with contextlib.suppress(ValueError):
-        data = json.loads(result.stdout) if result.ok else None
-        if isinstance(data, dict):
-            check_schema(host.name, data, path, MANIFEST_SCHEMA)  # a newer specops's manifest: say so
-            return data
-    return None
+    return read_record(host, manifest_path(spec, release_id), MANIFEST_SCHEMA, READ_TIMEOUT_S)
 
 
 def read_unit_and_journal(host: Host, spec: HostSpec) -> tuple[journal.UnitState, list[str]]:

@@ -31,7 +31,7 @@ from specops.commands.guard import (
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.host.base import Host
-from specops.ops.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema
+from specops.ops.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema, read_record
 from specops.remote.bundle import guard_source
 
 __all__ = [
@@ -70,18 +70,7 @@ def guard_state(release_id: str, rollback_to: str) -> dict[str, object]:
 def armed_state(host: Host, spec: HostSpec) -> dict[str, Any] | None:
     """The guard's state on the host while one is armed (its planned target, or what it did after a dead
     deploy: `rolled-back`, `no-rollback` with the reason); None when none is armed or it is unreadable."""
-    path = guard_state_path(spec)
-    result = host.run(["cat", "--", path], timeout=TIMEOUT_S, check=False)  # none: no guard armed
-    if not result.ok:
-        return None
-    try:
-        record = json.loads(result.stdout)
-    except ValueError:
-        return None
-    if not isinstance(record, dict):
-        return None
-    check_schema(host.name, record, path, GUARD_STATE_SCHEMA)  # a newer specops's guard: say so, never guess
-    return record
+    return read_record(host, guard_state_path(spec), GUARD_STATE_SCHEMA, TIMEOUT_S)  # missing: no guard armed
 
 
 def guard_script() -> str:

@@ -6,7 +6,11 @@ with the host-side script (specops/remote/release/hostdata.py), so both ends jud
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from specops.errors import UPGRADE_HINT, HostDataTooNew
+from specops.host.base import Host
 from specops.remote.release.hostdata import (
     AUDIT_SCHEMA,
     GUARD_SCHEMA,
@@ -27,6 +31,7 @@ __all__ = [
     "MANIFEST_SCHEMA",
     "SCHEMA_KEY",
     "check_schema",
+    "read_record",
     "too_new",
 ]
 
@@ -43,3 +48,20 @@ def check_schema(host: str, record: object, path: str, newest: int) -> int:
 
 def too_new(host: str, message: str) -> HostDataTooNew:
     return HostDataTooNew(f"{host}: {message}", hint=UPGRADE_HINT)
+
+
+def read_record(host: Host, path: str, newest: int, timeout: float) -> dict[str, Any] | None:
+    """A JSON object kept on the host (a manifest, the guard's state), checked against the version this specops
+    reads; None when the file is missing, unreadable, not a JSON object, or its `schema` is not a number. A newer
+    version is HostDataTooNew, never a guess."""
+    result = host.run(["cat", "--", path], timeout=timeout, check=False)
+    if not result.ok:
+        return None
+    try:
+        record = json.loads(result.stdout)
+        if not isinstance(record, dict):
+            return None
+        check_schema(host.name, record, path, newest)
+    except ValueError:
+        return None
+    return record

@@ -25,7 +25,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.base import Host
 from specops.host.process import RunningCommand
-from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
+from specops.ops.hostdata import MANIFEST_SCHEMA, read_record
 from specops.ops.lock import DEFAULT_STALE_AFTER_S
 from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
 from specops.ops.release_replies import checked_reply, room_refusal, script_failed
@@ -301,11 +301,7 @@ def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] 
     cached = cached_tree(base.tree_hash)
     if cached is not None:
         return cached
-    path = cmd.manifest_path(spec, base.id)
-    result = host.run(["cat", "--", path], timeout=SCRIPT_TIMEOUT_S, check=False)  # unreadable: a full push
-    with contextlib.suppress(ValueError, AttributeError):
-        manifest = json.loads(result.stdout) if result.ok else None
-        check_schema(host.name, manifest, path, MANIFEST_SCHEMA)  # newer: refused, as the push itself would
-        files = manifest.get("files") if isinstance(manifest, dict) else None
-        return files if isinstance(files, dict) else None
-    return None
+    # unreadable: a full push; newer: refused, as the push itself would
+    manifest = read_record(host, cmd.manifest_path(spec, base.id), MANIFEST_SCHEMA, SCRIPT_TIMEOUT_S)
+    files = manifest.get("files") if manifest is not None else None
+    return files if isinstance(files, dict) else None

@@ -7,7 +7,6 @@ or a restart that never happened). The running process's working directory was r
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +17,7 @@ from specops.errors import ExitCode
 from specops.host.base import Host
 from specops.ops.cache import measure as measure_cache
 from specops.ops.guard import armed_state
-from specops.ops.hostdata import MANIFEST_SCHEMA, check_schema
+from specops.ops.hostdata import MANIFEST_SCHEMA, read_record
 from specops.ops.release import read_listing
 
 STATUS_PROPERTIES = [
@@ -236,17 +235,9 @@ def recorded_smoke_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:
 
     The smoke's regression baseline: absent (None) on a host never verified, or with an unreadable manifest,
     and then the regression gate is skipped rather than failed."""
-    path = f"{spec.current_dir}/manifest.json"
-    result = host.run(["cat", "--", path], timeout=30, check=False)  # no release yet: no baseline
-    if not result.ok:
+    manifest = read_record(host, f"{spec.current_dir}/manifest.json", MANIFEST_SCHEMA, 30)  # no release yet
+    if manifest is None:
         return None
-    try:
-        manifest = json.loads(result.stdout)
-    except ValueError:
-        return None
-    if not isinstance(manifest, dict):
-        return None
-    check_schema(host.name, manifest, path, MANIFEST_SCHEMA)  # a newer specops's manifest: say so, never guess
     try:
         figures = manifest["gates"]["smoke"]["figures"]
     except (KeyError, TypeError):
