@@ -70,19 +70,19 @@ def engine_state_argv(unit_name: str) -> list[str]:
     return show_argv(unit_name, ENGINE_PROPERTIES)
 
 
-def read_engine_state(host: Host, spec: HostSpec) -> EngineState:
+def read_engine_state(host: Host, spec: HostSpec, *, ask_http: bool = True) -> EngineState:
     """Whether the engine runs: one request, and for an active unit one HTTP request to the engine (through the
-    SSH connection, no host command). An answer systemd could not give reads as not running."""
+    SSH connection, no host command) unless `ask_http` is False (then an active unit counts as answering). An
+    answer systemd could not give reads as not running."""
     result = host.run(engine_state_argv(spec.unit_name), timeout=READ_TIMEOUT_S, check=False)
     show = parse_show(result.text) if result.ok else {}
     active = show.get("ActiveState", "").strip() or "unknown"
     since = stopped_since(host, show, spec.unit_name) if active != "active" else ""
-    return EngineState(
-        active, show.get("SubState", "").strip() or "?", since, active != "active" or _answers(host, spec)
-    )
+    answering = active != "active" or not ask_http or engine_answers(host, spec)
+    return EngineState(active, show.get("SubState", "").strip() or "?", since, answering)
 
 
-def _answers(host: Host, spec: HostSpec) -> bool:
+def engine_answers(host: Host, spec: HostSpec) -> bool:
     """An active unit's engine answers HTTP (one request through the SSH connection: no host command)."""
     from specops.engine.client import EngineClient
 

@@ -7,12 +7,13 @@ A dry run ends the conversation without a push: the host script exits having cha
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from specops.build.stage import StagedBuild
 from specops.commands.units import read_unit_argv
 from specops.config.secrets import Secret
-from specops.deploy.engine_start import read_engine_state
+from specops.deploy.engine_start import engine_answers, read_engine_state
 from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps
 from specops.deploy.steps import Action, HostSteps
 from specops.host.base import Host
@@ -47,8 +48,12 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     new_id = session.prepare(staged, manifest_fields=manifest_fields(host_plan))
     listing = session.listing
     unit_text = read_installed_unit(host, host_plan.target.host.unit_name)
-    engine = read_engine_state(host, host_plan.target.host)
+    spec = host_plan.target.host
+    engine = read_engine_state(host, spec, ask_http=False)
     choice = choose(staged, host_plan, listing, unit_text, new_id, engine)
+    if choice.action is Action.UNCHANGED:  # only then does it matter whether the engine answers: ask it now
+        engine = replace(engine, answering=engine_answers(host, spec))
+        choice = choose(staged, host_plan, listing, unit_text, new_id, engine)
     pushes = choice.action is Action.DEPLOY and choice.reuse is None and choice.base is not None
     base_files = session.base_files(choice.base) if pushes and choice.base is not None else None
     return HostState(listing, unit_text, new_id, base_files, engine)
