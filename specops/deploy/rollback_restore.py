@@ -73,17 +73,11 @@ def restore_serving(host: Host, spec: HostSpec, profile_for: ProfileFor, before:
         reporter.event(Event(spec.name, "restore", f"starting {spec.unit_name} again: {was} was serving before"))
         cursor = journal_position(host)
         restart(host, spec)
-        serving = next((r for r in before.releases if r.id == was), None)
-        readiness = wait_ready(host, spec, profile_for(serving.profile if serving else None),
-                               since_cursor_or_time=cursor, on_progress=_progress(spec, reporter))  # fmt: skip
+        return _await_ready(host, spec, profile_for, reporter, before, was, cursor, "rollback", "serves again")
     except LockLost as lost:
         return Restoration(None, None, f"{lost.message}; `specops status {spec.name}` shows what serves")
     except SpecopsError as error:
         return stays_dark(spec, f"starting it again failed: {error.message}")
-    if not readiness.ok:
-        return stays_dark(spec, f"{was}, started again, is not ready: {readiness.reason}")
-    reporter.event(Event(spec.name, "restore", f"{was} serves again (ready in {readiness.seconds:.0f} s)"))
-    return Restoration(was, None)
 
 
 def _progress(spec: HostSpec, reporter: Reporter) -> ProgressCallback:
@@ -155,10 +149,17 @@ def _start_current(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter
     if not unit_running(host, spec):
         reporter.event(Event(spec.name, "restore", f"starting {spec.unit_name} again: {current} is current"))
         restart(host, spec)
-    serving = next((r for r in listing.releases if r.id == current), None)
-    readiness = wait_ready(host, spec, profile_for(serving.profile if serving else None),
+    return _await_ready(host, spec, profile_for, reporter, listing, current, cursor, action, "serves")
+
+
+def _await_ready(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter, listing: Listing,
+                 release_id: str, cursor: str, action: str, serves: str) -> Restoration:  # fmt: skip
+    """After the unit was started (again): wait for `release_id`'s engine to be ready, under its own profile;
+    not ready is the loud line, ready is said as `RELEASE <serves> (ready in N s)`."""
+    release = next((r for r in listing.releases if r.id == release_id), None)
+    readiness = wait_ready(host, spec, profile_for(release.profile if release else None),
                            since_cursor_or_time=cursor, on_progress=_progress(spec, reporter))  # fmt: skip
     if not readiness.ok:
-        return stays_dark(spec, f"{current}, started again, is not ready: {readiness.reason}", action)
-    reporter.event(Event(spec.name, "restore", f"{current} serves (ready in {readiness.seconds:.0f} s)"))
-    return Restoration(current, None)
+        return stays_dark(spec, f"{release_id}, started again, is not ready: {readiness.reason}", action)
+    reporter.event(Event(spec.name, "restore", f"{release_id} {serves} (ready in {readiness.seconds:.0f} s)"))
+    return Restoration(release_id, None)
