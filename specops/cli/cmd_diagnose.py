@@ -51,11 +51,16 @@ def diagnose(
 def _print(verdict: Verdict) -> None:
     from rich.markup import escape
 
+    from specops.diagnose.verdict import serving_line
+
     console = stdout_console()
     case = verdict.case
     judged = f"release {case.subject}" if case.subject else "no release"
     against = f"last verified {case.reference}" if case.reference else "no verified release to compare with"
     console.print(f"[bold]{escape(case.host)}[/]  {judged}, compared with {against}")
+    now = serving_line(case)
+    if now:
+        console.print(escape(now), soft_wrap=True)
     style = KIND_STYLE.get(verdict.kind, "bold")
     console.print(f"[bold {style}]verdict: {escape(verdict.headline)}[/]", soft_wrap=True)
     for line in verdict.evidence:

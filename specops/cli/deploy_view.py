@@ -225,6 +225,8 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
             console.print(f"[bold]{escape(name)}[/]: [yellow]{escape(line)}[/]")
         if outcome.cause and outcome.outcome not in ("deployed",):
             console.print(f"[bold]{escape(name)}[/]: {escape(unprefixed(name, outcome.cause))}")
+        if outcome.blame:
+            console.print(f"[bold]{escape(name)}[/]: {escape(outcome.blame)}")
         for line in _stop_lines(outcome):
             console.print(f"[bold]{escape(name)}[/]: {escape(unprefixed(name, line))}")
         if outcome.rollback is not None:

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 
 from specops.commands.cache import cache_key
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
-from specops.commands.release import ReleaseInfo
 from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
+from specops.deploy.blame import environment_hint, failed_gates_blame
 from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
@@ -330,12 +330,15 @@ class _HostDeploy:
 
     def _rollback(self) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
+        blame = failed_gates_blame(self.host, self.spec, self.gates, self.steps.rollback_to, self.facts_record)
+        self.outcome.blame = blame.why
+        if not blame.roll_back:  # the host's fault, and the target would meet it too: nothing is marked
+            self.outcome.hint = environment_hint(self.spec.name, self.gates)
+            self.reporter.event(Event(self.spec.name, "rollback", blame.why, level="warn"))
+            return
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
-                               reap=self.options.reap, confirm=self.held.confirm)  # fmt: skip
+                               reap=self.options.reap, confirm=self.held.confirm, marks=blame.marks)  # fmt: skip
         self.outcome.rollback, self.outcome.hint = result, ""
         self.outcome.outcome = Outcome.ROLLED_BACK
         self.outcome.release = result.to_release or self.outcome.release
-
-    def _rollback_target(self) -> ReleaseInfo | None:
-        return next((r for r in self.state.listing.releases if r.id == self.steps.rollback_to), None)

@@ -59,6 +59,7 @@ class HostOutcome:
     attempted: str | None = None
     previous: str | None = None
     cause: str = ""
+    blame: str = ""  # after failed gates: the release's fault or the host's, with the evidence (deploy/blame.py)
     hint: str = ""
     phases: dict[str, float] = field(default_factory=dict)
     gates: GateResult | None = None
@@ -97,7 +98,7 @@ class HostOutcome:
         return {
             "host": self.host, "outcome": str(self.outcome), "exit_code": int(self.exit_code),
             "release": self.release, "attempted": self.attempted, "previous": self.previous, "cause": self.cause,
-            "hint": self.hint, "phases": {k: round(v, 3) for k, v in self.phases.items()},
+            "blame": self.blame or None, "hint": self.hint, "phases": {k: round(v, 3) for k, v in self.phases.items()},
             "push": self.push.to_json() if self.push else {}, "lock_taken_over": self.lock_taken_over or None,
             "gates": self.gates.to_json() if self.gates else None,
             "rollback": self.rollback.to_json() if self.rollback else None,

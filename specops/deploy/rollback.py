@@ -84,6 +84,7 @@ def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
 def rollback_host(
     host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
     *, force: bool = False, reap: bool = False, listing: Listing | None = None, confirm: Confirm = no_lock,
+    marks: str = "release",
 ) -> RollbackResult:  # fmt: skip
     """Drain and stop what serves, switch back to `target_id` (chosen and checked by the caller: the host's own
     refusal is a safety net), restart, gate. Never raises for a host-side refusal or GPUs that stay busy: the
@@ -91,10 +92,11 @@ def rollback_host(
     that nothing serves (rollback_restore.py). `listing`: the host's, when the caller just read it. `confirm`: the
     lock's check, before each command that stops or switches (lost: LockLost, nothing more changes). Interrupted
     (SIGINT, SIGTERM, SIGHUP): the verified release `current` names (what served, or the target) is started
-    again unless it runs, the line saying so is noted, and the interruption goes on."""
+    again unless it runs, the line saying so is noted, and the interruption goes on. `marks`: "release" marks the
+    release it leaves bad, "nothing" does not (the host was at fault: specops/deploy/blame.py)."""
     before = listing if listing is not None else read_listing(host, spec)
     try:
-        return _rollback(host, spec, profile_for, target_id, reason, reporter, force, reap, before, confirm)
+        return _rollback(host, spec, profile_for, target_id, reason, reporter, force, reap, before, confirm, marks)
     except KeyboardInterrupt as interruption:  # SIGINT, SIGTERM, SIGHUP: end serving a verified release
         restoration = serve_after_interruption(host, spec, profile_for, reporter, confirm, stopped=True,
                                                action="rollback")  # fmt: skip
@@ -109,7 +111,7 @@ def interrupted_serving(interruption: KeyboardInterrupt, line: str) -> None:
 
 
 def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
-              force: bool, reap: bool, before: Listing, confirm: Confirm) -> RollbackResult:  # fmt: skip
+              force: bool, reap: bool, before: Listing, confirm: Confirm, marks: str) -> RollbackResult:  # fmt: skip
     serving = next((r for r in before.releases if r.id == before.current), None)
     try:
         stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap,
@@ -127,7 +129,7 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
     try:
         confirm("switching current")
         cursor = journal_position(host)
-        reply = rollback_release(host, spec, target_id, reason, force=force)
+        reply = rollback_release(host, spec, target_id, reason, force=force, marks=marks)
     except LockLost:  # as above: whoever holds the lock now changes the host
         raise
     except SpecopsError as error:

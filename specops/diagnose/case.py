@@ -116,4 +116,13 @@ def build_case(material: Material) -> Case:
         files=_files(material),
         config=_manifest_config(material, environment),
         facts=material.facts,
+        serving=verified_serving(material),
     )
+
+
+def verified_serving(material: Material) -> str | None:
+    """`current` when it is verified and its engine runs (then no advice may move the host off it), else None."""
+    manifest = material.manifests.get(material.current or "", {})
+    if material.current is None or manifest.get("verified") is not True:
+        return None
+    return material.current if material.unit is not None and material.unit.running else None

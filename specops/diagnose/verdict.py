@@ -35,6 +35,8 @@ class Case:
     files: FilesDiff  # reference's files -> subject's
     config: list[Change] = field(default_factory=list)  # unit, profile and flag differences
     facts: HostFacts | None = None  # the fresh probe, for resources (disk, GPU memory)
+    serving: str | None = None  # the release `current` names when it is verified and its engine runs: advice
+    # that would move the host off it (a rollback) is never given
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Verdict:
             "cleared": self.cleared, "next_steps": self.next_steps,
             "ranking": [{"kind": c.kind, "score": c.score} for c in self.ranking],
             "failure": self.case.failure.to_json(), "release": self.case.subject, "reference": self.case.reference,
+            "serving": self.case.serving, "now": serving_line(self.case),
             "fingerprint_diff": env.to_json() if env else None,
             "files": [change.to_json() for change in self.case.files.changes],
             "config": [change.to_json() for change in self.case.config],
@@ -134,9 +137,26 @@ def _code(case: Case) -> Candidate | None:
     first = (hits or speculative or [changes[0].path])[0]
     steps = [
         f"read the change on the host: diff -u {_rel(case, case.reference, first)} {_rel(case, case.subject, first)}",
-        f"the last verified release is {case.reference}: `specops rollback {case.host}` returns to it",
+        _way_back(case),
     ]
     return Candidate(CODE, score, evidence, steps)
+
+
+def _way_back(case: Case) -> str:
+    """How to get off the failed release, from what serves now: a rollback only when no verified release serves
+    (a rollback would move the host off one, and mark it bad)."""
+    if case.serving is None:
+        return f"the last verified release is {case.reference}: `specops rollback {case.host}` returns to it"
+    if case.serving == case.reference:
+        return f"nothing to roll back: the rollback already happened, {case.serving} (verified) serves now"
+    return f"nothing to roll back: {case.serving} (verified) serves now"
+
+
+def serving_line(case: Case) -> str | None:
+    """What serves now when the release diagnosed is not it (a deploy that rolled back by itself), or None."""
+    if case.serving is None or case.subject in (None, case.serving):
+        return None
+    return f"now: {case.serving} serves (verified); {case.subject} no longer serves (the host was rolled back)"
 
 
 def _rel(case: Case, release: str | None, path: str) -> str:

@@ -43,6 +43,7 @@ RELEASE_MODULES = (
 GUARD_MODULES = (
     "hostlock.py",
     "guard.py",
+    "hostblame.py",
     "watch.py",
     "bootguard.py",
 )  # only in the guard file (guard_source): the guard's ops

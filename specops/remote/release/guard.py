@@ -7,8 +7,9 @@ bundled by specops/remote/bundle.py guard_source), never of the argv script: onl
       while the deploy's lock heartbeat is fresh it does nothing; if the lock is gone or stale (the CLI was
       killed) and `current` is not verified, it takes the lock (taking a stale one over) and rolls back under
       it, to the release the deploy's plan chose (`rollback_to` in .specops-guard.json, written when the guard
-      was armed). This is why a `kill -9` at any phase still leaves the release the dry run named serving, and
-      why the next deploy waits for that rollback instead of racing it.
+      was armed). This is why a `kill -9` at any phase still leaves the release the dry run named serving,
+      and why the next deploy waits for that rollback instead of racing it. It marks nothing bad: the deploy
+      was interrupted (Ctrl-C, kill -9, a lost connection) before its gates judged the release.
 
 The guard never picks a release by age: "the newest verified" is wrong after redeploying an older build or on
 a host whose clock was set back. When the planned target is no longer usable (pruned, marked bad since), or
@@ -105,7 +106,7 @@ def op_guard(service_dir: str, unit: str, lock_dir: str, stale_after_s: str) -> 
         if not target:
             return decline(service_dir, state, current, why_not)
         reason = "guard: the deploy stopped (no lock heartbeat) before release " + str(current) + " was verified"
-        done = op_rollback(service_dir, unit, target, reason)
+        done = op_rollback(service_dir, unit, target, reason, "", "nothing")  # never judged: nothing is marked
         record_state(service_dir, state, state="rolled-back", rolled_back_to=target, reason=reason, at=utc_text())
         return {"action": "rollback", **done}
 

@@ -14,8 +14,10 @@ TIMEOUT_S: a hung server accepts the connection and never answers) roll back, un
 taken as any specops takes it, to ROLLBACK_TO: the release the deploy's plan chose (the one that served before
 it), never one picked by age. The release left is marked bad with the reason and the audit log says why. When
 ROLLBACK_TO is empty, pruned or marked bad since, nothing is rolled back: the state says "no-rollback" and
-why. It ends early, doing nothing, when `current` is no longer RELEASE or another specops holds the lock (a
-deploy or a rollback owns the host now). Its state and deadline, which `specops status` shows, are kept in
+why. When the unit's journal since the watch began names an environment fault (hostblame.py: FFmpeg gone, no
+driver), the host is at fault, not the release: nothing is marked and nothing rolled back ("no-rollback").
+It ends early, doing nothing, when `current` is no longer RELEASE or another specops holds the lock (a deploy
+or a rollback owns the host now). Its state and deadline, which `specops status` shows, are kept in
 .specops-watch.json (script.py WATCH_FILE).
 """
 
@@ -27,6 +29,7 @@ import time
 from typing import Any
 
 from specops.remote.release.boot import SHUTDOWN_REASON, process_mark, shutting_down
+from specops.remote.release.hostblame import host_fault_since
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, checked_release_id, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.rollback import append_audit, op_rollback, rollback_target
@@ -120,6 +123,11 @@ class Watch:
                 into = int(time.time() - self.started)
                 reason = ("guard: release " + self.release + " failed its watch " + str(into) + " s after verified: "
                           "/health_generate " + failed + " (" + str(misses) + " times in a row)")  # fmt: skip
+                host_fault = host_fault_since(self.unit, self.started)
+                if host_fault is not None:  # hostblame.py: no mark, no rollback into the same fault
+                    return "no-rollback", (reason + "; the host, not the release: " + host_fault + "; nothing "
+                                           "marked bad, NOT rolled back: no release is known to work on this "
+                                           "host as it is now; fix the host, then restart " + self.unit)  # fmt: skip
                 done = self.roll_back(reason)
                 if done is not None:
                     return done

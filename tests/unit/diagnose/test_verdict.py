@@ -62,6 +62,22 @@ def test_degenerate_smoke_after_a_change_under_speculative_is_a_code_change_and_
     assert f"releases/{GOOD}/{SPEC_INFO}" in found.next_steps[0]
 
 
+def test_after_an_automatic_rollback_the_advice_is_what_serves_now_never_a_rollback() -> None:
+    gates = {"passed": False, "readiness": {"ok": True, "reason": "ready"}, "smoke": {
+        "passed": False, "reason": "smoke gate failed: output '!!!!!!!!' (want real text)", "cause": None}}  # fmt: skip
+    found = verdict(
+        current=GOOD, subject=BAD, subject_verified=False, unit=RUNNING, facts=parse_host_facts(probe_document()),
+        manifests={GOOD: manifest("a", files(), verified=True), BAD: manifest("b", files(spec_info="2"), gates=gates)},
+        journal=journal("engine_start_patched.txt"),
+    )  # fmt: skip
+    assert found.kind == CODE
+    assert f"nothing to roll back: the rollback already happened, {GOOD} (verified) serves now" in found.next_steps
+    assert not any("specops rollback" in step for step in found.next_steps)
+    shown = found.to_json()
+    assert shown["serving"] == GOOD
+    assert shown["now"] == f"now: {GOOD} serves (verified); {BAD} no longer serves (the host was rolled back)"
+
+
 def test_a_traceback_in_a_changed_file_points_at_the_code() -> None:
     lines = [
         "Traceback (most recent call last):",
@@ -74,6 +90,8 @@ def test_a_traceback_in_a_changed_file_points_at_the_code() -> None:
     )  # fmt: skip
     assert found.kind == CODE
     assert any(f"frames are in changed files: {SCHEDULER}" in line for line in found.evidence)
+    # the failed release is current and nothing verified serves: a rollback is the way back
+    assert f"the last verified release is {GOOD}: `specops rollback llm-one` returns to it" in found.next_steps
 
 
 def test_a_torchcodec_failure_with_unrelated_code_changes_is_still_the_environment() -> None:

@@ -16,6 +16,7 @@ from specops.host.local import LocalHost
 from specops.ops.guard import guard_state
 from specops.ops.lock import LockHolder, acquire
 from specops.remote.release import guard
+from specops.remote.release.catalog import op_list
 from tests.unit.release.hostfixture import add_release, audit_lines, current, point_current, record_systemctl
 
 OLD, NEW = "20261101T000000Z-aaaa", "20261102T000000Z-bbbb"
@@ -91,6 +92,9 @@ def test_a_gone_deploy_is_rolled_back_while_the_guard_holds_the_lock_and_the_nex
     entry = audit_lines(service)[-1]
     assert (entry["action"], entry["from"], entry["to"]) == ("rollback", NEW, OLD)
     assert entry["message"] == f"guard: the deploy stopped (no lock heartbeat) before release {NEW} was verified"
+    # the deploy stopped before its gates judged NEW (Ctrl-C, kill -9): the host is rolled back, nothing marked
+    assert entry["marked_bad"] is None and reply["marked_bad"] is None
+    assert all(release.get("bad") is None for release in op_list(str(service))["releases"])
 
 
 def test_a_dead_deploys_stale_lock_is_taken_over_for_the_rollback(

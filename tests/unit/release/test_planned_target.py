@@ -109,7 +109,8 @@ def test_the_watch_does_not_roll_back_to_a_target_marked_bad_since_the_plan(
     service = _host(tmp_path, c_verified=True)
     op_mark_bad(str(service), A, "leaks memory", "ops@laptop")
     reply = _watch(service, tmp_path, A)
-    assert reply["state"] == "no-rollback" and current(service) == C and calls == []
+    changed = [argv for argv in calls if argv[0] != "journalctl"]  # the journal is read for an environment fault
+    assert reply["state"] == "no-rollback" and current(service) == C and changed == []
     assert f"the planned rollback target is no longer usable (release {A} is marked bad" in str(reply["reason"])
     assert str(reply["reason"]).endswith(f"left {C} serving, NOT rolled back")
     assert _state(service, WATCH_FILE)["state"] == "no-rollback"

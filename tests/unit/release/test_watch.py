@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -127,6 +128,29 @@ def test_a_refused_connection_counts_as_a_failure(
     reply = _watch(service, "http://127.0.0.1:9/health_generate", tmp_path / "lock", "30")
     assert reply["state"] == "rolled-back"
     assert "/health_generate could not be reached (" in str(reply["reason"])
+
+
+def test_an_engine_that_fails_on_an_environment_fault_is_neither_rolled_back_nor_marked(
+    service: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+    journal = b"INFO loading\nRuntimeError: Could not load libtorchcodec. Likely causes:\n"
+
+    def journal_says_ffmpeg_is_gone(argv: list[str], **_: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(list(argv))
+        return subprocess.CompletedProcess(argv, 0, journal if argv[0] == "journalctl" else b"")
+
+    monkeypatch.setattr(subprocess, "run", journal_says_ffmpeg_is_gone)
+    reply = _watch(service, "http://127.0.0.1:9/health_generate", tmp_path / "lock", "30")
+    assert reply["state"] == "no-rollback"
+    reason = str(reply["reason"])
+    assert "; the host, not the release: torchcodec cannot load FFmpeg: RuntimeError: Could not load " in reason
+    assert "nothing marked bad, NOT rolled back" in reason
+    assert current(service) == NEW and [argv[0] for argv in calls] == ["journalctl"]
+    assert calls[0][:3] == ["journalctl", "-u", "sglang.service"]
+    assert all(release.get("bad") is None for release in op_list(str(service))["releases"])
+    entry = audit_lines(service)[-1]
+    assert (entry["action"], entry["outcome"], entry["message"]) == ("watch", "no-rollback", reason)
 
 
 def test_another_specops_taking_the_lock_ends_the_watch_without_a_rollback(

@@ -1,0 +1,95 @@
+"""Blame before marks: after a deploy's gates fail, is it the release or the host, and may a rollback help?
+
+Why one decision: a bad mark keeps a release from ever being a rollback target again, so a mark that lands on a
+good build (the host lost its FFmpeg libraries, a driver went away) takes the operator's best way back from them.
+The mark therefore follows the evidence: a failure the journal names as the host's (a known environment
+signature) marks nothing, and a rollback happens only when the release it puts back is known to work on this
+environment, i.e. it was verified on the same environment fingerprint; otherwise it would restart into the same
+fault. Every other failed gate blames the release: it failed where the previous verified release passed. The
+operator's own word (`releases --mark-bad`, `rollback` by hand) is not decided here: it always marks.
+
+The host-side guard applies the same rule with what the host alone can read (remote/release/hostblame.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specops.config.inventory import HostSpec
+from specops.diagnose.diff import diff_fingerprints
+from specops.diagnose.fingerprint import Fingerprint, read_fingerprint
+from specops.engine.gates import GateResult
+from specops.host.base import Host
+
+# signature families that say "the code is fine, the host is not" (specops/engine/signatures_env.py, torchcodec)
+ENVIRONMENT_FAMILIES = frozenset({"torchcodec", "driver", "cuda-libs", "abi", "model-files"})
+HOST_NOT_RELEASE = "the host, not the release"
+
+
+@dataclass(frozen=True)
+class Blame:
+    """What a failed deploy does next: roll back or not, and whether the release it leaves is marked bad."""
+
+    release_at_fault: bool  # the rollback marks the failed release bad
+    roll_back: bool  # put the plan's rollback target back
+    why: str  # one line for the summary: whose fault, and the evidence
+
+    @property
+    def marks(self) -> str:
+        """The host script's word for the rollback it asks for: "release" marks the release it leaves bad,
+        "nothing" marks nothing."""
+        return "release" if self.release_at_fault else "nothing"
+
+
+def environment_evidence(gates: GateResult) -> str | None:
+    """The journal line that names the host as the cause (a known environment signature), or None."""
+    cause = None if gates.readiness.ok else gates.readiness.cause
+    if cause is None or cause.signature.family not in ENVIRONMENT_FAMILIES:
+        return None
+    return f"{cause.summary}; journal: {cause.line.strip()}"
+
+
+def environment_changes(target: Fingerprint | None, now: Fingerprint | None) -> list[str] | None:
+    """What differs in the host's environment since `target` was verified ([] when nothing), None when one of
+    the two fingerprints was never recorded (then nothing is known about the target on this environment)."""
+    if target is None or now is None:
+        return None
+    return [change.text for change in diff_fingerprints(target, now).environment]
+
+
+def blame_for_failed_gates(gates: GateResult, target: str | None, target_env: Fingerprint | None,
+                           candidate_env: Fingerprint | None) -> Blame:  # fmt: skip
+    """Whose fault a failed gate is: the host's when the journal names an environment fault (nothing is marked,
+    and `target` is put back only when it was verified on this same environment), else the release's."""
+    evidence = environment_evidence(gates)
+    if evidence is None:
+        return Blame(True, target is not None, f"the release failed its gates: {gates.cause}")
+    why = f"{HOST_NOT_RELEASE}: {evidence}"
+    if target is None:
+        return Blame(False, False, why)
+    changed = environment_changes(target_env, candidate_env)
+    if changed == []:
+        return Blame(False, True, f"{why}; {target} was verified on this same environment: rolled back to it")
+    known = "; ".join(changed) if changed else "no environment fingerprint to compare with"
+    return Blame(False, False, f"{why}; not rolled back: {target} is not known to work on this environment "
+                 f"({known}), it would restart into the same fault")  # fmt: skip
+
+
+def failed_gates_blame(host: Host, spec: HostSpec, gates: GateResult, target: str | None,
+                       candidate_facts: dict[str, object]) -> Blame:  # fmt: skip
+    """blame_for_failed_gates with the fingerprints read: the candidate's (taken by this deploy's preflight)
+    and the target's (its manifest); the manifest is read only when the journal blames the host."""
+    if environment_evidence(gates) is None or target is None:
+        return blame_for_failed_gates(gates, target, None, None)
+    from specops.ops.forensics import read_manifest  # only on this path: a failed deploy blamed on the host
+
+    manifest = read_manifest(host, spec, target) or {}
+    return blame_for_failed_gates(gates, target, read_fingerprint(manifest.get("facts")),
+                                  read_fingerprint(candidate_facts or None))  # fmt: skip
+
+
+def environment_hint(host: str, gates: GateResult) -> str:
+    """What to do when the host is at fault: its fix, then the same deploy again (no release was marked bad)."""
+    cause = gates.readiness.cause
+    fix = cause.signature.hint.replace("HOST", host) if cause else "fix the host"
+    return f"{fix}; then deploy again: no release was marked bad"

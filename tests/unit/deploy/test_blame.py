@@ -1,0 +1,91 @@
+"""Blame before marks: the one decision every automatic bad mark goes through (specops/deploy/blame.py), and its
+host-side twin's lines (remote/release/hostblame.py), which must name the same environment faults."""
+
+from __future__ import annotations
+
+import pytest
+
+from specops.deploy.blame import HOST_NOT_RELEASE, blame_for_failed_gates
+from specops.diagnose.fingerprint import Fingerprint
+from specops.engine.gates import GateResult
+from specops.engine.readiness import Readiness
+from specops.engine.signatures import match, primary_cause
+from specops.remote.release.hostblame import host_fault_line
+
+GOOD, FAILED = "20261101T000000Z-aaaa", "20261102T000000Z-bbbb"
+TORCHCODEC = [
+    "Traceback (most recent call last):",
+    "RuntimeError: Could not load libtorchcodec. Likely causes:",
+    "OSError: libavutil.so.57: cannot open shared object file: No such file or directory",
+]
+SPEC_CRASH = ["Traceback (most recent call last):", "AssertionError: draft token shape mismatch"]
+WITH_FFMPEG = Fingerprint(host="h", ffmpeg_libs=["libavutil.so.57"], packages={"torch": "2.13.0"})
+WITHOUT_FFMPEG = Fingerprint(host="h", ffmpeg_libs=[], packages={"torch": "2.13.0"})
+
+
+def _not_ready(journal: list[str]) -> GateResult:
+    """Readiness that failed on these journal lines, the cause as the real scanner finds it."""
+    found = match(journal)
+    cause = primary_cause(found)
+    readiness = Readiness(False, cause, "startup", 4.0, journal[-1], 1, "the engine exited", found, journal)
+    return GateResult(readiness, None)
+
+
+def test_a_failure_the_journal_does_not_blame_on_the_host_marks_the_release_and_rolls_back() -> None:
+    blame = blame_for_failed_gates(_not_ready(SPEC_CRASH), GOOD, WITH_FFMPEG, WITH_FFMPEG)
+    assert (blame.release_at_fault, blame.roll_back, blame.marks) == (True, True, "release")
+    assert blame.why.startswith("the release failed its gates: not ready")
+
+
+def test_an_environment_fault_on_the_environment_the_target_was_verified_on_rolls_back_and_marks_nothing() -> None:
+    blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, WITHOUT_FFMPEG, WITHOUT_FFMPEG)
+    assert (blame.release_at_fault, blame.roll_back, blame.marks) == (False, True, "nothing")
+    assert blame.why.startswith(f"{HOST_NOT_RELEASE}: torchcodec")
+    assert "journal: RuntimeError: Could not load libtorchcodec" in blame.why
+    assert blame.why.endswith(f"{GOOD} was verified on this same environment: rolled back to it")
+
+
+def test_an_environment_fault_after_the_environment_changed_neither_marks_nor_rolls_back() -> None:
+    blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, WITH_FFMPEG, WITHOUT_FFMPEG)
+    assert (blame.release_at_fault, blame.roll_back) == (False, False)
+    assert f"not rolled back: {GOOD} is not known to work on this environment (" in blame.why
+    assert "libavutil.so.57" in blame.why and blame.why.endswith("it would restart into the same fault")
+
+
+@pytest.mark.parametrize(("target_env", "candidate_env"), [(None, WITHOUT_FFMPEG), (WITH_FFMPEG, None)])
+def test_an_environment_fault_without_both_fingerprints_does_not_roll_back(
+    target_env: Fingerprint | None, candidate_env: Fingerprint | None
+) -> None:
+    blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, target_env, candidate_env)
+    assert (blame.release_at_fault, blame.roll_back) == (False, False)
+    assert "(no environment fingerprint to compare with)" in blame.why
+
+
+def test_without_a_target_nothing_is_rolled_back_whoever_is_at_fault() -> None:
+    assert blame_for_failed_gates(_not_ready(SPEC_CRASH), None, None, None).roll_back is False
+    host = blame_for_failed_gates(_not_ready(TORCHCODEC), None, None, None)
+    assert (host.release_at_fault, host.roll_back) == (False, False)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: Could not load libtorchcodec. Likely causes:",
+        "OSError: libavutil.so.57: cannot open shared object file: No such file or directory",
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU",
+        "OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 535).",
+        "ImportError: libnvrtc.so.12: cannot open shared object file: No such file or directory",
+    ],
+)
+def test_the_guard_names_the_host_for_the_lines_the_client_blames_on_the_host(line: str) -> None:
+    cause = primary_cause(match([line]))
+    assert cause is not None
+    family = cause.signature.family
+    client_blames_host = not blame_for_failed_gates(_not_ready([line]), None, None, None).release_at_fault
+    assert client_blames_host, family
+    assert host_fault_line(["INFO starting", line]) == host_fault_line([line]) is not None
+
+
+def test_the_guard_leaves_every_other_line_to_the_release() -> None:
+    assert host_fault_line([*SPEC_CRASH, "INFO Uvicorn running on http://127.0.0.1:30000"]) is None
