@@ -9,6 +9,7 @@ host as it is made, a CPU box: no nvidia-smi and the venv's CPU torch (a staging
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,33 @@ def make_scene(
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder / "cache"))
     monkeypatch.chdir(folder)
     return Scene(host, venv, folder, capsys)
+
+
+def watch_for(scene: Scene, seconds: int, failures: int = 2) -> None:
+    """Give the scene's deploys a guard watch of `seconds` after "verified": `failures` failed probes in a row
+    (one every 2 s, each given 2 s) end it."""
+    toml = scene.folder / "specops.toml"
+    toml.write_text(toml.read_text() + f"\n[hosts.{scene.host.name}.overrides.ddtree.readiness]\n"
+                    f"watch_s = {seconds}\nwatch_timeout_s = 2\nwatch_failures = {failures}\n")  # fmt: skip
+
+
+def status_of(scene: Scene) -> dict[str, object]:
+    result = scene.cli("status", scene.host.name, "--json")
+    found = json.loads(result.out) if result.out.startswith("{") else {}
+    return found if isinstance(found, dict) else {}
+
+
+def watch_until(scene: Scene, state: str, timeout: float) -> dict[str, object]:
+    """Poll `status --json` until the guard's watch is in `state`; the status then."""
+    deadline = time.monotonic() + timeout
+    found: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        found = status_of(scene)
+        watch = found.get("watch")
+        if isinstance(watch, dict) and watch.get("state") == state:
+            return found
+        time.sleep(1)
+    raise AssertionError(f"the watch never reached {state!r}: {found}")
 
 
 SceneFactory = Callable[[], Scene]

@@ -94,8 +94,17 @@ def test_a_release_that_breaks_ddtree_is_a_code_change_naming_spec_info(scene: S
     assert any("after a change under speculative/" in line for line in verdict["evidence"])
     assert verdict["cleared"][0].startswith("the environment is cleared")
 
+    # the deploy rolled back by itself: the advice is what serves now, never a rollback off it
+    assert verdict["serving"] == good["release"]
+    assert (
+        verdict["now"] == f"now: {good['release']} serves (verified); {failed} no longer serves (the host was "
+        "rolled back)"
+    )
     human = scene.cli("diagnose", scene.host.name, "--release", failed)
     assert "verdict: code change" in human.out and "spec_info.py +1 −1" in human.out
+    assert f"now: {good['release']} serves (verified)" in human.out
+    assert f"nothing to roll back: the rollback already happened, {good['release']} (verified) serves now" in human.out
+    assert "specops rollback" not in human.out
 
     since = scene.cli("diff", scene.host.name, "--release", failed)
     assert since.code == 0, since.out + since.err

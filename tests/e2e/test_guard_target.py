@@ -51,5 +51,9 @@ def test_a_killed_deploy_is_rolled_back_to_the_release_the_dry_run_named(
     lines = scene.host.exec(["cat", "/opt/specops/sglang/audit.jsonl"]).stdout.decode().splitlines()
     rollback = [entry for entry in map(json.loads, lines) if entry.get("action") == "rollback"][-1]
     assert rollback["to"] == a and str(rollback["message"]).startswith("guard: the deploy stopped")
+    # killed before its gates judged the build: the guard rolls back and marks nothing bad
+    assert rollback["marked_bad"] is None
+    listed = served.get("releases")
+    assert isinstance(listed, list) and [r["id"] for r in listed if r["bad"] is not None] == []
     status = scene.cli("status", scene.host.name).out
     assert "guard (rolled-back): guard: the deploy stopped (no lock heartbeat) before release" in status

@@ -11,44 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import PATCH, Scene
+from tests.e2e.deployscene import PATCH, Scene, status_of, watch_for, watch_until
 from tests.testbed.engine import RENUMBER_PATCH, copy_build
 
 pytestmark = pytest.mark.e2e
 HANG_AFTER_S = 30  # after the engine's start: its deploy's gates (~15 s here) are done by then, the window not
 
 
-def _watch_for(scene: Scene, seconds: int) -> None:
-    toml = scene.folder / "specops.toml"
-    toml.write_text(toml.read_text() + f"\n[hosts.{scene.host.name}.overrides.ddtree.readiness]\n"
-                    f"watch_s = {seconds}\nwatch_timeout_s = 2\nwatch_failures = 2\n")  # fmt: skip
-
-
-def _status(scene: Scene) -> dict[str, object]:
-    result = scene.cli("status", scene.host.name, "--json")
-    return json.loads(result.out) if result.out.startswith("{") else {}
-
-
-def _watch_until(scene: Scene, state: str, timeout: float) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    found: dict[str, object] = {}
-    while time.monotonic() < deadline:
-        found = _status(scene)
-        watch = found.get("watch")
-        if isinstance(watch, dict) and watch.get("state") == state:
-            return found
-        time.sleep(1)
-    raise AssertionError(f"the watch never reached {state!r}: {found}")
-
-
 def _health_until_200(scene: Scene, timeout: float = 60) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = _status(scene)
+        found = status_of(scene)
         if found.get("health") == 200:
             return found.get("running_release")
         time.sleep(1)
-    raise AssertionError(f"the engine did not come back: {_status(scene)}")
+    raise AssertionError(f"the engine did not come back: {status_of(scene)}")
 
 
 def _deploy_build(scene: Scene, build: Path) -> dict[str, object]:
@@ -60,7 +37,7 @@ def _deploy_build(scene: Scene, build: Path) -> dict[str, object]:
 
 
 def test_an_engine_that_hangs_after_verified_is_rolled_back_by_the_guard(scene: Scene, tmp_path: Path) -> None:
-    _watch_for(scene, 60)
+    watch_for(scene, 60)
     first, good = scene.deploy()
     assert first.code == 0 and good["watch_s"] is None, first.out + first.err  # nothing to roll back to: no watch
     build = copy_build(tmp_path / "hangs" / "python", [PATCH])
@@ -73,10 +50,10 @@ def test_an_engine_that_hangs_after_verified_is_rolled_back_by_the_guard(scene: 
     text = scene.cli("status", scene.host.name)
     assert f"current: {hung} (verified, watching (" in text.out and " left), profile ddtree)" in text.out
     assert "health: 200" in text.out  # healthy at "verified" and just after: the hang comes later
-    watching = _status(scene)["watch"]
+    watching = status_of(scene)["watch"]
     assert isinstance(watching, dict) and watching["release"] == hung and str(watching["deadline"]).endswith("Z")
 
-    found = _watch_until(scene, "rolled-back", timeout=90)
+    found = watch_until(scene, "rolled-back", timeout=90)
     watch = found["watch"]
     assert isinstance(watch, dict)
     assert (found["current"], found["verified"]) == (good["release"], True)
@@ -99,16 +76,16 @@ def test_an_engine_that_hangs_after_verified_is_rolled_back_by_the_guard(scene: 
     assert refused.code == 1
     assert f"release {hung} is marked bad (rolled back: guard: release {hung} failed its watch" in refused.err
     assert "pass --force to roll back to it" in refused.err
-    assert _status(scene)["current"] == good["release"]  # refused before anything changed
+    assert status_of(scene)["current"] == good["release"]  # refused before anything changed
 
 
 def test_an_engine_that_stays_healthy_is_left_alone_and_the_watch_ends(scene: Scene) -> None:
-    _watch_for(scene, 8)
+    watch_for(scene, 8)
     first, _ = scene.deploy()
     assert first.code == 0, first.out + first.err
     second, outcome = scene.deploy("--patch", str(RENUMBER_PATCH), "--force")
     assert second.code == 0 and outcome["watch_s"] == 8, second.out + second.err
-    found = _watch_until(scene, "passed", timeout=60)
+    found = watch_until(scene, "passed", timeout=60)
     assert (found["current"], found["verified"], found["health"]) == (outcome["release"], True, 200)
     watch = found["watch"]
     assert isinstance(watch, dict) and watch["failures"] == 0
