@@ -136,15 +136,14 @@ def room_request(stale_after_s: float) -> dict[str, Any]:
 
 
 def rollback_argv(spec: HostSpec, target_id: str | None, reason: str, force: bool = False,
-                  marks: str = "release") -> list[str]:  # fmt: skip
+                  keep_unmarked: bool = False) -> list[str]:  # fmt: skip
     """Back to `target_id` (or the newest verified release that is neither current nor bad): switch, unit,
-    restart; the release it leaves is marked bad unless `marks` is "nothing" (the host was at fault, not the
-    release: specops/deploy/blame.py). `force`: a `target_id` marked bad is allowed."""
+    restart; the release it leaves is marked bad unless `keep_unmarked` (the evidence does not point at it:
+    specops/deploy/blame.py). `force`: a `target_id` marked bad is allowed."""
     target = check_release_id(target_id) if target_id else ""
     argv = script_argv(spec, "rollback", spec.unit_name, target, reason)
-    if marks == "nothing":
-        return [*argv, "force" if force else "", "nothing"]
-    return [*argv, "force"] if force else argv
+    flags = [flag for flag, given in (("force", force), ("keep-unmarked", keep_unmarked)) if given]
+    return [*argv, ",".join(flags)] if flags else argv
 
 
 def mark_bad_argv(spec: HostSpec, release_id: str, reason: str, who: str) -> list[str]:

@@ -14,6 +14,7 @@ The host-side guard applies the same rule with what the host alone can read (rem
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from specops.config.inventory import HostSpec
 from specops.diagnose.diff import diff_fingerprints
@@ -25,20 +26,21 @@ from specops.host.base import Host
 ENVIRONMENT_FAMILIES = frozenset({"torchcodec", "driver", "cuda-libs", "abi", "model-files"})
 HOST_NOT_RELEASE = "the host, not the release"
 
+Culprit = Literal["build", "host"]
+
 
 @dataclass(frozen=True)
 class Blame:
-    """What a failed deploy does next: roll back or not, and whether the release it leaves is marked bad."""
+    """Who is to blame for the failed gates, and why (with the evidence), in words for the summary and the audit
+    log; and whether the plan's rollback target goes back (False: it would restart into the same fault)."""
 
-    release_at_fault: bool  # the rollback marks the failed release bad
-    roll_back: bool  # put the plan's rollback target back
-    why: str  # one line for the summary: whose fault, and the evidence
+    culprit: Culprit
+    reason: str
+    roll_back: bool = True
 
     @property
-    def marks(self) -> str:
-        """The host script's word for the rollback it asks for: "release" marks the release it leaves bad,
-        "nothing" marks nothing."""
-        return "release" if self.release_at_fault else "nothing"
+    def marks_bad(self) -> bool:
+        return self.culprit == "build"
 
 
 def environment_evidence(gates: GateResult) -> str | None:
@@ -57,22 +59,32 @@ def environment_changes(target: Fingerprint | None, now: Fingerprint | None) -> 
     return [change.text for change in diff_fingerprints(target, now).environment]
 
 
-def blame_for_failed_gates(gates: GateResult, target: str | None, target_env: Fingerprint | None,
-                           candidate_env: Fingerprint | None) -> Blame:  # fmt: skip
-    """Whose fault a failed gate is: the host's when the journal names an environment fault (nothing is marked,
-    and `target` is put back only when it was verified on this same environment), else the release's."""
+def host_at_fault(gates: GateResult, target: str | None, target_env: Fingerprint | None,
+                  candidate_env: Fingerprint | None) -> Blame | None:  # fmt: skip
+    """The host's fault when the journal names an environment fault: nothing is marked, and `target` goes back
+    only when it was verified on this same environment. None when the evidence does not point at the host."""
     evidence = environment_evidence(gates)
     if evidence is None:
-        return Blame(True, target is not None, f"the release failed its gates: {gates.cause}")
+        return None
     why = f"{HOST_NOT_RELEASE}: {evidence}"
     if target is None:
-        return Blame(False, False, why)
+        return Blame("host", why, roll_back=False)
     changed = environment_changes(target_env, candidate_env)
     if changed == []:
-        return Blame(False, True, f"{why}; {target} was verified on this same environment: rolled back to it")
+        return Blame("host", f"{why}; {target} was verified on this same environment: rolled back to it")
     known = "; ".join(changed) if changed else "no environment fingerprint to compare with"
-    return Blame(False, False, f"{why}; not rolled back: {target} is not known to work on this environment "
-                 f"({known}), it would restart into the same fault")  # fmt: skip
+    return Blame("host", f"{why}; not rolled back: {target} is not known to work on this environment ({known}), "
+                 "it would restart into the same fault", roll_back=False)  # fmt: skip
+
+
+def blame_for_failed_gates(gates: GateResult, target: str | None, target_env: Fingerprint | None,
+                           candidate_env: Fingerprint | None) -> Blame:  # fmt: skip
+    """The one decision every automatic bad mark goes through: the host when the evidence points at it, else
+    the build (it failed where the previous verified release passed), as before."""
+    host = host_at_fault(gates, target, target_env, candidate_env)
+    if host is not None:
+        return host
+    return Blame("build", f"the release failed its gates: {gates.cause}", roll_back=target is not None)
 
 
 def failed_gates_blame(host: Host, spec: HostSpec, gates: GateResult, target: str | None,

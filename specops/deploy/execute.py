@@ -331,14 +331,15 @@ class _HostDeploy:
     def _rollback(self) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
         blame = failed_gates_blame(self.host, self.spec, self.gates, self.steps.rollback_to, self.facts_record)
-        self.outcome.blame = blame.why
         if not blame.roll_back:  # the host's fault, and the target would meet it too: nothing is marked
+            self.outcome.blame = blame.reason
             self.outcome.hint = environment_hint(self.spec.name, self.gates)
-            self.reporter.event(Event(self.spec.name, "rollback", blame.why, level="warn"))
+            self.reporter.event(Event(self.spec.name, "rollback", blame.reason, level="warn"))
             return
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
-                               reap=self.options.reap, confirm=self.held.confirm, marks=blame.marks)  # fmt: skip
+                               reap=self.options.reap, confirm=self.held.confirm,
+                               not_marked="" if blame.marks_bad else blame.reason)  # fmt: skip
         self.outcome.rollback, self.outcome.hint = result, ""
         self.outcome.outcome = Outcome.ROLLED_BACK
         self.outcome.release = result.to_release or self.outcome.release

@@ -59,7 +59,7 @@ class HostOutcome:
     attempted: str | None = None
     previous: str | None = None
     cause: str = ""
-    blame: str = ""  # after failed gates: the release's fault or the host's, with the evidence (deploy/blame.py)
+    blame: str = ""  # failed gates blamed on the host, not rolled back: why, with the evidence (deploy/blame.py)
     hint: str = ""
     phases: dict[str, float] = field(default_factory=dict)
     gates: GateResult | None = None

@@ -288,11 +288,12 @@ def _run_script(
 
 
 def rollback_release(
-    host: Host, spec: HostSpec, target_id: str | None, reason: str, *, force: bool = False, marks: str = "release"
+    host: Host, spec: HostSpec, target_id: str | None, reason: str, *, force: bool = False, keep_unmarked: bool = False
 ) -> dict[str, Any]:
     """Host side does it in one step: `current` back to target (or the newest verified, not bad), its unit,
-    restart, and the release it left marked bad (`marks` "nothing": not). `force`: a target marked bad is allowed."""
-    argv = cmd.rollback_argv(spec, target_id, reason, force=force, marks=marks)
+    restart, and the release it left marked bad (not with `keep_unmarked`). `force`: a target marked bad is
+    allowed."""
+    argv = cmd.rollback_argv(spec, target_id, reason, force=force, keep_unmarked=keep_unmarked)
     return _run_script(host, spec, argv, timeout=SCRIPT_TIMEOUT_S + 600)
 
 

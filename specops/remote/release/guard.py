@@ -106,7 +106,7 @@ def op_guard(service_dir: str, unit: str, lock_dir: str, stale_after_s: str) -> 
         if not target:
             return decline(service_dir, state, current, why_not)
         reason = "guard: the deploy stopped (no lock heartbeat) before release " + str(current) + " was verified"
-        done = op_rollback(service_dir, unit, target, reason, "", "nothing")  # never judged: nothing is marked
+        done = op_rollback(service_dir, unit, target, reason, "keep-unmarked")  # never judged: nothing is marked
         record_state(service_dir, state, state="rolled-back", rolled_back_to=target, reason=reason, at=utc_text())
         return {"action": "rollback", **done}
 

@@ -3,10 +3,10 @@
 Part of the host-side script (see release_remote.py): stdlib only, Python 3.8+, run by the host's own
 interpreter. One op:
 
-  rollback SERVICE_DIR UNIT TARGET_ID REASON [force|""] [nothing]
+  rollback SERVICE_DIR UNIT TARGET_ID REASON [FLAGS]
       point `current` at TARGET_ID (or, when empty, the newest verified release that is neither current nor
-      marked bad; a bad TARGET_ID only with `force`), mark the release it leaves bad (marks.py; with
-      `nothing`, mark nothing: the host, not the release, was at fault), put
+      marked bad; a bad TARGET_ID only with the flag `force`), mark the release it leaves bad (marks.py; not
+      with the flag `keep-unmarked`: the evidence does not point at the release, deploy/blame.py), put
       back the unit text recorded in its manifest, daemon-reload, enable it, reset-failed (so a deliberate restart never
       counts against StartLimitBurst=), restart the unit, append to audit.jsonl.
 """
@@ -79,16 +79,16 @@ def append_audit(service_dir: str, entry: dict[str, Any]) -> None:
         os.close(descriptor)
 
 
-def op_rollback(service_dir: str, unit: str, target: str, reason: str, force: str = "",
-                marks: str = "release") -> dict[str, Any]:  # fmt: skip
+def op_rollback(service_dir: str, unit: str, target: str, reason: str, flags: str = "") -> dict[str, Any]:
     import socket  # here, not at the top: every `list` and `receive` would pay for these imports
     import subprocess
 
-    release_id = rollback_target(service_dir, checked_release_id(target, empty_ok=True), force == "force")
+    given = set(flags.split(","))  # FLAGS: comma-separated
+    release_id = rollback_target(service_dir, checked_release_id(target, empty_ok=True), "force" in given)
     switched = op_switch(service_dir, release_id)
     who = "specops@" + socket.gethostname()
-    marked = None  # "nothing": the host was at fault (an environment fault, an interrupted deploy), not the release
-    if marks != "nothing":  # marked before the restart: the mark is kept if the restart fails
+    marked = None
+    if "keep-unmarked" not in given:  # kept if the restart fails
         marked = mark_left_release(service_dir, switched["previous"], release_id, reason, who)
     unit_changed = restore_unit(service_dir, release_id, unit)
     subprocess.run(["systemctl", "daemon-reload"], check=True, timeout=120)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from specops.deploy.blame import HOST_NOT_RELEASE, blame_for_failed_gates
+from specops.commands.release import rollback_argv
+from specops.config.inventory import HostSpec
+from specops.deploy.blame import HOST_NOT_RELEASE, blame_for_failed_gates, host_at_fault
 from specops.diagnose.fingerprint import Fingerprint
 from specops.engine.gates import GateResult
 from specops.engine.readiness import Readiness
@@ -33,23 +35,23 @@ def _not_ready(journal: list[str]) -> GateResult:
 
 def test_a_failure_the_journal_does_not_blame_on_the_host_marks_the_release_and_rolls_back() -> None:
     blame = blame_for_failed_gates(_not_ready(SPEC_CRASH), GOOD, WITH_FFMPEG, WITH_FFMPEG)
-    assert (blame.release_at_fault, blame.roll_back, blame.marks) == (True, True, "release")
-    assert blame.why.startswith("the release failed its gates: not ready")
+    assert (blame.culprit, blame.marks_bad, blame.roll_back) == ("build", True, True)
+    assert blame.reason.startswith("the release failed its gates: not ready")
 
 
 def test_an_environment_fault_on_the_environment_the_target_was_verified_on_rolls_back_and_marks_nothing() -> None:
     blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, WITHOUT_FFMPEG, WITHOUT_FFMPEG)
-    assert (blame.release_at_fault, blame.roll_back, blame.marks) == (False, True, "nothing")
-    assert blame.why.startswith(f"{HOST_NOT_RELEASE}: torchcodec")
-    assert "journal: RuntimeError: Could not load libtorchcodec" in blame.why
-    assert blame.why.endswith(f"{GOOD} was verified on this same environment: rolled back to it")
+    assert (blame.culprit, blame.marks_bad, blame.roll_back) == ("host", False, True)
+    assert blame.reason.startswith(f"{HOST_NOT_RELEASE}: torchcodec")
+    assert "journal: RuntimeError: Could not load libtorchcodec" in blame.reason
+    assert blame.reason.endswith(f"{GOOD} was verified on this same environment: rolled back to it")
 
 
 def test_an_environment_fault_after_the_environment_changed_neither_marks_nor_rolls_back() -> None:
     blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, WITH_FFMPEG, WITHOUT_FFMPEG)
-    assert (blame.release_at_fault, blame.roll_back) == (False, False)
-    assert f"not rolled back: {GOOD} is not known to work on this environment (" in blame.why
-    assert "libavutil.so.57" in blame.why and blame.why.endswith("it would restart into the same fault")
+    assert (blame.marks_bad, blame.roll_back) == (False, False)
+    assert f"not rolled back: {GOOD} is not known to work on this environment (" in blame.reason
+    assert "libavutil.so.57" in blame.reason and blame.reason.endswith("it would restart into the same fault")
 
 
 @pytest.mark.parametrize(("target_env", "candidate_env"), [(None, WITHOUT_FFMPEG), (WITH_FFMPEG, None)])
@@ -57,14 +59,14 @@ def test_an_environment_fault_without_both_fingerprints_does_not_roll_back(
     target_env: Fingerprint | None, candidate_env: Fingerprint | None
 ) -> None:
     blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, target_env, candidate_env)
-    assert (blame.release_at_fault, blame.roll_back) == (False, False)
-    assert "(no environment fingerprint to compare with)" in blame.why
+    assert (blame.marks_bad, blame.roll_back) == (False, False)
+    assert "(no environment fingerprint to compare with)" in blame.reason
 
 
 def test_without_a_target_nothing_is_rolled_back_whoever_is_at_fault() -> None:
     assert blame_for_failed_gates(_not_ready(SPEC_CRASH), None, None, None).roll_back is False
     host = blame_for_failed_gates(_not_ready(TORCHCODEC), None, None, None)
-    assert (host.release_at_fault, host.roll_back) == (False, False)
+    assert (host.marks_bad, host.roll_back) == (False, False)
 
 
 @pytest.mark.parametrize(
@@ -82,10 +84,17 @@ def test_the_guard_names_the_host_for_the_lines_the_client_blames_on_the_host(li
     cause = primary_cause(match([line]))
     assert cause is not None
     family = cause.signature.family
-    client_blames_host = not blame_for_failed_gates(_not_ready([line]), None, None, None).release_at_fault
-    assert client_blames_host, family
+    assert host_at_fault(_not_ready([line]), None, None, None) is not None, family
     assert host_fault_line(["INFO starting", line]) == host_fault_line([line]) is not None
 
 
 def test_the_guard_leaves_every_other_line_to_the_release() -> None:
     assert host_fault_line([*SPEC_CRASH, "INFO Uvicorn running on http://127.0.0.1:30000"]) is None
+
+
+def test_the_host_script_is_asked_to_keep_the_release_unmarked_only_when_the_build_is_not_blamed() -> None:
+    spec = HostSpec.model_validate({"name": "gpu-a", "ssh": "root@10.0.0.2", "python": "/usr/bin/python3",
+                                    "model_path": "/models/none"})  # fmt: skip
+    assert rollback_argv(spec, GOOD, "why")[-1] == "why"  # marks the release it leaves, as before
+    assert rollback_argv(spec, GOOD, "why", keep_unmarked=True)[-1] == "keep-unmarked"
+    assert rollback_argv(spec, GOOD, "why", force=True, keep_unmarked=True)[-1] == "force,keep-unmarked"
