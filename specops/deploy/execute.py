@@ -20,6 +20,7 @@ from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_a
 from specops.commands.release import ReleaseInfo
 from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
+from specops.deploy.blame import blame_for_failed_gates
 from specops.deploy.host_state import read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
@@ -41,7 +42,7 @@ from specops.ops import cache as compile_cache
 from specops.ops import guard, interrupts, lock
 from specops.ops.lock import LockLost
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
-from specops.ops.unit import enable_unit, install_boot_unit, install_env_file, install_unit
+from specops.ops.unit import enable_unit, install_boot_unit, install_env_file, install_release_env, install_unit
 from specops.probe.run import probe
 
 __all__ = ["DeployOptions", "HostOutcome", "LockLost", "Outcome", "deploy_host"]
@@ -52,7 +53,7 @@ OUTSIDE_STEPS = ("lock", "read", "unlock", "record")  # done around the plan: be
 PHASE_MESSAGES = {
     "push": "sending the release",
     "preflight": "running the doctor's checks on the candidate",
-    "unit": "installing the env file and unit",
+    "unit": "recording the release's env file, installing the unit",
     "env": "writing the env file",
     "gates": "waiting for readiness, then the smoke gate",
 }
@@ -256,7 +257,7 @@ class _HostDeploy:
         self.outcome.hint = verdict.hint()
 
     def _unit(self) -> None:
-        install_env_file(self.host, self.spec, self.host_plan.env_text)
+        install_release_env(self.host, self.spec, self.steps.release, self.host_plan.env_text)  # live: at the restart
         compile_cache.prepare(self.host, self.spec, self.cache_key)
         install_boot_unit(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
         if self.steps.unit_changed:
@@ -265,6 +266,7 @@ class _HostDeploy:
             enable_unit(self.host, self.spec)
         # the fingerprint rides on this manifest update (no extra round trip): `specops diagnose` compares it later
         update_manifest(self.host, self.spec, self.steps.release, {"unit": self.host_plan.unit_text,
+                                                                  "env_file": self.spec.env_file,
                                                                   "profile": self.profile.name,
                                                                   "compile_cache": self.cache_key,
                                                                   "facts": self.facts_record})  # fmt: skip
@@ -331,8 +333,10 @@ class _HostDeploy:
     def _rollback(self) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
+        blame = blame_for_failed_gates(self.steps.config)
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
-                               reap=self.options.reap, confirm=self.held.confirm)  # fmt: skip
+                               reap=self.options.reap, confirm=self.held.confirm,
+                               not_marked="" if blame.marks_bad else blame.reason)  # fmt: skip
         self.outcome.rollback, self.outcome.hint = result, ""
         self.outcome.outcome = Outcome.ROLLED_BACK
         self.outcome.release = result.to_release or self.outcome.release

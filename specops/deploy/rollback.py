@@ -40,6 +40,7 @@ class RollbackResult:
     stopped: bool = False  # the serving engine was stopped (a failure after that restores it or says so)
     restored: str | None = None  # failed after the stop: the release started again, serving as before
     dark: str | None = None  # failed after the stop and nothing serves: says so, and how to start it
+    not_marked: str = ""  # why the release it left is not marked bad (deploy/blame.py), "" when it is
 
     @property
     def summary(self) -> str:
@@ -47,7 +48,8 @@ class RollbackResult:
             return f"rollback failed: {self.error}" + self._after_stop()
         verdict = "verified" if self.ok else f"NOT healthy: {self.gates.cause if self.gates else '?'}"
         marked = f"; {self.marked_bad} marked bad" if self.marked_bad else ""
-        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}"
+        kept = f"; {self.from_release} not marked bad: {self.not_marked}" if self.not_marked else ""
+        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}{kept}"
 
     def _after_stop(self) -> str:
         if self.dark:
@@ -64,6 +66,7 @@ class RollbackResult:
             "gates": self.gates.to_json() if self.gates else None,
             "error": self.error,
             "marked_bad": self.marked_bad,
+            "not_marked": self.not_marked or None,
             "drain": self.stop.drain.to_json() if self.stop else None,
             "gpus": self.stop.gpus.to_json() if self.stop else None,
             "stopped": self.stopped,
@@ -84,6 +87,7 @@ def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
 def rollback_host(
     host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
     *, force: bool = False, reap: bool = False, listing: Listing | None = None, confirm: Confirm = no_lock,
+    not_marked: str = "",
 ) -> RollbackResult:  # fmt: skip
     """Drain and stop what serves, switch back to `target_id` (chosen and checked by the caller: the host's own
     refusal is a safety net), restart, gate. Never raises for a host-side refusal or GPUs that stay busy: the
@@ -91,10 +95,14 @@ def rollback_host(
     that nothing serves (rollback_restore.py). `listing`: the host's, when the caller just read it. `confirm`: the
     lock's check, before each command that stops or switches (lost: LockLost, nothing more changes). Interrupted
     (SIGINT, SIGTERM, SIGHUP): the verified release `current` names (what served, or the target) is started
-    again unless it runs, the line saying so is noted, and the interruption goes on."""
+    again unless it runs, the line saying so is noted, and the interruption goes on. `not_marked`: why the
+    release it leaves is not marked bad (deploy/blame.py; "": it is marked)."""
     before = listing if listing is not None else read_listing(host, spec)
     try:
-        return _rollback(host, spec, profile_for, target_id, reason, reporter, force, reap, before, confirm)
+        result = _rollback(host, spec, profile_for, target_id, reason, reporter, force, reap, before, confirm,
+                           not_marked)  # fmt: skip
+        result.not_marked = not_marked if result.error is None else ""
+        return result
     except KeyboardInterrupt as interruption:  # SIGINT, SIGTERM, SIGHUP: end serving a verified release
         restoration = serve_after_interruption(host, spec, profile_for, reporter, confirm, stopped=True,
                                                action="rollback")  # fmt: skip
@@ -109,7 +117,8 @@ def interrupted_serving(interruption: KeyboardInterrupt, line: str) -> None:
 
 
 def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
-              force: bool, reap: bool, before: Listing, confirm: Confirm) -> RollbackResult:  # fmt: skip
+              force: bool, reap: bool, before: Listing, confirm: Confirm,
+              not_marked: str) -> RollbackResult:  # fmt: skip
     serving = next((r for r in before.releases if r.id == before.current), None)
     try:
         stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap,
@@ -127,7 +136,7 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
     try:
         confirm("switching current")
         cursor = journal_position(host)
-        reply = rollback_release(host, spec, target_id, reason, force=force)
+        reply = rollback_release(host, spec, target_id, reason, force=force, keep_unmarked=bool(not_marked))
     except LockLost:  # as above: whoever holds the lock now changes the host
         raise
     except SpecopsError as error:

@@ -56,7 +56,7 @@ def test_text_dry_run_numbers_the_steps_with_their_commands_and_the_unit_diff(wo
     assert "  3. push: send 2 of 2 files as release " in text.out
     assert "       $ sh -c '<script" not in text.out  # inline scripts are shown by size and hash
     assert "specops-lock acquire /run/specops/lock '***' 90" in text.out  # the lock's token is masked
-    assert "writes /opt/specops/sglang/env (mode 0600): the env file (" in text.out
+    assert "/.specops-env (mode 0600): the env file (" in text.out  # the release's own, 0600, never shown
     assert "+ExecStart=" in text.out
     assert text.out.rstrip().endswith("dry run: nothing was changed")
 

@@ -20,6 +20,11 @@ def _scene(world: World, **kwargs: object):  # type: ignore[no-untyped-def]
     return world.scene(releases=releases, current=NEW, unit=world.unit_text, **kwargs)
 
 
+# after a refused host-side rollback: `current` read again, then started with its own unit and env file back
+STARTED_AGAIN = ["release list", "journalctl -n", "release restore-config", "systemctl reset-failed",
+                 "systemctl restart", "readiness poll"]  # fmt: skip
+
+
 def _commands(host_calls: list[object]) -> list[str]:
     """Each command by what it does: the release script's op, else its first words."""
     names = []
@@ -92,7 +97,7 @@ def test_a_host_side_refusal_after_the_stop_starts_the_engine_that_served_again(
     assert result.summary == (f"rollback failed: {HOST}: release {OLD} is not a verified, complete release on "
                               f"this host\nthe engine was stopped, then started again: {NEW} serves as before")  # fmt: skip
     after = _commands(host.calls)[_commands(host.calls).index("release rollback") + 1 :]
-    assert after == ["release list", "journalctl -n", "systemctl reset-failed", "systemctl restart", "readiness poll"]
+    assert after == STARTED_AGAIN
     assert f"{NEW} serves again" in " ".join(event.message for event in events.events)
 
 
@@ -185,13 +190,7 @@ def test_a_deploys_rollback_refused_after_the_stop_starts_the_engine_again(world
     assert back["restored"] == OLD  # what `current` names (the scripted host's listing never changes)
     commands = _commands(run.host.calls)
     after = commands[commands.index("release rollback") + 1 :]
-    assert after[:5] == [
-        "release list",
-        "journalctl -n",
-        "systemctl reset-failed",
-        "systemctl restart",
-        "readiness poll",
-    ]
+    assert after[: len(STARTED_AGAIN)] == STARTED_AGAIN
 
 
 def test_a_rollback_that_finds_its_lock_lost_before_the_stop_changes_nothing(world: World) -> None:
