@@ -41,6 +41,7 @@ class RollbackResult:
     restored: str | None = None  # failed after the stop: the release started again, serving as before
     dark: str | None = None  # failed after the stop and nothing serves: says so, and how to start it
     not_marked: str = ""  # why the release it left is not marked bad (deploy/blame.py), "" when it is
+    env: str = ""  # the host's word for the env file: "restored", "same" or "not recorded" (an older release)
 
     @property
     def summary(self) -> str:
@@ -49,7 +50,14 @@ class RollbackResult:
         verdict = "verified" if self.ok else f"NOT healthy: {self.gates.cause if self.gates else '?'}"
         marked = f"; {self.marked_bad} marked bad" if self.marked_bad else ""
         kept = f"; {self.from_release} not marked bad: {self.not_marked}" if self.not_marked else ""
-        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}{kept}"
+        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}{kept}{self._env_note()}"
+
+    def _env_note(self) -> str:
+        if self.env != "not recorded":
+            return ""
+        return (
+            f"; {self.to_release} has no env file of its own (made by an older specops): the live one is left as it was"
+        )
 
     def _after_stop(self) -> str:
         if self.dark:
@@ -67,6 +75,7 @@ class RollbackResult:
             "error": self.error,
             "marked_bad": self.marked_bad,
             "not_marked": self.not_marked or None,
+            "env": self.env or None,
             "drain": self.stop.drain.to_json() if self.stop else None,
             "gpus": self.stop.gpus.to_json() if self.stop else None,
             "stopped": self.stopped,
@@ -150,7 +159,8 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
         update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
     marked = reply.get("marked_bad")
     return RollbackResult(gates.passed, reply.get("previous"), to_id, gates, stopped=True,
-                          marked_bad=marked if isinstance(marked, str) else None, stop=stopped)  # fmt: skip
+                          marked_bad=marked if isinstance(marked, str) else None, stop=stopped,
+                          env=str(reply.get("env") or ""))  # fmt: skip
 
 
 def _failed(spec: HostSpec, before: Listing, error: str, restoration: Restoration, reporter: Reporter,

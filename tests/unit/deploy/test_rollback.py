@@ -70,6 +70,15 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
     assert (entry["action"], entry["outcome"], entry["from"], entry["to"]) == ("rollback", "verified", NEW, OLD)
 
 
+def test_a_rollback_to_a_release_without_its_own_env_file_says_the_live_one_was_left(world: World) -> None:
+    """A release made by an older specops kept no env file: the host leaves the live one, and the result says so."""
+    scene = _scene(world, rollback_reply={"ok": True, "previous": NEW, "current": OLD, "env": "not recorded"})
+    use_scene(world.monkeypatch, scene, [scene.host()], [True])
+    result = world.cli("rollback", HOST)
+    assert result.code == 0, result.out + result.err
+    assert f"{OLD} has no env file of its own (made by an older specops): the live one is left as it was" in result.out
+
+
 def test_manual_rollback_whose_gate_fails_exits_1_and_records_nothing_in_the_manifest(world: World) -> None:
     scene = _scene(world)
     hosts = [scene.host()]
