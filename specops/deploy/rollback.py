@@ -1,8 +1,9 @@
 """Rollback: put a verified release back in front of users, then prove it with the same gates as a deploy.
 
 Automatic after a failed deploy, or on demand (`specops rollback HOST [--to ID]`). The host-side script does
-the switch, restores the unit recorded with that release, and restarts in one round trip; then readiness and
-smoke run exactly as for a new release, so a rollback into a broken environment says why instead of hanging.
+the switch, restores the unit and env file recorded with that release, and restarts in one round trip; then
+readiness and smoke run exactly as for a new release, so a rollback into a broken environment says why instead
+of hanging.
 """
 
 from __future__ import annotations
@@ -140,8 +141,8 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
     except SpecopsError as error:
         restoration = restore_serving(host, spec, profile_for, before, reporter, confirm)
         return _failed(spec, before, error.message, restoration, reporter)
-    reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit, "
-                                                f"restarting {spec.unit_name}"))  # fmt: skip
+    reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit and env "
+                                                f"file, restarting {spec.unit_name}"))  # fmt: skip
     try:
         confirm("switching current")
         cursor = journal_position(host)
