@@ -149,9 +149,7 @@ class Choice:
     base: ReleaseInfo | None  # the push's delta base
     rollback_to: ReleaseInfo | None
     unit_changed: bool
-    config: ConfigChange = field(
-        default_factory=ConfigChange
-    )  # against the current release: a change is a deploy, and the suspect
+    config: ConfigChange = field(default_factory=ConfigChange)  # vs the current release (blame.py reads it)
 
 
 def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text: str | None, new_id: str,
