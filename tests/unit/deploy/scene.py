@@ -87,6 +87,7 @@ class DeployScene:
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", [PYTHON, "-I", "-"]), reply("{}\n"))
+        host.script(self._hooked("arm", ["systemd-run"]), reply())  # the guard's timer (and the watch)
         env = reply(self.env) if self.env is not None else reply(stderr="cat: No such file", exit_code=1)
         host.script(lambda argv: argv[:1] == ("cat",) and argv[-1].endswith("/.specops-env"), env)
         host.script(["cat", spec.env_file], reply(stderr="cat: No such file", exit_code=1))
@@ -94,7 +95,7 @@ class DeployScene:
         host.script(["cat", "--"], reply(stderr="cat: manifest.json: No such file or directory\n", exit_code=1))
         self._script_release_ops(host, script)
         self._script_gates(host)
-        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"], ["systemctl", "enable"],
+        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"], [PYTHON, "-IS", "-c"],
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())

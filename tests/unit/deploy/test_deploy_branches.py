@@ -167,6 +167,19 @@ def test_ctrl_c_during_the_switch_leaves_the_guard_armed_and_releases_the_lock(w
     assert error["lines"][1].startswith(f"{HOST}: ")  # what serves now
 
 
+def test_ctrl_c_after_the_new_unit_was_written_puts_the_serving_release_configuration_back(world: World) -> None:
+    """Interrupted while the guard is armed (the unit step wrote the new unit, the switch has not happened): the
+    engine was never stopped, and the serving release gets its own unit and env file back."""
+    scene = serving(world, unit="# Managed by specops. An older unit\n")
+    scene.on_command["arm"] = lambda: KeyboardInterrupt()
+    run = world.run(scene)
+    assert run.result.code == 130, run.result.out
+    commands = [" ".join(argv) for argv in run.host.commands]
+    after = commands[next(i for i, line in enumerate(commands) if line.startswith("systemd-run")) + 1 :]
+    assert [line for line in after if " restore-config " in line], after
+    assert not [line for line in after if line.startswith(("systemctl restart", "systemctl stop"))]
+
+
 def test_a_cancelled_fleet_stops_each_host_at_its_next_step(world: World) -> None:
     """Ctrl-C while hosts deploy in worker threads sets the fleet's cancel event: each stops before its next
     step, releasing its lock."""
