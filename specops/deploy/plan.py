@@ -195,6 +195,7 @@ def plan_steps(
         (*cmds.read_commands(spec), *read_step_commands(spec)),
     )
     unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+    serving = cmds.serving_step(spec)
     record = Step("record", f"append the outcome to {spec.service_dir}/audit.jsonl and the local audit log",
                   tuple(cmds.record_commands(spec)))  # fmt: skip
     push = _push_plan(staged, choice, state)
@@ -206,7 +207,7 @@ def plan_steps(
         current=state.listing.current, release=choice.release_id,
         rollback_to=choice.rollback_to.id if choice.rollback_to else None, guard=guard, push=push,
         unit_changed=choice.unit_changed, unit_diff=diff,
-        steps=(lock, read, *middle, unlock, record),
+        steps=(lock, read, *middle, unlock, serving, record),
     )  # fmt: skip
 
 

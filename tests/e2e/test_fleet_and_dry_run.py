@@ -10,13 +10,17 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from specops.config.inventory import HostSpec
 from specops.host.conversation import conversation
 from specops.host.recording import Call
+from specops.host.ssh import connect
+from specops.ops.lock import LockHolder, acquire
 from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
 from tests.testbed import drift
 from tests.testbed.staging import install_models, inventory_toml
@@ -64,6 +68,21 @@ def test_canary_then_rest_and_a_failing_host_is_reported_per_host(
     rows = {line.split()[0]: line.split()[1] for line in table.out.splitlines()[1:3]}
     assert rows == {hosts[0].name: "unchanged", hosts[1].name: "preflight-failed"}
     assert scene.host.name in table.out
+    with _held_by_another_deploy(hosts[0], tmp_path / "home" / ".ssh" / "config"):
+        locked = run_cli(capsys, "deploy", "gpu", "--build", str(UNPATCHED), "--patch", str(PATCH), "--canary", "1")
+    assert locked.code == 6, locked.out + locked.err  # the lock's code; the canary did not fail
+    rows = {line.split()[0]: line.split()[1] for line in locked.out.splitlines()[1:3]}
+    assert rows == {hosts[0].name: "locked", hosts[1].name: "preflight-failed"}, locked.out  # not skipped
+    assert f"(not a failed canary: {hosts[1].name} is the canary in its place)" in locked.out, locked.out
+
+
+@contextmanager
+def _held_by_another_deploy(host: TestHost, ssh_config: Path) -> Iterator[None]:
+    """The host's deploy lock, held (heartbeat fresh) by a deploy from another machine."""
+    holder = replace(LockHolder.current("specops deploy gpu"), machine="elsewhere", machine_id="0" * 32)
+    spec = HostSpec(name=host.name, ssh=host.name, python="/usr/bin/python3", model_path="/models/target")
+    with connect(spec, ssh_config=ssh_config, known_hosts=[]) as connection, acquire(connection, holder):
+        yield
 
 
 def test_failing_canary_skips_the_rest(
@@ -181,7 +200,7 @@ def test_dry_run_prints_exactly_what_the_deploy_then_does(
     first, outcome = _dry_run_then_deploy(scene, calls, *patch)  # no release on the host yet
     assert (first["guard"], first["rollback_to"], outcome["outcome"]) == (False, None, "deployed")
     serving, outcome = _dry_run_then_deploy(scene, calls, *patch)  # the build already serves
-    assert [step["step"] for step in serving["steps"]] == ["lock", "read", "unlock", "record"]
+    assert [step["step"] for step in serving["steps"]] == ["lock", "read", "unlock", "serving", "record"]
     assert outcome["outcome"] == "unchanged"
     config = scene.folder / "specops.toml"
     config.write_text(config.read_text().replace("limit_nofile = 20000", "limit_nofile = 20001"))
