@@ -95,6 +95,7 @@ def deploy(
         asks_password = app_state.become_password is not None
         early = claim(specs, asks_password, plan.staged.total_bytes)  # opened by the console script, if any
         with (
+            _summary_when_interrupted(len(plan.hosts) > 1 and not as_json),  # printed once the live view is gone
             deploy_reporter(as_json, app_state.verbose) as reporter,
             connect_all(specs, app_state.opener, early) as opened,
         ):
@@ -105,8 +106,7 @@ def deploy(
                 open_host = opened.opener(spec, app_state.opener(spec))
                 return deploy_host(plan, host_plan, options, reporter, open_host, profile_for)
 
-            with _summary_when_interrupted(len(plan.hosts) > 1 and not as_json):
-                results = run_fleet(plan.hosts, run_host, fleet, cancel, not_connected=opened.not_connected)
+            results = run_fleet(plan.hosts, run_host, fleet, cancel, not_connected=opened.not_connected)
     _report(results, as_json)
     raise typer.Exit(int(fleet_exit_code(results)))
 

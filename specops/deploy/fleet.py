@@ -150,8 +150,9 @@ def _run_batch(batch: list[HostPlan], run: HostRunner, cancel: threading.Event |
         except KeyboardInterrupt:
             if cancel is not None:
                 cancel.set()
-            for host_plan, future in zip(batch, futures, strict=True):  # those done before the interruption
-                if future.done() and not future.cancelled() and future.exception() is None:
+            pool.shutdown(wait=True)  # each worker stops at its next step (noting its outcome) or finishes
+            for host_plan, future in zip(batch, futures, strict=True):
+                if not future.cancelled() and future.exception() is None:
                     settled[host_plan.name] = future.result()
             raise
 

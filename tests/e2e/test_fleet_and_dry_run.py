@@ -7,7 +7,11 @@ connection) and check that a deploy runs exactly the steps its dry run printed, 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -22,7 +26,9 @@ from specops.host.recording import Call
 from specops.host.ssh import connect
 from specops.ops.lock import LockHolder, acquire
 from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
+from tests.e2e.test_deploy_interrupts import _kill_at
 from tests.testbed import drift
+from tests.testbed.engine import RENUMBER_PATCH
 from tests.testbed.staging import install_models, inventory_toml
 from tests.testbed.testhost import TestHost
 from tests.unit.clirun import run_cli
@@ -74,6 +80,25 @@ def test_canary_then_rest_and_a_failing_host_is_reported_per_host(
     rows = {line.split()[0]: line.split()[1] for line in locked.out.splitlines()[1:3]}
     assert rows == {hosts[0].name: "locked", hosts[1].name: "preflight-failed"}, locked.out  # not skipped
     assert f"(not a failed canary: {hosts[1].name} is the canary in its place)" in locked.out, locked.out
+    _ctrl_c_prints_the_fleet_summary(scene, hosts, str(outcomes[hosts[0].name]["release"]))
+
+
+def _ctrl_c_prints_the_fleet_summary(scene: Scene, hosts: list[TestHost], verified: str) -> None:
+    """Ctrl-C while the first host's gates run: the summary so far, then the interruption's exit code."""
+    argv = [sys.executable, "-m", "specops", "deploy", "gpu", "--build", str(UNPATCHED), "--patch",
+            str(RENUMBER_PATCH), "--force"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=scene.folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ))  # fmt: skip
+    seen = _kill_at(process, "gates", signum=signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    text = "\n".join(seen) + out + err
+    assert process.returncode == 130, text
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:3]}
+    assert rows == {hosts[0].name: "interrupted", hosts[1].name: "skipped"}, text
+    assert f"{hosts[1].name}: interrupted before it started" in out, text
+    guard = re.search(rf"^{hosts[0].name}: (\S+) is unverified: the host-side guard rolls back to {verified} by "
+                      r"\d\d:\d\d:\d\d UTC \(within 15 s\)$", out, re.MULTILINE)  # fmt: skip
+    assert guard is not None, text
 
 
 @contextmanager

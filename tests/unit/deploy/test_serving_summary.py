@@ -144,3 +144,39 @@ def test_the_summary_ends_each_host_with_what_serves(capsys: pytest.CaptureFixtu
     assert rows == {"h1": ["deployed", "r2"], "h2": ["rollback-failed", "-"]}
     assert out.splitlines()[-1].startswith("h2: NOTHING SERVES: the rollback to r1 failed (its gates failed)")
     assert "h1: serving r2 (verified, engine active)" in out.splitlines()
+
+
+def test_an_interrupted_fleet_deploy_prints_the_summary_so_far_then_goes_on_interrupted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from specops.cli.cmd_deploy import _summary_when_interrupted
+
+    done = HostOutcome("a", Outcome.DEPLOYED, release="r2", attempted="r2", serving=Serving("r2", True, True))
+    cut = HostOutcome("b", Outcome.INTERRUPTED, ExitCode.INTERRUPTED, attempted="r2", cause="interrupted (SIGINT)")
+    cut.after = "b: r2 is unverified: the host-side guard rolls back to r1 by 12:00:15 UTC (within 15 s)"
+    never = HostOutcome("c", Outcome.SKIPPED, ExitCode.CHECKS_FAILED, cause="interrupted before it started")
+    interruption = KeyboardInterrupt()
+    setattr(interruption, FLEET_OUTCOMES, {"a": done, "b": cut, "c": never})
+    with pytest.raises(KeyboardInterrupt), _summary_when_interrupted(fleet=True):
+        raise interruption
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:4]}
+    assert rows == {"a": "deployed", "b": "interrupted", "c": "skipped"}
+    assert "b: r2 is unverified: the host-side guard rolls back to r1 by 12:00:15 UTC (within 15 s)" in out
+    assert "c: interrupted before it started" in out
+    with pytest.raises(KeyboardInterrupt), _summary_when_interrupted(fleet=False):  # one host: the error says it
+        raise interruption
+    assert capsys.readouterr().out == ""
+
+
+def test_an_interrupted_parallel_batch_keeps_the_outcome_of_every_host_that_finished(plans: list[HostPlan]) -> None:
+    def run(host_plan: HostPlan) -> HostOutcome:
+        if host_plan.name == "b":
+            raise Interrupted(2)
+        return HostOutcome(host_plan.name, Outcome.DEPLOYED)
+
+    with pytest.raises(KeyboardInterrupt) as raised:
+        run_fleet(plans, run, FleetOptions(canary=1, parallel=2))
+    so_far = getattr(raised.value, FLEET_OUTCOMES)
+    assert [so_far[name].outcome for name in HOSTS] == ["deployed", "interrupted", "deployed"]
+    assert so_far["b"].exit_code == ExitCode.INTERRUPTED
