@@ -102,7 +102,8 @@ def deploy_host(
             setattr(error, PARTIAL_OUTCOME, outcome)  # an attribute the exception itself does not declare
         reporter.event(Event(spec.name, DONE_PHASE, f"stopped: {ExitCode.cause(error)}", level="error"))
         raise
-    message = f"{outcome.outcome}; {outcome.final_line() or 'serving ' + (outcome.release or 'no release')}"
+    now = outcome.final_line().removeprefix(f"{spec.name}: ") or f"serving {outcome.release or 'no release'}"
+    message = f"{outcome.outcome}; {now}"
     reporter.event(Event(spec.name, DONE_PHASE, message, level="info" if outcome.ok else "warn"))
     return outcome
 
