@@ -206,6 +206,7 @@ def plan_steps(
         (*cmds.read_commands(spec, state.listing.current), *read_step_commands(spec)),
     )
     unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+    serving = cmds.serving_step(spec)
     record = Step("record", f"append the outcome to {spec.service_dir}/audit.jsonl and the local audit log",
                   tuple(cmds.record_commands(spec)))  # fmt: skip
     push = _push_plan(staged, choice, state)
@@ -217,7 +218,7 @@ def plan_steps(
         current=state.listing.current, release=choice.release_id,
         rollback_to=choice.rollback_to.id if choice.rollback_to else None, guard=guard, push=push,
         unit_changed=choice.unit_changed, unit_diff=diff,
-        steps=(lock, read, *middle, unlock, record), config=choice.config,
+        steps=(lock, read, *middle, unlock, serving, record), config=choice.config,
     )  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy.rollback_restore import Restoration, restore_serving, serve_after_interruption, stays_dark
+from specops.deploy.serving import Serving, rollback_failed_line
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.engine.readiness import journal_position
 from specops.errors import SpecopsError
@@ -43,6 +44,23 @@ class RollbackResult:
     dark: str | None = None  # failed after the stop and nothing serves: says so, and how to start it
     not_marked: str = ""  # why the release it left is not marked bad (deploy/blame.py), "" when it is
     env: str = ""  # the host's word for the env file: "restored", "same" or "not recorded" (an older release)
+    serving: Serving | None = None  # what serves at the end, read from the host (a manual rollback reads it)
+
+    @property
+    def failed_after_stop(self) -> bool:
+        """The rollback failed once it had stopped the engine and nothing it had was started again: no verified
+        release serves (`rollback-failed`)."""
+        return not self.ok and self.stopped and self.restored is None
+
+    def final_line(self, host: str) -> str:
+        """The last line: what serves, as read at the end; a failed rollback says that nothing verified does."""
+        if self.failed_after_stop:
+            return self.failed_line(host)
+        return f"{host}: {self.serving.line()}" if self.serving is not None else ""
+
+    def failed_line(self, host: str) -> str:
+        cause = self.error or (self.gates.cause if self.gates else "its gates failed")
+        return self.dark or f"{host}: {rollback_failed_line(host, self.to_release, cause)}"
 
     @property
     def summary(self) -> str:
@@ -82,6 +100,7 @@ class RollbackResult:
             "stopped": self.stopped,
             "restored": self.restored,
             "nothing_serves": self.dark,
+            "serving": self.serving.to_json() if self.serving else None,
         }
 
 

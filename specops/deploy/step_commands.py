@@ -26,7 +26,7 @@ from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
-from specops.deploy.steps import HostCommand, Times
+from specops.deploy.steps import HostCommand, Step, Times
 from specops.host.base import PUT_SCRIPT
 from specops.ops.audit import APPEND_FALLBACK, APPEND_SCRIPT, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
@@ -256,6 +256,15 @@ def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int,
         *readiness_commands(spec),
         manifest_update(spec, target_id, '{"last_gates": ...}', Times.IF_NEEDED, "only when the restored one passes"),
     ]
+
+
+def serving_step(spec: HostSpec) -> Step:
+    """What serves at the end, for the summary's last line: `current` and its verified flag, and the unit's state
+    (not read after a failed rollback, which already says that nothing verified serves)."""
+    note = "not after a failed rollback"
+    commands = (run(release_cmd.list_argv(spec), times=Times.IF_NEEDED, note=note),
+                run(engine_stop.state_argv(spec.unit_name), times=Times.IF_NEEDED, note=note))  # fmt: skip
+    return Step("serving", "read what serves now (current, verified, the engine's state) for the summary", commands)
 
 
 def record_commands(spec: HostSpec) -> list[HostCommand]:

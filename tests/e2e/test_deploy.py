@@ -80,8 +80,11 @@ def test_ffmpeg_removed_preflight_stops_and_forced_deploy_fails_fast_then_rollba
     assert host["outcome"] == "preflight-failed"
     assert "torchcodec.ffmpeg" in str(host["cause"])
     result, host = scene.deploy("--patch", str(RENUMBER_PATCH), "--force")
-    assert result.code == 1, result.out + result.err
-    assert host["outcome"] == "rolled-back"
+    assert result.code == 7, result.out + result.err  # a failed rollback has its own exit code
+    assert host["outcome"] == "rollback-failed"
+    assert host["release"] is None  # nothing verified serves: no release is named as serving
+    assert str(host["now"]).startswith(f"{scene.host.name}: NOTHING SERVES: the rollback to {good['release']} "
+                                       "failed ("), host["now"]  # fmt: skip
     readiness = host["gates"]["readiness"]
     assert readiness["ok"] is False
     cause = json.dumps(readiness["cause"])
