@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     UNREACHABLE = 4
     REMOTE_FAILED = 5
     LOCK_HELD = 6
+    ROLLBACK_FAILED = 7
     INTERNAL = 70
     HANGUP = 129
     INTERRUPTED = 130
@@ -47,6 +48,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.UNREACHABLE: "a host could not be reached over SSH",
     ExitCode.REMOTE_FAILED: "a command on a host failed",
     ExitCode.LOCK_HELD: "another specops holds the host's lock",
+    ExitCode.ROLLBACK_FAILED: "a rollback failed: no verified release serves on the host",
     ExitCode.INTERNAL: "internal error in specops (a bug: re-run with --debug and report it)",
     ExitCode.HANGUP: "interrupted by SIGHUP (the terminal or session closed)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGINT)",

@@ -7,7 +7,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -95,6 +95,7 @@ def deploy(
         asks_password = app_state.become_password is not None
         early = claim(specs, asks_password, plan.staged.total_bytes)  # opened by the console script, if any
         with (
+            _summary_when_interrupted(len(plan.hosts) > 1 and not as_json),  # printed once the live view is gone
             deploy_reporter(as_json, app_state.verbose) as reporter,
             connect_all(specs, app_state.opener, early) as opened,
         ):
@@ -149,6 +150,23 @@ def deploy_reporter(as_json: bool, verbose: int) -> Iterator[Reporter]:
 
     with LiveReporter(verbose) as reporter:
         yield reporter
+
+
+@contextmanager
+def _summary_when_interrupted(fleet: bool) -> Iterator[None]:
+    """A fleet deploy interrupted (SIGINT, SIGTERM, SIGHUP) prints its summary first: each host's outcome so far
+    and what serves or what its guard will do; then the interruption ends the command with its own exit code."""
+    try:
+        yield
+    except KeyboardInterrupt as interruption:
+        from specops.deploy.fleet import FLEET_OUTCOMES
+        from specops.ops.interrupts import shielded
+
+        so_far = getattr(interruption, FLEET_OUTCOMES, None)
+        if fleet and isinstance(so_far, dict):
+            with shielded(), suppress(OSError, ValueError):  # after SIGHUP the terminal may be gone
+                _report(so_far, as_json=False)
+        raise
 
 
 def _report(results: dict[str, HostOutcome], as_json: bool) -> None:

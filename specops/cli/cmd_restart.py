@@ -74,7 +74,9 @@ def _notes(done: HostRestart) -> list[str]:
     outcome = done.outcome
     notes = [outcome.lock_taken_over] if outcome.lock_taken_over else []
     notes += [outcome.cause] if outcome.cause else []
-    return notes + ([f"hint: {outcome.hint}"] if outcome.hint and not outcome.ok else [])
+    notes += [f"hint: {outcome.hint}"] if outcome.hint and not outcome.ok else []
+    final = outcome.final_line()  # last: what serves now, as read from the host at the end
+    return notes + ([final.removeprefix(f"{outcome.host}: ")] if final else [])
 
 
 def _figure(value: object) -> str:

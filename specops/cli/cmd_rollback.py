@@ -53,11 +53,15 @@ def rollback(
     with deploy_reporter(as_json, app_state.verbose) as reporter, app_state.connect(spec) as connection:
         result = manual_rollback(connection, spec, profile_resolver(config, host, None), to, reporter,
                                  lock_wait_s=lock_wait, force=force, reap=reap)  # fmt: skip
+    final = result.final_line(host)
     if as_json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "now": final or None})
     else:
         typer.echo(result.summary)
-    raise typer.Exit(int(ExitCode.OK if result.ok else ExitCode.CHECKS_FAILED))
+        if final:
+            typer.echo(final)
+    failed = ExitCode.ROLLBACK_FAILED if result.failed_after_stop else ExitCode.CHECKS_FAILED
+    raise typer.Exit(int(ExitCode.OK if result.ok else failed))
 
 
 def _show_plan(plan: RollbackPlan, as_json: bool) -> None:

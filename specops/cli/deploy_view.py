@@ -32,6 +32,7 @@ _COLORS = {
     "started": "green",
     "restarted": "green",
     "rolled-back": "yellow",
+    "locked": "yellow",
     "skipped": "dim",
 }
 BAR_MIN_BYTES = 8 * 2**20  # smaller pushes finish before a bar would tell anything; the row's message is enough
@@ -236,6 +237,17 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
                           f"{outcome.watch_s} s on the host (`specops status {escape(name)}`)")  # fmt: skip
         if outcome.hint and not outcome.ok:
             console.print(f"  [cyan]hint:[/] {escape(outcome.hint)}")
+        if final := outcome.final_line():  # last: what serves now, as read from the host at the end
+            console.print(f"[bold]{escape(name)}[/]: {_serving_markup(unprefixed(name, final))}", soft_wrap=True)
+
+
+def _serving_markup(line: str) -> str:
+    """What serves, in green when a verified release serves, red when nothing (verified) does, else yellow."""
+    from rich.markup import escape
+
+    if line.startswith("NOTHING") or " unverified" in line or "NOT verified" in line:
+        return f"[red]{escape(line)}[/]"
+    return f"[green]{escape(line)}[/]" if line.startswith("serving ") else f"[yellow]{escape(line)}[/]"
 
 
 def _stop_lines(outcome: HostOutcome) -> list[str]:

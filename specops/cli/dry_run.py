@@ -102,12 +102,19 @@ def _text(steps: HostSteps) -> list[str]:
                  "suspect)\n"]  # fmt: skip
     else:
         lines = [f"{steps.host}: would deploy {steps.release} (profile {steps.profile}), current {current}: "
-                 f"{steps.reason}\n", f"  {_rollback_line(steps)}\n"]  # fmt: skip
+                 f"{steps.reason}\n", *_config_lines(steps), f"  {_rollback_line(steps)}\n"]  # fmt: skip
     for number, step in enumerate(steps.steps, start=1):
         lines += _step_lines(number, step)
     if steps.action not in ("unchanged", "restart"):
         lines.append(steps.unit_diff or "  unit: unchanged\n")
     return lines
+
+
+def _config_lines(steps: HostSteps) -> list[str]:
+    """`configuration changed: env (KEYS), unit`, then each env key old -> new (secret values as ***)."""
+    if not steps.config.changed:
+        return []
+    return [f"  {steps.config.summary()}\n", *(f"    env {line}\n" for line in steps.config.env)]
 
 
 def _rollback_line(steps: HostSteps) -> str:

@@ -37,6 +37,7 @@ def boot_unit_text(spec: HostSpec, lock_dir: str, stale_after_s: float) -> str:
         "[Unit]\n"
         f"Description=specops boot check for {spec.unit_name}: roll back a release its deploy never verified\n"
         f"ConditionPathExists={guard_script_path(spec)}\n"
+        f"Before={spec.unit_name}\n"
         "\n"
         "[Service]\n"
         "Type=oneshot\n"

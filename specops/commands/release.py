@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from specops.remote.bundle import release_script
-from specops.remote.release.script import MANIFEST, RELEASE_ID
+from specops.remote.release.script import MANIFEST, RELEASE_ENV, RELEASE_ID
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -137,13 +137,23 @@ def room_request(stale_after_s: float) -> dict[str, Any]:
 
 def rollback_argv(spec: HostSpec, target_id: str | None, reason: str, force: bool = False,
                   keep_unmarked: bool = False) -> list[str]:  # fmt: skip
-    """Back to `target_id` (or the newest verified release that is neither current nor bad): switch, unit,
-    restart; the release it leaves is marked bad unless `keep_unmarked` (the evidence does not point at it:
-    specops/deploy/blame.py). `force`: a `target_id` marked bad is allowed."""
+    """Back to `target_id` (or the newest verified release that is neither current nor bad): switch, its unit and
+    env file, restart; the release it leaves is marked bad unless `keep_unmarked` (the failed deploy changed
+    the configuration: specops/deploy/blame.py). `force`: a `target_id` marked bad is allowed."""
     target = check_release_id(target_id) if target_id else ""
     argv = script_argv(spec, "rollback", spec.unit_name, target, reason)
     flags = [flag for flag, given in (("force", force), ("keep-unmarked", keep_unmarked)) if given]
     return [*argv, ",".join(flags)] if flags else argv
+
+
+def restore_config_argv(spec: HostSpec) -> list[str]:
+    """Put the current release's recorded unit and env file back (remote/release/relconfig.py)."""
+    return script_argv(spec, "restore-config", spec.unit_name)
+
+
+def release_env_path(spec: HostSpec, release_id: str) -> str:
+    """Where a release keeps its env file on the host (root-only 0600, outside the tree hash)."""
+    return f"{spec.service_dir}/releases/{check_release_id(release_id)}/{RELEASE_ENV}"
 
 
 def mark_bad_argv(spec: HostSpec, release_id: str, reason: str, who: str) -> list[str]:

@@ -5,8 +5,11 @@ good build (the host lost its FFmpeg libraries, a driver went away) takes the op
 The mark therefore follows the evidence: a failure the journal names as the host's (a known environment
 signature) marks nothing, and a rollback happens only when the release it puts back is known to work on this
 environment, i.e. it was verified on the same environment fingerprint; otherwise it would restart into the same
-fault. Every other failed gate blames the release: it failed where the previous verified release passed. The
-operator's own word (`releases --mark-bad`, `rollback` by hand) is not decided here: it always marks.
+fault. A deploy that changed the configuration (env file or unit) puts the evidence on that change: the build is
+left unmarked, and the rollback puts back the configuration that served before. Every other failed gate blames
+the build: it failed where the previous verified release passed. The operator's own word (`releases --mark-bad`,
+`rollback` by hand) is not decided here: it always marks. The automatic rollback asks once, after the gates
+failed and before the host-side rollback, which marks the release it leaves only when this says "build".
 
 The host-side guard applies the same rule with what the host alone can read (remote/release/hostblame.py).
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from specops.commands.config_change import ConfigChange
 from specops.config.inventory import HostSpec
 from specops.diagnose.diff import diff_fingerprints
 from specops.diagnose.fingerprint import Fingerprint, read_fingerprint
@@ -26,7 +30,7 @@ from specops.host.base import Host
 ENVIRONMENT_FAMILIES = frozenset({"torchcodec", "driver", "cuda-libs", "abi", "model-files"})
 HOST_NOT_RELEASE = "the host, not the release"
 
-Culprit = Literal["build", "host"]
+Culprit = Literal["build", "configuration", "host"]
 
 
 @dataclass(frozen=True)
@@ -77,26 +81,30 @@ def host_at_fault(gates: GateResult, target: str | None, target_env: Fingerprint
                  "it would restart into the same fault", roll_back=False)  # fmt: skip
 
 
-def blame_for_failed_gates(gates: GateResult, target: str | None, target_env: Fingerprint | None,
-                           candidate_env: Fingerprint | None) -> Blame:  # fmt: skip
-    """The one decision every automatic bad mark goes through: the host when the evidence points at it, else
-    the build (it failed where the previous verified release passed), as before."""
-    host = host_at_fault(gates, target, target_env, candidate_env)
+def blame_for_failed_gates(config: ConfigChange, gates: GateResult | None = None, target: str | None = None,
+                           target_env: Fingerprint | None = None,
+                           candidate_env: Fingerprint | None = None) -> Blame:  # fmt: skip
+    """The one decision every automatic bad mark goes through: the configuration when this deploy changed it
+    (the rollback puts back the one that served before), else the host when the journal points at it (`gates`:
+    None while planning, before any gate ran), else the build, as before."""
+    if config.changed:
+        return Blame("configuration", f"{config.summary()} in the same deploy: the build is not blamed")
+    host = host_at_fault(gates, target, target_env, candidate_env) if gates is not None else None
     if host is not None:
         return host
-    return Blame("build", f"the release failed its gates: {gates.cause}", roll_back=target is not None)
+    return Blame("build", "the gates failed with the configuration unchanged")
 
 
-def failed_gates_blame(host: Host, spec: HostSpec, gates: GateResult, target: str | None,
+def failed_gates_blame(host: Host, spec: HostSpec, config: ConfigChange, gates: GateResult, target: str | None,
                        candidate_facts: dict[str, object]) -> Blame:  # fmt: skip
     """blame_for_failed_gates with the fingerprints read: the candidate's (taken by this deploy's preflight)
     and the target's (its manifest); the manifest is read only when the journal blames the host."""
-    if environment_evidence(gates) is None or target is None:
-        return blame_for_failed_gates(gates, target, None, None)
+    if config.changed or environment_evidence(gates) is None or target is None:
+        return blame_for_failed_gates(config, gates, target, None, None)
     from specops.ops.forensics import read_manifest  # only on this path: a failed deploy blamed on the host
 
     manifest = read_manifest(host, spec, target) or {}
-    return blame_for_failed_gates(gates, target, read_fingerprint(manifest.get("facts")),
+    return blame_for_failed_gates(config, gates, target, read_fingerprint(manifest.get("facts")),
                                   read_fingerprint(candidate_facts or None))  # fmt: skip
 
 

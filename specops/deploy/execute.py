@@ -33,7 +33,7 @@ from specops.diagnose.fingerprint import fingerprint_from_facts
 from specops.doctor.model import CheckContext
 from specops.doctor.registry import all_checks, run_checks
 from specops.engine.gates import GateResult, restart_and_gate
-from specops.errors import ExitCode, SpecopsError
+from specops.errors import ConnectError, ExitCode, RemoteTimeout, SpecopsError
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
@@ -41,18 +41,19 @@ from specops.ops import cache as compile_cache
 from specops.ops import guard, interrupts, lock
 from specops.ops.lock import LockLost
 from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
-from specops.ops.unit import enable_unit, install_boot_unit, install_env_file, install_unit
+from specops.ops.unit import enable_unit, install_boot_unit, install_env_file, install_release_env, install_unit
 from specops.probe.run import probe
 
 __all__ = ["DeployOptions", "HostOutcome", "LockLost", "Outcome", "deploy_host"]
 
 GATE_FAILED = ExitCode.CHECKS_FAILED
 PARTIAL_OUTCOME = "host_outcome"  # on a SpecopsError that stopped a deploy: the HostOutcome as far as it got
-OUTSIDE_STEPS = ("lock", "read", "unlock", "record")  # done around the plan: before it exists, or after the lock
+# done around the plan: before it exists, or after the lock
+OUTSIDE_STEPS = ("lock", "read", "unlock", "serving", "record")
 PHASE_MESSAGES = {
     "push": "sending the release",
     "preflight": "running the doctor's checks on the candidate",
-    "unit": "installing the env file and unit",
+    "unit": "recording the release's env file, installing the unit",
     "env": "writing the env file",
     "gates": "waiting for readiness, then the smoke gate",
 }
@@ -75,6 +76,7 @@ def deploy_host(
 
     holder = lock.LockHolder.current(options.command)
     locked = False
+    deploy: _HostDeploy | None = None
     try:
         # Both execs start at once (two login shells side by side); the push session lists the releases only
         # once the lock is held, and the conversation answers its first request (the lock) once it is up.
@@ -87,16 +89,21 @@ def deploy_host(
             ):  # fmt: skip
                 locked = True
                 outcome.lock_taken_over = held.takeover_note
-                _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for).run(session)
+                deploy = _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for)
+                deploy.run(session)
+            outcome.read_serving(host, spec)
             record_outcome(open_host, host_plan, options, outcome, host=host)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
         if locked and isinstance(error, SpecopsError | KeyboardInterrupt):
             record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
-        if isinstance(error, SpecopsError):  # what it knew (releases, phases) reaches the summary and --json
-            setattr(error, PARTIAL_OUTCOME, outcome)  # an attribute SpecopsError itself does not declare
+        if deploy is not None and isinstance(error, RemoteTimeout | ConnectError):  # the host stopped answering
+            outcome.after = outcome.lost(deploy.phase)
+        if isinstance(error, SpecopsError | KeyboardInterrupt):  # what it knew reaches the summary and --json
+            setattr(error, PARTIAL_OUTCOME, outcome)  # an attribute the exception itself does not declare
         reporter.event(Event(spec.name, DONE_PHASE, f"stopped: {ExitCode.cause(error)}", level="error"))
         raise
-    message = f"{outcome.outcome}; serving {outcome.release or 'no release'}"
+    now = outcome.final_line().removeprefix(f"{spec.name}: ") or f"serving {outcome.release or 'no release'}"
+    message = f"{outcome.outcome}; {now}"
     reporter.event(Event(spec.name, DONE_PHASE, message, level="info" if outcome.ok else "warn"))
     return outcome
 
@@ -123,6 +130,7 @@ class _HostDeploy:
         self.cache_key = cache_key(None, None, [])  # replaced by the preflight's facts
         self.stop_asked = False  # the serving engine's stop may have begun: an interruption starts it again
         self.guarded = False  # the host-side rollback guard is armed (it acts once the lock is released)
+        self.phase = "lock"  # the phase under way: a host that stops answering is said lost in it
 
     def run(self, session: PushSession) -> None:
         """The deploy; interrupted (SIGINT, SIGTERM, SIGHUP), it leaves a verified release serving (or says who
@@ -134,7 +142,8 @@ class _HostDeploy:
                 restoration = serve_after_interruption(self.host, self.spec, self.profile_for, self.reporter,
                                                        self.held.confirm, stopped=self.stop_asked, action="deploy",
                                                        guarded=self.guarded)  # fmt: skip
-                interrupted_serving(interruption, restoration.said(self.spec))
+                interrupted_serving(interruption, self.outcome.after_interruption(restoration, self.spec))
+            self.outcome.after = interruption.__notes__[-1]
             raise
 
     def _run(self, session: PushSession) -> None:
@@ -181,6 +190,7 @@ class _HostDeploy:
     @contextmanager
     def _phase(self, name: str, message: str) -> Iterator[None]:
         self.reporter.event(Event(self.spec.name, name, message))
+        self.phase = name
         started = time.monotonic()
         try:
             yield
@@ -220,8 +230,7 @@ class _HostDeploy:
             return
         self.checks_ok = False
         if self.steps.step("guard") is not None:
-            guard.disarm(self.host, self.spec)
-            self.guarded = False
+            self._disarm()
 
     def _post_start(self) -> None:
         stop_step.post_start(self.spec, self.outcome, self.reporter)
@@ -256,7 +265,7 @@ class _HostDeploy:
         self.outcome.hint = verdict.hint()
 
     def _unit(self) -> None:
-        install_env_file(self.host, self.spec, self.host_plan.env_text)
+        install_release_env(self.host, self.spec, self.steps.release, self.host_plan.env_text)  # live: at the restart
         compile_cache.prepare(self.host, self.spec, self.cache_key)
         install_boot_unit(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
         if self.steps.unit_changed:
@@ -265,6 +274,7 @@ class _HostDeploy:
             enable_unit(self.host, self.spec)
         # the fingerprint rides on this manifest update (no extra round trip): `specops diagnose` compares it later
         update_manifest(self.host, self.spec, self.steps.release, {"unit": self.host_plan.unit_text,
+                                                                  "env_file": self.spec.env_file,
                                                                   "profile": self.profile.name,
                                                                   "compile_cache": self.cache_key,
                                                                   "facts": self.facts_record})  # fmt: skip
@@ -276,10 +286,12 @@ class _HostDeploy:
         guard.arm(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S, self.steps.release,
                   self.steps.rollback_to or "")  # fmt: skip
         self.guarded = True
+        self.outcome.guard_to = self.steps.rollback_to
 
     def _disarm(self) -> None:
         guard.disarm(self.host, self.spec)
         self.guarded = False
+        self.outcome.guard_to = None
 
     def _watch(self) -> None:
         # After the disarm: the guard hands over to its watch, and this deploy returns without waiting for it.
@@ -330,7 +342,8 @@ class _HostDeploy:
 
     def _rollback(self) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
-        blame = failed_gates_blame(self.host, self.spec, self.gates, self.steps.rollback_to, self.facts_record)
+        blame = failed_gates_blame(self.host, self.spec, self.steps.config, self.gates, self.steps.rollback_to,
+                                   self.facts_record)  # fmt: skip
         if not blame.roll_back:  # the host's fault, and the target would meet it too: nothing is marked
             self.outcome.blame = blame.reason
             self.outcome.hint = environment_hint(self.spec.name, self.gates)
@@ -340,6 +353,4 @@ class _HostDeploy:
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
                                reap=self.options.reap, confirm=self.held.confirm,
                                not_marked="" if blame.marks_bad else blame.reason)  # fmt: skip
-        self.outcome.rollback, self.outcome.hint = result, ""
-        self.outcome.outcome = Outcome.ROLLED_BACK
-        self.outcome.release = result.to_release or self.outcome.release
+        self.outcome.rolled_back(result)

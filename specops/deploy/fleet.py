@@ -16,12 +16,14 @@ from specops.deploy.execute import PARTIAL_OUTCOME, LockLost
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.plan import HostPlan
 from specops.errors import ConnectError, ExitCode, LockHeld, SpecopsError
+from specops.ops import interrupts
 
 # the exit code of a fleet: the most severe host code, in this order
-SEVERITY = [ExitCode.INTERNAL, ExitCode.REMOTE_FAILED, ExitCode.UNREACHABLE, ExitCode.LOCK_HELD,
-            ExitCode.CHECKS_FAILED, ExitCode.OK]  # fmt: skip
+SEVERITY = [ExitCode.INTERNAL, ExitCode.ROLLBACK_FAILED, ExitCode.REMOTE_FAILED, ExitCode.UNREACHABLE,
+            ExitCode.LOCK_HELD, ExitCode.CHECKS_FAILED, ExitCode.OK]  # fmt: skip
 
 HostRunner = Callable[[HostPlan], HostOutcome]
+FLEET_OUTCOMES = "fleet_outcomes"  # on the KeyboardInterrupt that ended a fleet deploy: each host's outcome so far
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,16 @@ class FleetOptions:
     max_fail_percent: float = 0.0
 
 
-def guarded(run: HostRunner, host_plan: HostPlan) -> HostOutcome:
-    """One host, with its errors turned into an outcome (KeyboardInterrupt still stops everything)."""
+def guarded(run: HostRunner, host_plan: HostPlan, settled: dict[str, HostOutcome] | None = None) -> HostOutcome:
+    """One host, with its errors turned into an outcome. KeyboardInterrupt still stops everything; the host's
+    outcome so far is put in `settled` first (`interrupted`), so the fleet's summary can still show it."""
     name = host_plan.name
     try:
         return run(host_plan)
+    except KeyboardInterrupt as interruption:
+        if settled is not None:
+            settled[name] = _interrupted(name, interruption)
+        raise
     except ConnectError as error:
         return _stopped(name, Outcome.UNREACHABLE, ExitCode.UNREACHABLE, error)
     except LockHeld as error:
@@ -46,15 +53,27 @@ def guarded(run: HostRunner, host_plan: HostPlan) -> HostOutcome:
         return _stopped(name, Outcome.ERROR, error.exit_code, error)
 
 
-def _stopped(name: str, outcome: Outcome, code: ExitCode, error: SpecopsError) -> HostOutcome:
-    """The error's outcome, with what the deploy knew when it stopped: the releases it came from and tried
-    (a connection lost after the switch must still say which release may be serving), and its phases."""
-    stopped = HostOutcome(name, outcome, code, cause=error.message, hint=error.hint)
+def _stopped(name: str, outcome: Outcome, code: ExitCode, error: BaseException, cause: str = "",
+             hint: str = "") -> HostOutcome:  # fmt: skip
+    """The error's outcome, with what the deploy knew when it stopped: the releases it came from and tried, its
+    phases, and what serves (a connection lost after the switch says the release is unverified and what the
+    host-side guard will do, never that it serves)."""
+    if isinstance(error, SpecopsError):
+        cause, hint = error.message, error.hint
+    stopped = HostOutcome(name, outcome, code, cause=cause, hint=hint)
     partial = getattr(error, PARTIAL_OUTCOME, None)
     if isinstance(partial, HostOutcome):
         stopped.release, stopped.attempted, stopped.previous = partial.release, partial.attempted, partial.previous
         stopped.phases, stopped.push, stopped.stop = dict(partial.phases), partial.push, partial.stop
+        stopped.after, stopped.guard_to, stopped.gates = partial.after, partial.guard_to, partial.gates
+        if partial.after:  # what serves was not read at the end: the final line says what is known instead
+            stopped.release = None
     return stopped
+
+
+def _interrupted(name: str, interruption: KeyboardInterrupt) -> HostOutcome:
+    code, signal = ExitCode(interrupts.exit_code(interruption)), interrupts.signal_name(interruption)
+    return _stopped(name, Outcome.INTERRUPTED, code, interruption, f"interrupted ({signal})")
 
 
 def run_fleet(
@@ -74,50 +93,83 @@ def run_fleet(
     """
     results = {h.name: guarded(run, h) for h in all_hosts if h.name in not_connected}
     hosts = [h for h in all_hosts if h.name not in not_connected]
-    deployed = _rollout(hosts, run, options, cancel)
+    deployed: dict[str, HostOutcome] = {}
+    try:
+        _rollout(hosts, run, options, cancel, deployed)
+    except KeyboardInterrupt as interruption:  # the summary so far rides on it (FLEET_OUTCOMES), in host order
+        never = "interrupted before it started"
+        so_far = {h.name: results.get(h.name) or deployed.get(h.name) or _never_started(h.name, never)
+                  for h in all_hosts}  # fmt: skip
+        setattr(interruption, FLEET_OUTCOMES, so_far)
+        raise
     return {h.name: results.get(h.name) or deployed[h.name] for h in all_hosts}
 
 
-def _rollout(
-    hosts: list[HostPlan], run: HostRunner, options: FleetOptions, cancel: threading.Event | None
-) -> dict[str, HostOutcome]:
-    results: dict[str, HostOutcome] = {}
-    canaries, rest = hosts[: options.canary], hosts[options.canary :]
-    for host_plan in canaries:
-        results[host_plan.name] = guarded(run, host_plan)
-    if any(not r.ok for r in results.values()):
-        return _skip(results, rest, "the canary failed")
+def _rollout(hosts: list[HostPlan], run: HostRunner, options: FleetOptions, cancel: threading.Event | None,
+             results: dict[str, HostOutcome]) -> None:  # fmt: skip
+    """Fills `results` as hosts finish: an interruption leaves in it every outcome so far."""
+    rest = _canaries(hosts, run, options.canary, results)
+    if any(not r.ok and r.outcome is not Outcome.LOCKED for r in results.values()):
+        _skip(results, rest, "the canary failed")
+        return
     for start in range(0, len(rest), max(1, options.parallel)):
         batch = rest[start : start + max(1, options.parallel)]
-        for host_plan, outcome in zip(batch, _run_batch(batch, run, cancel), strict=True):
+        for host_plan, outcome in zip(batch, _run_batch(batch, run, cancel, results), strict=True):
             results[host_plan.name] = outcome
         if _over_budget(results, len(hosts), options.max_fail_percent):
-            return _skip(results, rest[start + len(batch) :], "too many hosts failed (--max-fail-percent)")
-    return results
+            _skip(results, rest[start + len(batch) :], "too many hosts failed (--max-fail-percent)")
+            return
 
 
-def _run_batch(batch: list[HostPlan], run: HostRunner, cancel: threading.Event | None) -> list[HostOutcome]:
+def _canaries(hosts: list[HostPlan], run: HostRunner, count: int, results: dict[str, HostOutcome]) -> list[HostPlan]:
+    """Deploy `count` canaries one by one; a host locked by another deploy (after --lock-wait, if given) is
+    `locked`, not a failed canary: the next host is the canary in its place, and the summary says so. Stops at the
+    first failed canary. The hosts left for the rollout."""
+    queue, done = list(hosts), 0
+    while done < count and queue:
+        host_plan = queue.pop(0)
+        outcome = results[host_plan.name] = guarded(run, host_plan, results)
+        if outcome.outcome is Outcome.LOCKED:
+            stand_in = f"{queue[0].name} is the canary in its place" if queue else "no host is left to be the canary"
+            outcome.cause = f"{outcome.cause} (not a failed canary: {stand_in})"
+            continue
+        done += 1
+        if not outcome.ok:
+            break
+    return queue
+
+
+def _run_batch(batch: list[HostPlan], run: HostRunner, cancel: threading.Event | None,
+               settled: dict[str, HostOutcome]) -> list[HostOutcome]:  # fmt: skip
     if len(batch) == 1:
-        return [guarded(run, batch[0])]
+        return [guarded(run, batch[0], settled)]
     with ThreadPoolExecutor(max_workers=len(batch)) as pool:
-        futures = [pool.submit(guarded, run, host_plan) for host_plan in batch]
+        futures = [pool.submit(guarded, run, host_plan, settled) for host_plan in batch]
         try:
             return [future.result() for future in futures]
         except KeyboardInterrupt:
             if cancel is not None:
                 cancel.set()
+            pool.shutdown(wait=True)  # each worker stops at its next step (noting its outcome) or finishes
+            for host_plan, future in zip(batch, futures, strict=True):
+                if not future.cancelled() and future.exception() is None:
+                    settled[host_plan.name] = future.result()
             raise
 
 
 def _over_budget(results: dict[str, HostOutcome], total: int, max_fail_percent: float) -> bool:
-    failed = sum(1 for r in results.values() if not r.ok)
+    """A host locked by another deploy says nothing about the release: it counts against no budget."""
+    failed = sum(1 for r in results.values() if not r.ok and r.outcome is not Outcome.LOCKED)
     return failed > 0 and 100.0 * failed / total > max_fail_percent
 
 
-def _skip(results: dict[str, HostOutcome], hosts: list[HostPlan], why: str) -> dict[str, HostOutcome]:
+def _skip(results: dict[str, HostOutcome], hosts: list[HostPlan], why: str) -> None:
     for host_plan in hosts:
-        results[host_plan.name] = HostOutcome(host_plan.name, Outcome.SKIPPED, ExitCode.CHECKS_FAILED, cause=why)
-    return results
+        results[host_plan.name] = _never_started(host_plan.name, why)
+
+
+def _never_started(name: str, why: str) -> HostOutcome:
+    return HostOutcome(name, Outcome.SKIPPED, ExitCode.CHECKS_FAILED, cause=why)
 
 
 def fleet_exit_code(results: dict[str, HostOutcome]) -> ExitCode:

@@ -11,7 +11,9 @@ from dataclasses import replace
 from typing import Any
 
 from specops.build.stage import StagedBuild
+from specops.commands.release import release_env_path
 from specops.commands.units import read_unit_argv
+from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
 from specops.deploy.engine_start import engine_answers, read_engine_state
 from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps
@@ -41,6 +43,18 @@ def read_installed_unit(host: Host, unit_name: str) -> str | None:
     return result.text if result.ok else None
 
 
+def read_current_env(host: Host, spec: HostSpec, current: str | None) -> str | None:
+    """The env file the current release runs with: the one recorded with it, else (a release from before
+    releases kept their env file) the live one; None when neither exists. Read as root over the deploy's own
+    conversation and compared on this machine, never printed."""
+    paths = ([release_env_path(spec, current)] if current else []) + [spec.env_file]
+    for path in paths:
+        result = host.run(["cat", path], timeout=READ_TIMEOUT_S, check=False)  # missing: the next one
+        if result.ok:
+            return result.text
+    return None
+
+
 def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan: HostPlan) -> HostState:
     """The release id a push would create (prepared while the host starts its shell), the listing, the unit,
     whether its engine is active, and, when the plan pushes on top of a base release, that base's files (to count
@@ -49,14 +63,15 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     listing = session.listing
     unit_text = read_installed_unit(host, host_plan.target.host.unit_name)
     spec = host_plan.target.host
+    env_text = read_current_env(host, spec, listing.current)
     engine = read_engine_state(host, spec, ask_http=False)
-    choice = choose(staged, host_plan, listing, unit_text, new_id, engine)
+    choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)
     if choice.action is Action.UNCHANGED:  # only then does it matter whether the engine answers: ask it now
         engine = replace(engine, answering=engine_answers(host, spec))
-        choice = choose(staged, host_plan, listing, unit_text, new_id, engine)
+        choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)
     pushes = choice.action is Action.DEPLOY and choice.reuse is None and choice.base is not None
     base_files = session.base_files(choice.base) if pushes and choice.base is not None else None
-    return HostState(listing, unit_text, new_id, base_files, engine)
+    return HostState(listing, unit_text, new_id, base_files, engine, env_text)
 
 
 def preview(host: Host, staged: StagedBuild, host_plan: HostPlan, options: DeployOptions) -> HostSteps:

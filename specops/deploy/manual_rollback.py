@@ -18,6 +18,7 @@ from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
 from specops.deploy.rollback import ProfileFor, RollbackResult, interrupted_serving, rollback_host
 from specops.deploy.rollback_plan import RollbackPlan, plan_rollback
+from specops.deploy.serving import read_serving
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
@@ -75,6 +76,7 @@ def manual_rollback(
                 _audit_interrupted(on_host, spec, plan, interruption)
                 raise
             _audit(on_host, spec, result, force, held.takeover_note)
+            result.serving = read_serving(on_host, spec)
         _remember_environment(on_host, spec, result)  # after the lock: the next deploy need not wait for it
     return result
 

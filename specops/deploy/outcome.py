@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from specops.config.inventory import HostSpec
 from specops.deploy.rollback import RollbackResult
+from specops.deploy.rollback_restore import Restoration
+from specops.deploy.serving import Serving, interrupted_line, lost_line, read_serving
 from specops.doctor.model import CheckResult
 from specops.engine.gates import GateResult
 from specops.errors import ExitCode
+from specops.host.base import Host
 from specops.ops.engine_stop import StopResult
 from specops.ops.hooks import HookRun
 
@@ -22,6 +26,7 @@ class Outcome(StrEnum):
     STARTED = "started"  # the same build was current and verified but its engine was not active: started, verified
     RESTARTED = "restarted"  # `specops restart`: the current release restarted and verified
     ROLLED_BACK = "rolled-back"
+    ROLLBACK_FAILED = "rollback-failed"  # the gates failed, and so did the rollback's: no verified release serves
     FAILED = "failed"  # the gates failed and nothing was rolled back (--no-rollback, or no verified release)
     PREFLIGHT_FAILED = "preflight-failed"
     UNREACHABLE = "unreachable"
@@ -71,6 +76,54 @@ class HostOutcome:
     watch_s: int = 0  # the guard's watch after "verified", running on the host when the deploy returned
     stop: StopResult | None = None  # the drain of the old engine and the GPUs' check (None: never stopped)
     hooks: list[HookRun] = field(default_factory=list)
+    serving: Serving | None = None  # read from the host at the end (None: not read, see `after`)
+    guard_to: str | None = None  # while the host-side guard is armed: the release it would roll back to
+    after: str = ""  # what serves, when it was not read: a lost connection, a failed rollback, an interruption
+
+    def final_line(self) -> str:
+        """The summary's last line for this host: what serves, as read at the end (or why it was not read)."""
+        if self.after:
+            return self.after
+        return f"{self.host}: {self.serving.line()}" if self.serving is not None else ""
+
+    def read_serving(self, host: Host, spec: HostSpec) -> None:
+        """What serves at the end, read once on the deploy's connection (a failed rollback already said that
+        nothing verified serves, whatever runs)."""
+        if self.outcome is Outcome.ROLLBACK_FAILED:
+            return
+        serving = read_serving(host, spec)
+        if serving is not None and self.release is None and serving.release is not None:
+            serving = replace(serving, failed_gates=True)  # the gates said it does not serve, whatever runs
+        self.serving = serving
+
+    def rolled_back(self, result: RollbackResult) -> None:
+        """The automatic rollback's result: `rolled-back`, or `rollback-failed` (its own exit code) saying that
+        no verified release serves."""
+        self.rollback, self.hint = result, ""
+        if result.ok:
+            self.outcome = Outcome.ROLLED_BACK
+            self.release = result.to_release or self.release
+            return
+        self.outcome, self.exit_code, self.release = Outcome.ROLLBACK_FAILED, ExitCode.ROLLBACK_FAILED, None
+        self.after = result.failed_line(self.host)  # what was started again, if anything, is the failed release
+        self.hint = f"`specops status {self.host}` shows the host; fix the cause there, then deploy again"
+
+    @property
+    def switched(self) -> bool:
+        """`current` was switched to the release this deploy attempted."""
+        return self.release is not None and self.release == self.attempted
+
+    def lost(self, phase: str) -> str:
+        """The host stopped answering during `phase`: what that means for what serves (it is not read again)."""
+        said = lost_line(self.host, phase, self.attempted, self.guard_to, self.switched, self.previous)
+        return f"{self.host}: {said}"
+
+    def after_interruption(self, restoration: Restoration, spec: HostSpec) -> str:
+        """What serves after an interruption; the unverified new release under an armed guard: to what it rolls
+        back, and by when (the lock is released right after this, and the guard acts at its next tick)."""
+        if self.guard_to and self.switched and restoration.restored is None and restoration.dark is None:
+            return f"{self.host}: {interrupted_line(self.attempted, self.guard_to)}"
+        return restoration.said(spec)
 
     @property
     def ok(self) -> bool:
@@ -108,4 +161,5 @@ class HostOutcome:
             "drain": self.stop.drain.to_json() if self.stop else None,
             "gpus": self.stop.gpus.to_json() if self.stop else None,
             "hooks": [hook.to_json() for hook in self.hooks],
+            "serving": self.serving.to_json() if self.serving else None, "now": self.final_line() or None,
         }  # fmt: skip

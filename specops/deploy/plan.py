@@ -20,6 +20,7 @@ from typing import Any
 
 from specops.build.server_flags import speculative_flags
 from specops.build.stage import StagedBuild, stage_build
+from specops.commands.config_change import ConfigChange, config_change
 from specops.commands.release import Listing, ReleaseInfo, files_to_send, newest_complete, newest_verified
 from specops.commands.systemd import flag_spellings, render_env_file, render_unit
 from specops.commands.units import sha256_text
@@ -28,6 +29,7 @@ from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
 from specops.config.waivers import waiver_reasons
 from specops.deploy import step_commands as cmds
+from specops.deploy.blame import blame_for_failed_gates
 from specops.deploy.engine_start import EngineState, read_step_commands, start_steps
 from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
 from specops.errors import SpecopsError
@@ -133,6 +135,7 @@ class HostState:
     engine: EngineState = field(
         default_factory=EngineState
     )  # whether the unit runs: a stopped engine is never "unchanged"
+    env_text: str | None = None  # the env file the current release runs with (secrets: never printed)
 
 
 @dataclass(frozen=True)
@@ -146,19 +149,23 @@ class Choice:
     base: ReleaseInfo | None  # the push's delta base
     rollback_to: ReleaseInfo | None
     unit_changed: bool
+    config: ConfigChange = field(default_factory=ConfigChange)  # vs the current release (blame.py reads it)
 
 
 def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text: str | None, new_id: str,
-           engine: EngineState | None = None) -> Choice:  # fmt: skip
-    """Unchanged when the staged tree serves, verified, with this unit, and its engine is active; the same but
-    with the engine not active: start it through the gates (nothing pushed, no rollback: it was verified, so a
-    failure is the host's). Otherwise a release with the same tree is reused, except the rollback target
-    itself: its recorded unit is what a rollback restores, so a new unit gets a new release (every file
-    hard-linked from it). The rollback target is `current` when verified, else the newest verified release."""
+           engine: EngineState | None = None, env_text: str | None = None) -> Choice:  # fmt: skip
+    """Unchanged when the staged tree serves, verified, with this configuration (unit and env file: `env_text`
+    is the current release's), and its engine is active; the same but with the engine not active: start it
+    through the gates (nothing pushed, no rollback: it was verified, so a failure is the host's). Otherwise a
+    release with the same tree is reused, except the rollback target itself: its recorded configuration is what
+    a rollback restores, so a new configuration gets a new release (every file hard-linked from it). The
+    rollback target is `current` when verified, else the newest verified release."""
     same = identical_release(staged, listing.releases)
-    unit_changed = unit_text != host_plan.unit_text
+    spec = host_plan.target.host
+    config = config_change(unit_text, host_plan.unit_text, env_text, host_plan.env_text, spec.secrets)
+    unit_changed = config.unit
     current = next((r for r in listing.releases if r.id == listing.current), None)
-    if same is not None and current is same and same.verified and not unit_changed:
+    if same is not None and current is same and same.verified and not config.changed:
         if engine is not None and not engine.running:
             reason = (f"engine {engine.verdict}: start it through the gates ({host_plan.target.host.unit_name} is "
                       f"{engine.describe()}; release {same.id} with this exact content is current and verified, "
@@ -173,11 +180,13 @@ def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text
     if reuse is not None:
         reason = f"release {reuse.id} on the host has this exact content: no push"
     elif same is not None:
-        reason = f"the unit changed: a new release, every file hard-linked from {same.id}"
+        reason = (
+            f"{config.summary() or 'the configuration changed'}: a new release, every file hard-linked from {same.id}"
+        )
     else:
         reason = "a new release"
     release_id = reuse.id if reuse is not None else new_id
-    return Choice(Action.DEPLOY, reason, release_id, reuse, base, rollback_to, unit_changed)
+    return Choice(Action.DEPLOY, reason, release_id, reuse, base, rollback_to, unit_changed, config)
 
 
 def plan_steps(
@@ -185,16 +194,19 @@ def plan_steps(
 ) -> HostSteps:
     """The steps of this host's deploy, both branches (gates pass / fail) included; `token` is the lock's."""
     spec = host_plan.target.host
-    choice = choose(staged, host_plan, state.listing, state.unit_text, state.new_release_id, state.engine)
+    choice = choose(
+        staged, host_plan, state.listing, state.unit_text, state.new_release_id, state.engine, state.env_text
+    )
     lock = Step("lock", f"take the lock ({lock_root()}), heartbeat while deploying",
                 (*cmds.conversation_commands(spec), *cmds.push_session_commands(spec),
                  *cmds.lock_commands(token, options.lock_wait_s)), phase="lock")  # fmt: skip
     read = Step(
         "read",
-        "read the host's releases (on the push conversation) and installed unit",
-        (*cmds.read_commands(spec), *read_step_commands(spec)),
+        "read the host's releases (on the push conversation), installed unit and current env file",
+        (*cmds.read_commands(spec, state.listing.current), *read_step_commands(spec)),
     )
     unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+    serving = cmds.serving_step(spec)
     record = Step("record", f"append the outcome to {spec.service_dir}/audit.jsonl and the local audit log",
                   tuple(cmds.record_commands(spec)))  # fmt: skip
     push = _push_plan(staged, choice, state)
@@ -206,7 +218,7 @@ def plan_steps(
         current=state.listing.current, release=choice.release_id,
         rollback_to=choice.rollback_to.id if choice.rollback_to else None, guard=guard, push=push,
         unit_changed=choice.unit_changed, unit_diff=diff,
-        steps=(lock, read, *middle, unlock, record),
+        steps=(lock, read, *middle, unlock, serving, record), config=choice.config,
     )  # fmt: skip
 
 
@@ -272,9 +284,11 @@ def _deploy_steps(
                       tuple(cmds.failed_commands(spec, release_id)), failed))  # fmt: skip
     if guard and choice.rollback_to is not None:
         reason = f"deploy of {release_id} failed: {cmds.CAUSE_PLACEHOLDER}"
-        steps.append(Step("rollback", f"roll back to {choice.rollback_to.id}, then the same gates",
-                          tuple(cmds.rollback_commands(spec, choice.rollback_to.id, reason, drain_s)), failed,
-                          phase="rollback"))  # fmt: skip
+        blame = blame_for_failed_gates(choice.config)
+        marking = f"{release_id} marked bad" if blame.marks_bad else f"{release_id} NOT marked bad ({blame.reason})"
+        steps.append(Step("rollback", f"roll back to {choice.rollback_to.id} with its unit and env file, then the "
+                          f"same gates; {marking}", tuple(cmds.rollback_commands(spec, choice.rollback_to.id, reason,
+                          drain_s, not blame.marks_bad)), failed, phase="rollback"))  # fmt: skip
     if guard:
         steps.append(Step("disarm", "disarm the rollback guard", tuple(cmds.disarm_commands(spec)), ok))
     watch = watch_settings(spec, profile) if guard else None

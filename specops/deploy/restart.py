@@ -38,7 +38,7 @@ from specops.ops import audit, interrupts, lock
 from specops.ops.lock import LockLost
 from specops.ops.release import read_listing
 
-OUTSIDE_STEPS = ("lock", "read", "unlock", "record")
+OUTSIDE_STEPS = ("lock", "read", "unlock", "record", "serving")
 DRY_RUN_TOKEN = Secret("dryrun")
 
 
@@ -78,12 +78,14 @@ def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engi
     unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
     record = Step("record", f"append the outcome (action restart) to {spec.service_dir}/audit.jsonl and the local "
                   "audit log", tuple(cmds.record_commands(spec)))  # fmt: skip
+    serving = cmds.serving_step(spec)
     verified = "verified" if current.verified else "NOT verified"
     what = "drain and restart" if engine.draining else "start"
     reason = f"{spec.unit_name} is {engine.describe()}: {what} release {current.id} ({verified}) through the gates"
     return HostSteps(host=spec.name, profile=profile.name, action=Action.RESTART, reason=reason,
                      current=listing.current, release=current.id, rollback_to=None, guard=False, push=None,
-                     unit_changed=False, unit_diff="", steps=(lock_step, read, *middle, record, unlock))  # fmt: skip
+                     unit_changed=False, unit_diff="",
+                     steps=(lock_step, read, *middle, record, serving, unlock))  # fmt: skip
 
 
 def preview(host: Host, spec: HostSpec, profile_for: ProfileFor, options: RestartOptions) -> HostSteps:
@@ -126,6 +128,7 @@ def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Repor
         _audit(host, spec, steps, run)
         raise
     _audit(host, spec, steps, run)
+    outcome.read_serving(host, spec)  # the summary's last line: what serves now, as read from the host
     return HostRestart(outcome, engine)
 
 

@@ -1,8 +1,9 @@
 """Rollback: put a verified release back in front of users, then prove it with the same gates as a deploy.
 
 Automatic after a failed deploy, or on demand (`specops rollback HOST [--to ID]`). The host-side script does
-the switch, restores the unit recorded with that release, and restarts in one round trip; then readiness and
-smoke run exactly as for a new release, so a rollback into a broken environment says why instead of hanging.
+the switch, restores the unit and env file recorded with that release, and restarts in one round trip; then
+readiness and smoke run exactly as for a new release, so a rollback into a broken environment says why instead
+of hanging.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy.rollback_restore import Restoration, restore_serving, serve_after_interruption, stays_dark
+from specops.deploy.serving import Serving, rollback_failed_line
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.engine.readiness import journal_position
 from specops.errors import SpecopsError
@@ -41,6 +43,24 @@ class RollbackResult:
     restored: str | None = None  # failed after the stop: the release started again, serving as before
     dark: str | None = None  # failed after the stop and nothing serves: says so, and how to start it
     not_marked: str = ""  # why the release it left is not marked bad (deploy/blame.py), "" when it is
+    env: str = ""  # the host's word for the env file: "restored", "same" or "not recorded" (an older release)
+    serving: Serving | None = None  # what serves at the end, read from the host (a manual rollback reads it)
+
+    @property
+    def failed_after_stop(self) -> bool:
+        """The rollback failed once it had stopped the engine and nothing it had was started again: no verified
+        release serves (`rollback-failed`)."""
+        return not self.ok and self.stopped and self.restored is None
+
+    def final_line(self, host: str) -> str:
+        """The last line: what serves, as read at the end; a failed rollback says that nothing verified does."""
+        if self.failed_after_stop:
+            return self.failed_line(host)
+        return f"{host}: {self.serving.line()}" if self.serving is not None else ""
+
+    def failed_line(self, host: str) -> str:
+        cause = self.error or (self.gates.cause if self.gates else "its gates failed")
+        return self.dark or f"{host}: {rollback_failed_line(host, self.to_release, cause)}"
 
     @property
     def summary(self) -> str:
@@ -49,7 +69,14 @@ class RollbackResult:
         verdict = "verified" if self.ok else f"NOT healthy: {self.gates.cause if self.gates else '?'}"
         marked = f"; {self.marked_bad} marked bad" if self.marked_bad else ""
         kept = f"; {self.from_release} not marked bad: {self.not_marked}" if self.not_marked else ""
-        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}{kept}"
+        return f"rolled back {self.from_release} -> {self.to_release}: {verdict}{marked}{kept}{self._env_note()}"
+
+    def _env_note(self) -> str:
+        if self.env != "not recorded":
+            return ""
+        return (
+            f"; {self.to_release} has no env file of its own (made by an older specops): the live one is left as it was"
+        )
 
     def _after_stop(self) -> str:
         if self.dark:
@@ -67,11 +94,13 @@ class RollbackResult:
             "error": self.error,
             "marked_bad": self.marked_bad,
             "not_marked": self.not_marked or None,
+            "env": self.env or None,
             "drain": self.stop.drain.to_json() if self.stop else None,
             "gpus": self.stop.gpus.to_json() if self.stop else None,
             "stopped": self.stopped,
             "restored": self.restored,
             "nothing_serves": self.dark,
+            "serving": self.serving.to_json() if self.serving else None,
         }
 
 
@@ -131,8 +160,8 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
     except SpecopsError as error:
         restoration = restore_serving(host, spec, profile_for, before, reporter, confirm)
         return _failed(spec, before, error.message, restoration, reporter)
-    reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit, "
-                                                f"restarting {spec.unit_name}"))  # fmt: skip
+    reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit and env "
+                                                f"file, restarting {spec.unit_name}"))  # fmt: skip
     try:
         confirm("switching current")
         cursor = journal_position(host)
@@ -150,7 +179,8 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
         update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
     marked = reply.get("marked_bad")
     return RollbackResult(gates.passed, reply.get("previous"), to_id, gates, stopped=True,
-                          marked_bad=marked if isinstance(marked, str) else None, stop=stopped)  # fmt: skip
+                          marked_bad=marked if isinstance(marked, str) else None, stop=stopped,
+                          env=str(reply.get("env") or ""))  # fmt: skip
 
 
 def _failed(spec: HostSpec, before: Listing, error: str, restoration: Restoration, reporter: Reporter,

@@ -121,7 +121,7 @@ class RollbackPlan:
         """The plan as an operator reads it: from -> to and why, then each step in order."""
         steps = [
             f"drain {self.unit}: up to {self.drain_s} s for running requests, then stop it and prove its GPUs free",
-            f"switch current to {self.to_release}, put back its unit, restart {self.unit}",
+            f"switch current to {self.to_release}, put back its unit and env file, restart {self.unit}",
             f"gates: readiness (up to {self.readiness_s} s), then smoke (profile {self.profile})",
         ]
         if "pre_stop" in self.hooks:

@@ -23,7 +23,7 @@ from specops.host.base import Host
 from specops.ops import interrupts
 from specops.ops.engine_stop import Confirm, no_lock, unit_running
 from specops.ops.lock import LockLost
-from specops.ops.release import read_listing
+from specops.ops.release import read_listing, restore_config
 from specops.ops.unit import restart
 
 if TYPE_CHECKING:
@@ -93,8 +93,9 @@ def serve_after_interruption(host: Host, spec: HostSpec, profile_for: ProfileFor
     """A deploy, rollback or restart interrupted (SIGINT, SIGTERM, SIGHUP) under its lock: leave the host serving a
     verified release before the lock is released. `stopped`: the engine's stop may have been asked for.
 
-    `current` verified (what served, or a rollback's target): its engine is started again unless it runs, and its
-    readiness awaited. `current` not verified (a deploy's new release): the rollback guard, armed before the switch,
+    `current` verified (what served, or a rollback's target): its own unit and env file are put back (a deploy
+    interrupted after writing its new unit), its engine is started again unless it runs, and its readiness
+    awaited. `current` not verified (a deploy's new release): the rollback guard, armed before the switch,
     puts the last verified one back once the lock is released (`guarded`; with --no-rollback none is armed, and
     the line says so). A lock found lost changes nothing. A second signal
     during this does not cut it short (interrupts.shielded)."""
@@ -106,7 +107,8 @@ def serve_after_interruption(host: Host, spec: HostSpec, profile_for: ProfileFor
             current = next((r for r in listing.releases if r.id == listing.current), None)
             if current is None or not current.verified:
                 return Restoration(None, None, _guard_line(spec, listing.current, guarded))
-            if not stopped:
+            if not stopped:  # its unit file may be a deploy's new one by now: the running release's back in place
+                restore_config(host, spec)
                 return _untouched(host, spec, current.id, action)
             return _start_current(host, spec, profile_for, reporter, listing, current.id, action)
         except LockLost as lost:

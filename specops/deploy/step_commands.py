@@ -26,7 +26,7 @@ from specops.commands.lock import lock_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
-from specops.deploy.steps import HostCommand, Times
+from specops.deploy.steps import HostCommand, Step, Times
 from specops.host.base import PUT_SCRIPT
 from specops.ops.audit import APPEND_FALLBACK, APPEND_SCRIPT, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
@@ -85,8 +85,20 @@ def push_session_commands(spec: HostSpec) -> list[HostCommand]:
     ]
 
 
-def read_commands(spec: HostSpec) -> list[HostCommand]:
-    return [run(units.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed")]
+def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
+    """The installed unit, and the env file the current release runs with (read as root, compared on this
+    machine, never shown): its own, else the live one (a release from before releases kept their env file)."""
+    env = [run(["cat", release_cmd.release_env_path(spec, current)], note="the current release's env file "
+               "(compared here, never shown); exits 1 when it has none")] if current else []  # fmt: skip
+    return [
+        run(units.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed"),
+        *env,
+        run(
+            ["cat", spec.env_file],
+            times=Times.IF_NEEDED if current else Times.ONCE,
+            note="the live env file, only when the current release has none of its own (never shown)",
+        ),
+    ]
 
 
 def preflight_commands(spec: HostSpec, candidate: str) -> list[HostCommand]:
@@ -94,10 +106,11 @@ def preflight_commands(spec: HostSpec, candidate: str) -> list[HostCommand]:
 
 
 def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int) -> list[HostCommand]:
-    """The env file always (it may carry a new secret); the unit only when its text changed: verified under a
-    scratch path first, then moved in and systemd reloaded. The unit is enabled on every deploy."""
+    """The release's own env file always (it may carry a new secret; the live one is written from it when the
+    release is started: restart_commands); the unit only when its text changed: verified under a scratch path
+    first, then moved in and systemd reloaded. The unit is enabled on every deploy."""
     commands = [
-        *env_commands(spec, env_lines),
+        put(release_cmd.release_env_path(spec, release_id), 0o600, _env_content(env_lines)),
         *(
             run(argv, note="the compile cache, keyed by the preflight's facts")
             for argv in prepare_argvs(spec, KEY_PLACEHOLDER)
@@ -125,14 +138,16 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(units.daemon_reload_argv()),
         ]
     commands.append(run(units.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`"))
-    return [*commands, manifest_update(spec, release_id, '{"unit": ..., "profile": ..., "compile_cache": ...}')]
+    changes = '{"unit": ..., "env_file": ..., "profile": ..., "compile_cache": ...}'
+    return [*commands, manifest_update(spec, release_id, changes)]
 
 
 def env_commands(spec: HostSpec, env_lines: int) -> list[HostCommand]:
-    return [
-        run(units.mkdir_argv(spec.service_dir)),
-        put(spec.env_file, 0o600, f"the env file ({env_lines} line{'' if env_lines == 1 else 's'}; secrets not shown)"),
-    ]
+    return [run(units.mkdir_argv(spec.service_dir)), put(spec.env_file, 0o600, _env_content(env_lines))]
+
+
+def _env_content(env_lines: int) -> str:
+    return f"the env file ({env_lines} line{'' if env_lines == 1 else 's'}; secrets not shown)"
 
 
 def manifest_update(
@@ -192,7 +207,9 @@ def gates_commands(spec: HostSpec) -> list[HostCommand]:
 
 def restart_commands(spec: HostSpec) -> list[HostCommand]:
     reset, restart = units.deliberate_restart_argvs(spec.unit_name)
-    return [run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]
+    return [run(release_cmd.restore_config_argv(spec), note="the current release's unit and env file put back "
+                "(the live env file is written from the release's own here)"),
+            run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]  # fmt: skip
 
 
 def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
@@ -226,17 +243,28 @@ def failed_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
     return [manifest_update(spec, release_id, '{"verified": false, "gates": ...}')]
 
 
-def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int) -> list[HostCommand]:
-    """The host-side rollback (switch, the target's recorded unit, daemon-reload, restart in one command), then
-    the same gates as a deploy; the restored release's gates are recorded only when they pass."""
+def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int,
+                      keep_unmarked: bool = False) -> list[HostCommand]:  # fmt: skip
+    """The host-side rollback (switch, the target's recorded unit and env file, daemon-reload, restart in one
+    command), then the same gates as a deploy; the restored release's gates are recorded only when they pass.
+    `keep_unmarked`: the failed release is not marked bad (its deploy changed the configuration)."""
     return [
         run(release_cmd.list_argv(spec)),
         *stop_commands(spec, drain_s),
         *journal_position_commands(),
-        run(release_cmd.rollback_argv(spec, target_id, reason)),
+        run(release_cmd.rollback_argv(spec, target_id, reason, keep_unmarked=keep_unmarked)),
         *readiness_commands(spec),
         manifest_update(spec, target_id, '{"last_gates": ...}', Times.IF_NEEDED, "only when the restored one passes"),
     ]
+
+
+def serving_step(spec: HostSpec) -> Step:
+    """What serves at the end, for the summary's last line: `current` and its verified flag, and the unit's state
+    (not read after a failed rollback, which already says that nothing verified serves)."""
+    note = "not after a failed rollback"
+    commands = (run(release_cmd.list_argv(spec), times=Times.IF_NEEDED, note=note),
+                run(engine_stop.state_argv(spec.unit_name), times=Times.IF_NEEDED, note=note))  # fmt: skip
+    return Step("serving", "read what serves now (current, verified, the engine's state) for the summary", commands)
 
 
 def record_commands(spec: HostSpec) -> list[HostCommand]:

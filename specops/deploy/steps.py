@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
+from specops.commands.config_change import ConfigChange
+
 SCRIPT_MARK = "<script"
 
 
@@ -125,6 +127,7 @@ class HostSteps:
     unit_changed: bool
     unit_diff: str
     steps: tuple[Step, ...] = field(default=())
+    config: ConfigChange = field(default_factory=ConfigChange)  # against the current release (secret values masked)
 
     def step(self, name: str) -> Step | None:
         return next((step for step in self.steps if step.name == name), None)
@@ -139,6 +142,7 @@ class HostSteps:
             "host": self.host, "profile": self.profile, "action": str(self.action), "reason": self.reason,
             "current": self.current, "release": self.release, "rollback_to": self.rollback_to,
             "guard": self.guard, "push": push, "unit_changed": self.unit_changed, "unit_diff": self.unit_diff,
+            "config_changed": {"unit": self.config.unit, "env": list(self.config.env)},
             "steps": [step.to_json() for step in self.steps],
         }  # fmt: skip
 

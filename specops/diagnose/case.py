@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.commands.config_change import env_differences
 from specops.commands.journal import UnitState
 from specops.diagnose.diff import Change, FilesDiff, FingerprintDiff, diff_files, diff_fingerprints
 from specops.diagnose.failure import Failure, from_gates, from_journal
@@ -32,6 +33,8 @@ class Material:
     journal: list[str] = field(default_factory=list)
     facts: HostFacts | None = None
     file_stats: dict[str, tuple[int, int]] = field(default_factory=dict)
+    envs: dict[str, str] = field(default_factory=dict)  # release -> its own env file (secrets: never shown)
+    secrets: tuple[str, ...] = ()  # the names whose values are secret: shown as ***
 
 
 def now_fingerprint(material: Material) -> Fingerprint | None:
@@ -79,9 +82,23 @@ def _files(material: Material) -> FilesDiff:
     return diff_files(before, after).with_stats(material.file_stats)
 
 
+def _env_config(material: Material) -> list[Change]:
+    """Each env key whose value differs between the reference's and the subject's own env files (both recorded),
+    a secret's values as ***."""
+    ref, sub = material.envs.get(material.reference or ""), material.envs.get(material.subject or "")
+    if ref is None or sub is None or material.subject == material.reference:
+        return []
+    changes = []
+    for line in env_differences(ref, sub, material.secrets):
+        name, _, values = line.partition(": ")
+        before, _, after = values.partition(" -> ")
+        changes.append(Change("configuration", f"env {name}", before, after))
+    return changes
+
+
 def _manifest_config(material: Material, environment: FingerprintDiff | None) -> list[Change]:
-    """Profile and unit differences the manifests record, plus the fingerprint's unit and flags group."""
-    changes = list(environment.group("unit and flags")) if environment else []
+    """Env, profile and unit differences the releases record, plus the fingerprint's unit and flags group."""
+    changes = [*_env_config(material), *(environment.group("unit and flags") if environment else [])]
     ref = material.manifests.get(material.reference or "", {})
     sub = material.manifests.get(material.subject or "", {})
     if ref and sub and material.subject != material.reference:

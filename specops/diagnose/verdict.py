@@ -167,10 +167,20 @@ def _config(case: Case) -> Candidate | None:
     if not case.config or not case.failure.present:
         return None
     evidence = [f"configuration differs from {case.reference}: " + "; ".join(c.text for c in case.config)]
-    tied = any(c.key.removeprefix("env ").lower() in case.failure.text for c in case.config)
+    tied = any(_config_tied(c, case.failure.text) for c in case.config)
     steps = [f"compare the unit and flags: specops render {case.host}, specops diff {case.host} --release "
              f"{case.reference}"]  # fmt: skip
     return Candidate(CONFIG, TIED if tied else UNTIED, evidence, steps)
+
+
+def _config_tied(change: Change, failure_text: str) -> bool:
+    """The failure names the changed key, or the new value of a changed env key (`could not convert 'abc'`);
+    a secret's value is shown as *** and never matched."""
+    if change.key.removeprefix("env ").lower() in failure_text:
+        return True
+    value = (change.after or "").strip("'\"")
+    return change.key.startswith("env ") and change.after not in (None, "***") and len(value) >= 3 and (
+        value.lower() in failure_text)  # fmt: skip
 
 
 def _resources(case: Case) -> list[str]:

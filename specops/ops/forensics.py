@@ -12,7 +12,7 @@ import contextlib
 from typing import Any
 
 from specops.commands import journal
-from specops.commands.release import Listing, ReleaseInfo, manifest_path, newest_verified
+from specops.commands.release import Listing, ReleaseInfo, manifest_path, newest_verified, release_env_path
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.diagnose.case import Material
@@ -36,6 +36,17 @@ DIFF_SCRIPT = (
 def read_manifest(host: Host, spec: HostSpec, release_id: str) -> dict[str, Any] | None:
     """A release's manifest.json (with its files map), or None when it cannot be read."""
     return read_record(host, manifest_path(spec, release_id), MANIFEST_SCHEMA, READ_TIMEOUT_S)
+
+
+def read_release_envs(host: Host, spec: HostSpec, releases: set[str]) -> dict[str, str]:
+    """Each release's own env file (as root; compared on this machine, secret values never shown); a release
+    recorded before releases kept their env file has none."""
+    found = {}
+    for release_id in sorted(releases):
+        result = host.run(["cat", release_env_path(spec, release_id)], timeout=READ_TIMEOUT_S, check=False)
+        if result.ok:
+            found[release_id] = result.text
+    return found
 
 
 def read_unit_and_journal(host: Host, spec: HostSpec) -> tuple[journal.UnitState, list[str]]:
@@ -122,6 +133,7 @@ def collect(host: Host, spec: HostSpec, release: str | None, profile: Profile | 
     wanted = {r for r in (subject.id if subject else None, reference.id if reference else None, listing.current) if r}
     manifests = {r: m for r in sorted(wanted) if (m := read_manifest(host, spec, r)) is not None}
     stats = _stats(host, spec, manifests, reference.id if reference else None, subject.id if subject else None)
+    envs = read_release_envs(host, spec, {r.id for r in (subject, reference) if r is not None})
     unit, lines = read_unit_and_journal(host, spec)
     facts = None
     with contextlib.suppress(SpecopsError):
@@ -129,7 +141,8 @@ def collect(host: Host, spec: HostSpec, release: str | None, profile: Profile | 
     return Material(
         host=spec.name, current=listing.current, subject=subject.id if subject else None,
         reference=reference.id if reference else None, subject_verified=bool(subject and subject.verified),
-        manifests=manifests, unit=unit, journal=lines, facts=facts, file_stats=stats,
+        manifests=manifests, unit=unit, journal=lines, facts=facts, file_stats=stats, envs=envs,
+        secrets=tuple(spec.secrets),
     )  # fmt: skip
 
 

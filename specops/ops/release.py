@@ -287,14 +287,18 @@ def _run_script(
     return checked_reply(host, reply)
 
 
-def rollback_release(
-    host: Host, spec: HostSpec, target_id: str | None, reason: str, *, force: bool = False, keep_unmarked: bool = False
-) -> dict[str, Any]:
-    """Host side does it in one step: `current` back to target (or the newest verified, not bad), its unit,
-    restart, and the release it left marked bad (not with `keep_unmarked`). `force`: a target marked bad is
-    allowed."""
+def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: str, *, force: bool = False,
+                     keep_unmarked: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Host side does it in one step: `current` back to target (or the newest verified, not bad), its unit and
+    env file, restart, and the release it left marked bad (not with `keep_unmarked`). `force`: a target marked
+    bad is allowed."""
     argv = cmd.rollback_argv(spec, target_id, reason, force=force, keep_unmarked=keep_unmarked)
     return _run_script(host, spec, argv, timeout=SCRIPT_TIMEOUT_S + 600)
+
+
+def restore_config(host: Host, spec: HostSpec) -> dict[str, Any]:
+    """The current release's recorded unit and env file back in place (daemon-reload when the unit changed)."""
+    return _run_script(host, spec, cmd.restore_config_argv(spec))
 
 
 def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specops.commands.boot import boot_unit, boot_unit_path, boot_unit_text
+from specops.commands.release import release_env_path
 from specops.commands.units import (
     deliberate_restart_argvs,
     enable_argv,
@@ -20,6 +21,7 @@ from specops.commands.units import (
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, SpecopsError
 from specops.host.base import Host
+from specops.ops.release import restore_config
 
 UNIT_TIMEOUT_S = 60.0
 
@@ -45,6 +47,12 @@ def install_env_file(host: Host, spec: HostSpec, text: str) -> None:
     """The env file holds secrets: root-owned 0600, written by an atomic rename (put)."""
     host.run(["mkdir", "-p", spec.service_dir], timeout=UNIT_TIMEOUT_S)
     host.put(text.encode("utf-8"), spec.env_file, mode=0o600)
+
+
+def install_release_env(host: Host, spec: HostSpec, release_id: str, text: str) -> None:
+    """The release's own env file (root-only 0600, atomic rename): what it is verified with, and what a
+    rollback to it, or any restart of it, puts back as the live env file (remote/release/relconfig.py)."""
+    host.put(text.encode("utf-8"), release_env_path(spec, release_id), mode=0o600)
 
 
 class UnitNotManaged(SpecopsError):
@@ -115,10 +123,14 @@ def _verify(host: Host, spec: HostSpec, text: str) -> bool:
 
 
 def restart(host: Host, spec: HostSpec) -> None:
-    """A deliberate restart: `reset-failed` first, so specops's own restarts never use up StartLimitBurst=.
+    """A deliberate restart of the current release, with its configuration: its recorded unit and env file are
+    put back first (the live env file is written from the release's own here, so a deploy's new env file takes
+    effect with the restart after its switch, and any other restart never runs a release under a configuration
+    it was not verified with). Then `reset-failed`, so specops's own restarts never use up StartLimitBurst=.
 
     Not checked: a unit that fails at once is still "restarted"; readiness reads the journal and names why
     (a better error than `systemctl restart` exiting 1). `reset-failed` exits 1 for a unit systemd has not
     loaded yet (a first deploy): nothing to forget then."""
+    restore_config(host, spec)
     for argv in deliberate_restart_argvs(spec.unit_name):
         host.run(argv, timeout=UNIT_TIMEOUT_S, check=False)

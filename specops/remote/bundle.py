@@ -35,6 +35,7 @@ RELEASE_MODULES = (
     "catalog.py",
     "claim.py",
     "marks.py",
+    "relconfig.py",
     "rollback.py",
     "stream.py",
     "receive.py",

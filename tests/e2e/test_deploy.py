@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.e2e.deployscene import UNPATCHED, Scene, watch_for, watch_until
+from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, watch_for, watch_until
 from tests.testbed import drift
-from tests.testbed.engine import RENUMBER_PATCH
+from tests.testbed.engine import RENUMBER_PATCH, copy_build
+from tests.unit.clirun import CliResult
 
 pytestmark = pytest.mark.e2e
 
@@ -107,6 +112,36 @@ def _bad_marks(scene: Scene) -> dict[str, object]:
     return {release["id"]: release["bad"] for release in listed if release["bad"] is not None}
 
 
+def test_a_rollback_into_an_environment_that_broke_under_both_releases_is_rollback_failed(scene: Scene) -> None:
+    """The unpatched build passes readiness and fails its smoke (the build is blamed, the host rolls back);
+    FFmpeg vanishes during that smoke, so the good release's restart fails too: nothing serves, exit 7."""
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    argv = [sys.executable, "-m", "specops", "deploy", scene.host.name, "--build", str(UNPATCHED), "--force", "--json"]
+    process = subprocess.Popen(argv, cwd=scene.folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ))  # fmt: skip
+    assert process.stderr is not None
+    while line := process.stderr.readline():
+        if f"{scene.host.name} smoke " in line:  # its engine has loaded torchcodec: only a restart meets the loss
+            drift.remove_ffmpeg_libs(scene.host)
+            break
+    out, err = process.communicate(timeout=400)
+    hosts = json.loads(out)["hosts"] if out.startswith("{") else {}
+    host = hosts.get(scene.host.name, {})
+    assert process.returncode == 7, out + err  # a failed rollback has its own exit code
+    assert host["outcome"] == "rollback-failed"
+    assert host["release"] is None  # nothing verified serves: no release is named as serving
+    assert str(host["now"]).startswith(f"{scene.host.name}: NOTHING SERVES: the rollback to {good['release']} "
+                                       "failed ("), host["now"]  # fmt: skip
+    assert host["gates"]["readiness"]["ok"] is True and host["gates"]["smoke"]["passed"] is False
+    rollback = host["rollback"]
+    assert rollback["ok"] is False
+    assert rollback["to"] == good["release"]
+    rollback_readiness = rollback["gates"]["readiness"]
+    assert rollback_readiness["seconds"] < 60
+    assert "libtorchcodec" in json.dumps(rollback_readiness["cause"])  # the same environment cause, not a hang
+
+
 def test_status_releases_audit_and_logs_tell_what_happened(scene: Scene) -> None:
     first, good = scene.deploy()
     assert first.code == 0, first.out + first.err
@@ -135,3 +170,57 @@ def test_status_releases_audit_and_logs_tell_what_happened(scene: Scene) -> None
     logs = scene.cli("logs", scene.host.name, "-n", "400")
     assert "DFLASH target_hidden feature dim mismatch" in logs.out
     assert "explained:" in logs.out
+
+
+def _deploy_build(scene: Scene, build: Path, *args: str) -> tuple[CliResult, dict[str, object]]:
+    result = scene.cli("deploy", scene.host.name, "--build", str(build), "--patch", str(PATCH), *args)
+    document = json.loads(result.out) if result.out.startswith("{") else {}
+    return result, document.get("hosts", {}).get(scene.host.name, {}) if isinstance(document, dict) else {}
+
+
+def test_a_broken_env_value_with_a_new_build_rolls_back_with_the_old_env_and_blames_the_configuration(
+    scene: Scene,
+) -> None:
+    """The env file belongs to its release: a rollback restores the one the old release was verified with, the
+    new build is not marked bad, `diagnose` names the configuration; a fixed or config-only change deploys."""
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    config, live = scene.folder / "specops.toml", "/opt/specops/sglang/env"
+    plain = config.read_text()
+    config.write_text(plain.replace('LOAD_SECONDS = "0.5"', 'LOAD_SECONDS = "0.5s"'))  # a typo: float() fails
+    build = copy_build(scene.folder / "newbuild")
+    (build / "sglang" / "testengine_note.txt").write_text("a new build\n")
+
+    dry = scene.cli("deploy", scene.host.name, "--build", str(build), "--patch", str(PATCH), "--dry-run")
+    assert "configuration changed: env (SGLANG_TESTENGINE_LOAD_SECONDS)" in dry.out, dry.out
+    assert "env SGLANG_TESTENGINE_LOAD_SECONDS: '0.5' -> '0.5s'" in dry.out
+    result, failed = _deploy_build(scene, build, "--json")
+    assert result.code == 1, result.out + result.err
+    assert failed["outcome"] == "rolled-back"
+    rollback = failed["rollback"]
+    assert isinstance(rollback, dict) and rollback["ok"] is True and rollback["to"] == good["release"]
+    assert rollback["marked_bad"] is None
+    assert "configuration changed: env (SGLANG_TESTENGINE_LOAD_SECONDS)" in str(rollback["not_marked"])
+    assert 'SGLANG_TESTENGINE_LOAD_SECONDS="0.5"\n' in scene.host.read_file(live).decode()  # the old release's own env
+    assert scene.host.exec(["stat", "-c", "%a %U", live]).stdout.decode().split() == ["600", "root"]
+    status = json.loads(scene.cli("status", scene.host.name, "--json").out)
+    assert (status["current"], status["health"]) == (good["release"], 200)
+    releases = json.loads(scene.cli("releases", scene.host.name, "--json").out)["releases"]
+    attempted = next(r for r in releases if r["id"] == failed["attempted"])
+    assert not attempted.get("bad"), attempted  # the build is not blamed: still a rollback target once verified
+    diagnosis = scene.cli("diagnose", scene.host.name, "--release", str(failed["attempted"]), "--json")
+    verdict = json.loads(diagnosis.out)
+    assert verdict["verdict"] == "configuration change", diagnosis.out
+    assert "env SGLANG_TESTENGINE_LOAD_SECONDS '0.5' → '0.5s'" in verdict["headline"]
+
+    config.write_text(plain)  # fixed: the same new build with the env that works
+    fixed, deployed = _deploy_build(scene, build, "--json")
+    assert (fixed.code, deployed["outcome"]) == (0, "deployed"), fixed.out + fixed.err
+    config.write_text(plain.replace('TOKENS_PER_SECOND = "400"', 'TOKENS_PER_SECOND = "401"'))  # config only
+    again, changed = _deploy_build(scene, build, "--json")
+    assert (again.code, changed["outcome"]) == (0, "deployed"), again.out + again.err
+    assert changed["release"] != deployed["release"]
+    assert 'SGLANG_TESTENGINE_TOKENS_PER_SECOND="401"\n' in scene.host.read_file(live).decode()
+    assert json.loads(scene.cli("status", scene.host.name, "--json").out)["health"] == 200
+    same, unchanged = _deploy_build(scene, build, "--json")
+    assert (same.code, unchanged["outcome"]) == (0, "unchanged"), same.out + same.err

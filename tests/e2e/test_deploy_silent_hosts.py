@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.deployscene import PATCH, UNPATCHED, make_scene
+from tests.e2e.faultkit import SSH_SESSIONS, prepare, variant_build
 from tests.testbed.testhost import TestHost
 
 pytestmark = pytest.mark.e2e
@@ -79,3 +80,35 @@ def test_silent_hosts_cost_one_connect_timeout_and_the_real_host_is_deployed(
     # each silent host was tried once, before the real host was deployed (silent-z, listed last, included)
     assert [deployed for _, deployed in first.seen + last.seen] == [False, False]
     assert abs(first.seen[0][0] - last.seen[0][0]) < 1.0  # at the same time, not one after the other
+
+
+def test_a_host_gone_silent_mid_deploy_is_said_lost_with_what_the_guard_will_do(
+    testhost: TestHost, host_venv: Path, tmp_path: Path
+) -> None:
+    """After one verified deploy, the host's SSH sessions are frozen (SIGSTOP: the connection stays open and says
+    nothing, as a host that drops off the network) once the next deploy's gates begin. The summary says the
+    connection was lost in the gates phase, that the new release is unverified, and that the host-side guard rolls
+    back to the verified one and by when; it never claims the unverified release serves."""
+    scene = prepare(testhost, host_venv, tmp_path)
+    base, found = scene.deploy()
+    assert base.code == 0, base.out + base.err
+    good = str(found["release"])
+    process = scene.start("--force", build=variant_build(tmp_path, "silent"))
+    assert process.stderr is not None and process.stdout is not None
+    seen = []
+    while line := process.stderr.readline():
+        seen.append(line.rstrip())
+        if " gates " in line:
+            testhost.exec(["pkill", "-STOP", "-f", SSH_SESSIONS], check=False)
+            break
+    try:
+        out, err = process.communicate(timeout=400)
+    finally:
+        testhost.exec(["pkill", "-CONT", "-f", SSH_SESSIONS], check=False)
+    text = "\n".join(seen) + out + err
+    assert process.returncode == 5, text
+    row = next(line for line in out.splitlines() if line.startswith(f"{testhost.name} "))
+    assert row.split()[1:3] == ["error", "-"], text  # the unverified release is not claimed as serving
+    final = out.rstrip().splitlines()[-1]
+    assert final.startswith(f"{testhost.name}: connection lost during the gates phase: "), text
+    assert "is unverified; the host-side guard rolls back to " + good + " by " in final, text

@@ -7,18 +7,28 @@ connection) and check that a deploy runs exactly the steps its dry run printed, 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from specops.config.inventory import HostSpec
 from specops.host.conversation import conversation
 from specops.host.recording import Call
+from specops.host.ssh import connect
+from specops.ops.lock import LockHolder, acquire
 from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
+from tests.e2e.test_deploy_interrupts import _kill_at
 from tests.testbed import drift
+from tests.testbed.engine import RENUMBER_PATCH
 from tests.testbed.staging import install_models, inventory_toml
 from tests.testbed.testhost import TestHost
 from tests.unit.clirun import run_cli
@@ -64,6 +74,40 @@ def test_canary_then_rest_and_a_failing_host_is_reported_per_host(
     rows = {line.split()[0]: line.split()[1] for line in table.out.splitlines()[1:3]}
     assert rows == {hosts[0].name: "unchanged", hosts[1].name: "preflight-failed"}
     assert scene.host.name in table.out
+    with _held_by_another_deploy(hosts[0], tmp_path / "home" / ".ssh" / "config"):
+        locked = run_cli(capsys, "deploy", "gpu", "--build", str(UNPATCHED), "--patch", str(PATCH), "--canary", "1")
+    assert locked.code == 6, locked.out + locked.err  # the lock's code; the canary did not fail
+    rows = {line.split()[0]: line.split()[1] for line in locked.out.splitlines()[1:3]}
+    assert rows == {hosts[0].name: "locked", hosts[1].name: "preflight-failed"}, locked.out  # not skipped
+    assert f"(not a failed canary: {hosts[1].name} is the canary in its place)" in locked.out, locked.out
+    _ctrl_c_prints_the_fleet_summary(scene, hosts, str(outcomes[hosts[0].name]["release"]))
+
+
+def _ctrl_c_prints_the_fleet_summary(scene: Scene, hosts: list[TestHost], verified: str) -> None:
+    """Ctrl-C while the first host's gates run: the summary so far, then the interruption's exit code."""
+    argv = [sys.executable, "-m", "specops", "deploy", "gpu", "--build", str(UNPATCHED), "--patch",
+            str(RENUMBER_PATCH), "--force"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=scene.folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ))  # fmt: skip
+    seen = _kill_at(process, "gates", signum=signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    text = "\n".join(seen) + out + err
+    assert process.returncode == 130, text
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:3]}
+    assert rows == {hosts[0].name: "interrupted", hosts[1].name: "skipped"}, text
+    assert f"{hosts[1].name}: interrupted before it started" in out, text
+    guard = re.search(rf"^{hosts[0].name}: (\S+) is unverified: the host-side guard rolls back to {verified} by "
+                      r"\d\d:\d\d:\d\d UTC \(within 15 s\)$", out, re.MULTILINE)  # fmt: skip
+    assert guard is not None, text
+
+
+@contextmanager
+def _held_by_another_deploy(host: TestHost, ssh_config: Path) -> Iterator[None]:
+    """The host's deploy lock, held (heartbeat fresh) by a deploy from another machine."""
+    holder = replace(LockHolder.current("specops deploy gpu"), machine="elsewhere", machine_id="0" * 32)
+    spec = HostSpec(name=host.name, ssh=host.name, python="/usr/bin/python3", model_path="/models/target")
+    with connect(spec, ssh_config=ssh_config, known_hosts=[]) as connection, acquire(connection, holder):
+        yield
 
 
 def test_failing_canary_skips_the_rest(
@@ -181,7 +225,7 @@ def test_dry_run_prints_exactly_what_the_deploy_then_does(
     first, outcome = _dry_run_then_deploy(scene, calls, *patch)  # no release on the host yet
     assert (first["guard"], first["rollback_to"], outcome["outcome"]) == (False, None, "deployed")
     serving, outcome = _dry_run_then_deploy(scene, calls, *patch)  # the build already serves
-    assert [step["step"] for step in serving["steps"]] == ["lock", "read", "unlock", "record"]
+    assert [step["step"] for step in serving["steps"]] == ["lock", "read", "unlock", "serving", "record"]
     assert outcome["outcome"] == "unchanged"
     config = scene.folder / "specops.toml"
     config.write_text(config.read_text().replace("limit_nofile = 20000", "limit_nofile = 20001"))

@@ -66,7 +66,7 @@ def test_a_signal_during_a_deploys_drain_leaves_the_guard_to_put_the_verified_re
     process = _deploy_process(scene, "--patch", str(RENUMBER_PATCH), "--force")
     said = _interrupted(scene, process, name, code)
     client.join(timeout=180)
-    assert "is not verified: the rollback guard puts the last verified release back" in said
+    assert f"is unverified: the host-side guard rolls back to {good['release']} by " in said, said
     audit = _last_audit(scene, "deploy")
     assert (audit["outcome"], audit["message"].split(":")[0]) == ("interrupted", f"interrupted ({name})")
     found = _wait_for_verified_current(scene, str(good["release"]), timeout=180)

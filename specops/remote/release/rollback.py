@@ -6,9 +6,10 @@ interpreter. One op:
   rollback SERVICE_DIR UNIT TARGET_ID REASON [FLAGS]
       point `current` at TARGET_ID (or, when empty, the newest verified release that is neither current nor
       marked bad; a bad TARGET_ID only with the flag `force`), mark the release it leaves bad (marks.py; not
-      with the flag `keep-unmarked`: the evidence does not point at the release, deploy/blame.py), put
-      back the unit text recorded in its manifest, daemon-reload, enable it, reset-failed (so a deliberate restart never
-      counts against StartLimitBurst=), restart the unit, append to audit.jsonl.
+      with the flag `keep-unmarked`: the deploy that failed changed the configuration, not the build), put back
+      the configuration recorded with the target (relconfig.py: its unit text and env file), daemon-reload,
+      enable it, reset-failed (so a deliberate restart never counts against StartLimitBurst=), restart the
+      unit, append to audit.jsonl. FLAGS: comma-separated.
 """
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ from typing import Any
 from specops.remote.release.catalog import op_list
 from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, utc_text
 from specops.remote.release.marks import mark_left_release
+from specops.remote.release.relconfig import restore_config
 from specops.remote.release.script import (
     current_id,
     op_switch,
-    read_manifest,
 )
-
-UNIT_DIR = "/etc/systemd/system"
 
 
 def rollback_target(service_dir: str, wanted: str, force: bool = False) -> str:
@@ -51,25 +50,6 @@ def rollback_target(service_dir: str, wanted: str, force: bool = False) -> str:
     return str(candidates[-1])
 
 
-def restore_unit(service_dir: str, release_id: str, unit: str) -> bool:
-    """Write the unit text recorded with the release (atomic rename); True when the file changed."""
-    text = read_manifest(os.path.join(service_dir, "releases", release_id)).get("unit")
-    if not isinstance(text, str) or not text:
-        return False
-    path = os.path.join(UNIT_DIR, unit)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return False
-    except OSError:
-        pass
-    temporary = path + ".specops-tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
-    return True
-
-
 def append_audit(service_dir: str, entry: dict[str, Any]) -> None:
     line = (json.dumps({SCHEMA_KEY: AUDIT_SCHEMA, **entry}, sort_keys=True) + "\n").encode("utf-8")
     descriptor = os.open(os.path.join(service_dir, "audit.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -83,14 +63,15 @@ def op_rollback(service_dir: str, unit: str, target: str, reason: str, flags: st
     import socket  # here, not at the top: every `list` and `receive` would pay for these imports
     import subprocess
 
-    given = set(flags.split(","))  # FLAGS: comma-separated
+    given = set(flags.split(","))
     release_id = rollback_target(service_dir, checked_release_id(target, empty_ok=True), "force" in given)
     switched = op_switch(service_dir, release_id)
     who = "specops@" + socket.gethostname()
     marked = None
     if "keep-unmarked" not in given:  # kept if the restart fails
         marked = mark_left_release(service_dir, switched["previous"], release_id, reason, who)
-    unit_changed = restore_unit(service_dir, release_id, unit)
+    config = restore_config(service_dir, release_id, unit)
+    unit_changed = config["unit_restored"]
     subprocess.run(["systemctl", "daemon-reload"], check=True, timeout=120)
     subprocess.run(["systemctl", "enable", unit], check=False, timeout=120)  # a reboot starts what it restores
     # A deliberate restart: forget the start-rate counter first, so rollbacks never end in start-limit-hit.
@@ -100,11 +81,12 @@ def op_rollback(service_dir: str, unit: str, target: str, reason: str, flags: st
         service_dir,
         {"when": utc_text(), "who": who, "action": "rollback", "from": switched["previous"],
          "to": release_id, "outcome": "restarted", "message": reason, "unit_restored": unit_changed,
-         "marked_bad": marked},
+         "env": config["env"], "marked_bad": marked},
     )  # fmt: skip
     return {
         "previous": switched["previous"],
         "current": release_id,
         "unit_restored": unit_changed,
+        "env": config["env"],
         "marked_bad": marked,
     }

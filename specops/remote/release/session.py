@@ -31,6 +31,7 @@ from specops.remote.release.catalog import op_list, op_prune, op_update_manifest
 from specops.remote.release.hostdata import Refused, checked_release_id
 from specops.remote.release.marks import op_mark_bad, op_unmark_bad
 from specops.remote.release.receive import op_receive
+from specops.remote.release.relconfig import op_restore_config
 from specops.remote.release.rollback import op_rollback
 from specops.remote.release.script import op_switch, read_manifest
 
@@ -85,6 +86,7 @@ def _listing_requested() -> bool:
 OPS: dict[str, Callable[..., dict[str, Any]]] = {"list": op_list, "receive": op_receive, "switch": op_switch}
 OPS.update({"prune": op_prune, "update-manifest": op_update_manifest, "session": op_session})
 OPS.update({"rollback": op_rollback, "mark-bad": op_mark_bad, "unmark-bad": op_unmark_bad})
+OPS["restore-config"] = op_restore_config
 # the guard file adds "guard" and "watch" (guard.py, watch.py): only its timer and its watch service run them
 
 

@@ -69,6 +69,7 @@ class DeployScene:
     server: CannedServer = field(default_factory=CannedServer)
     lock_holder: str | None = None  # holder.json of a deploy holding the lock when this one starts
     engine: str = "ActiveState=active\nSubState=running\nInactiveEnterTimestamp=\n"  # the unit before the deploy
+    env: str | None = None  # the current release's own env file (None: it has none, nor is there a live one)
 
     def host(self) -> RecordingHost:
         spec, script = self.spec, release_cmd.script_argv(self.spec, "x")[:4]
@@ -86,11 +87,15 @@ class DeployScene:
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", [PYTHON, "-I", "-"]), reply("{}\n"))
+        host.script(self._hooked("arm", ["systemd-run"]), reply())  # the guard's timer (and the watch)
+        env = reply(self.env) if self.env is not None else reply(stderr="cat: No such file", exit_code=1)
+        host.script(lambda argv: argv[:1] == ("cat",) and argv[-1].endswith("/.specops-env"), env)
+        host.script(["cat", spec.env_file], reply(stderr="cat: No such file", exit_code=1))
         # a release's manifest read by `cat --` (status's drift check): these scenes record no fingerprint
         host.script(["cat", "--"], reply(stderr="cat: manifest.json: No such file or directory\n", exit_code=1))
         self._script_release_ops(host, script)
         self._script_gates(host)
-        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemd-run"], ["systemctl", "enable"],
+        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"], [PYTHON, "-IS", "-c"],
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())
@@ -144,6 +149,8 @@ class DeployScene:
         host.script(self._hooked("switch", [*script, "switch"]), reply(json.dumps({"ok": True, "previous": None})))
         host.script([*script, "prune"], reply(json.dumps({"ok": True, "removed": []})))
         host.script([*script, "list"], reply(json.dumps(listing)))
+        restored = {"ok": True, "release": self.current, "unit_restored": False, "env": "same"}
+        host.script([*script, "restore-config"], reply(json.dumps(restored)))
         back = self.rollback_reply or {"ok": True, "previous": "new", "current": self.current or "none"}
         host.script([*script, "rollback"], reply(json.dumps(back), exit_code=0 if back["ok"] else 3))
 

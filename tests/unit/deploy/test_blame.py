@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from specops.commands.config_change import ConfigChange
 from specops.commands.release import rollback_argv
 from specops.config.inventory import HostSpec
 from specops.deploy.blame import HOST_NOT_RELEASE, blame_for_failed_gates, host_at_fault
@@ -21,6 +22,7 @@ TORCHCODEC = [
     "OSError: libavutil.so.57: cannot open shared object file: No such file or directory",
 ]
 SPEC_CRASH = ["Traceback (most recent call last):", "AssertionError: draft token shape mismatch"]
+UNCHANGED = ConfigChange()  # this deploy changed neither the env file nor the unit
 WITH_FFMPEG = Fingerprint(host="h", ffmpeg_libs=["libavutil.so.57"], packages={"torch": "2.13.0"})
 WITHOUT_FFMPEG = Fingerprint(host="h", ffmpeg_libs=[], packages={"torch": "2.13.0"})
 
@@ -34,13 +36,13 @@ def _not_ready(journal: list[str]) -> GateResult:
 
 
 def test_a_failure_the_journal_does_not_blame_on_the_host_marks_the_release_and_rolls_back() -> None:
-    blame = blame_for_failed_gates(_not_ready(SPEC_CRASH), GOOD, WITH_FFMPEG, WITH_FFMPEG)
+    blame = blame_for_failed_gates(UNCHANGED, _not_ready(SPEC_CRASH), GOOD, WITH_FFMPEG, WITH_FFMPEG)
     assert (blame.culprit, blame.marks_bad, blame.roll_back) == ("build", True, True)
-    assert blame.reason.startswith("the release failed its gates: not ready")
+    assert blame.reason == "the gates failed with the configuration unchanged"
 
 
 def test_an_environment_fault_on_the_environment_the_target_was_verified_on_rolls_back_and_marks_nothing() -> None:
-    blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, WITHOUT_FFMPEG, WITHOUT_FFMPEG)
+    blame = blame_for_failed_gates(UNCHANGED, _not_ready(TORCHCODEC), GOOD, WITHOUT_FFMPEG, WITHOUT_FFMPEG)
     assert (blame.culprit, blame.marks_bad, blame.roll_back) == ("host", False, True)
     assert blame.reason.startswith(f"{HOST_NOT_RELEASE}: torchcodec")
     assert "journal: RuntimeError: Could not load libtorchcodec" in blame.reason
@@ -48,7 +50,7 @@ def test_an_environment_fault_on_the_environment_the_target_was_verified_on_roll
 
 
 def test_an_environment_fault_after_the_environment_changed_neither_marks_nor_rolls_back() -> None:
-    blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, WITH_FFMPEG, WITHOUT_FFMPEG)
+    blame = blame_for_failed_gates(UNCHANGED, _not_ready(TORCHCODEC), GOOD, WITH_FFMPEG, WITHOUT_FFMPEG)
     assert (blame.marks_bad, blame.roll_back) == (False, False)
     assert f"not rolled back: {GOOD} is not known to work on this environment (" in blame.reason
     assert "libavutil.so.57" in blame.reason and blame.reason.endswith("it would restart into the same fault")
@@ -58,15 +60,14 @@ def test_an_environment_fault_after_the_environment_changed_neither_marks_nor_ro
 def test_an_environment_fault_without_both_fingerprints_does_not_roll_back(
     target_env: Fingerprint | None, candidate_env: Fingerprint | None
 ) -> None:
-    blame = blame_for_failed_gates(_not_ready(TORCHCODEC), GOOD, target_env, candidate_env)
+    blame = blame_for_failed_gates(UNCHANGED, _not_ready(TORCHCODEC), GOOD, target_env, candidate_env)
     assert (blame.marks_bad, blame.roll_back) == (False, False)
     assert "(no environment fingerprint to compare with)" in blame.reason
 
 
-def test_without_a_target_nothing_is_rolled_back_whoever_is_at_fault() -> None:
-    assert blame_for_failed_gates(_not_ready(SPEC_CRASH), None, None, None).roll_back is False
-    host = blame_for_failed_gates(_not_ready(TORCHCODEC), None, None, None)
-    assert (host.marks_bad, host.roll_back) == (False, False)
+def test_without_a_target_the_host_is_still_blamed_and_nothing_is_rolled_back() -> None:
+    host = blame_for_failed_gates(UNCHANGED, _not_ready(TORCHCODEC), None, None, None)
+    assert (host.culprit, host.marks_bad, host.roll_back) == ("host", False, False)
 
 
 @pytest.mark.parametrize(
@@ -98,3 +99,10 @@ def test_the_host_script_is_asked_to_keep_the_release_unmarked_only_when_the_bui
     assert rollback_argv(spec, GOOD, "why")[-1] == "why"  # marks the release it leaves, as before
     assert rollback_argv(spec, GOOD, "why", keep_unmarked=True)[-1] == "keep-unmarked"
     assert rollback_argv(spec, GOOD, "why", force=True, keep_unmarked=True)[-1] == "force,keep-unmarked"
+
+
+def test_a_configuration_change_in_the_same_deploy_is_blamed_before_the_host() -> None:
+    """The new env file may be what broke the start (LD_LIBRARY_PATH): the rollback puts back the old one."""
+    changed = ConfigChange(env=("LD_LIBRARY_PATH: /opt/a -> /opt/b",))
+    blame = blame_for_failed_gates(changed, _not_ready(TORCHCODEC), GOOD, WITH_FFMPEG, WITHOUT_FFMPEG)
+    assert (blame.culprit, blame.marks_bad, blame.roll_back) == ("configuration", False, True)

@@ -29,7 +29,7 @@ def test_unchanged_build_does_nothing_but_lock_read_and_record(world: World) -> 
     scene = world.scene(releases=[release(current, world.tree_hash)], current=current, unit=world.unit_text)
     run = world.run(scene)
     assert run.plan["action"] == "unchanged"
-    assert run.step_names() == ["lock", "read", "unlock", "record"]
+    assert run.step_names() == ["lock", "read", "unlock", "serving", "record"]
     assert (run.outcome["outcome"], run.outcome["release"], run.result.code) == ("unchanged", current, 0)
     run.assert_followed()
     assert not [argv for argv in run.host.commands if argv[:2] == ("systemctl", "restart")]
@@ -38,7 +38,7 @@ def test_unchanged_build_does_nothing_but_lock_read_and_record(world: World) -> 
 def test_first_deploy_arms_no_guard_and_plans_no_rollback(world: World) -> None:
     run = world.run(world.scene())
     assert run.step_names() == ["lock", "read", "push", "preflight", "unit", "disarm-leftover", "switch", "stop",
-                                "gates", "verified", "failed", "unlock", "record"]  # fmt: skip
+                                "gates", "verified", "failed", "unlock", "serving", "record"]  # fmt: skip
     assert (run.plan["guard"], run.plan["rollback_to"], run.plan["unit_changed"]) == (False, None, True)
     assert run.plan["push"] == {"send_files": 2, "total_files": 2, "base": None}
     assert (run.outcome["outcome"], run.result.code) == ("deployed", 0)
@@ -56,7 +56,7 @@ def test_text_dry_run_numbers_the_steps_with_their_commands_and_the_unit_diff(wo
     assert "  3. push: send 2 of 2 files as release " in text.out
     assert "       $ sh -c '<script" not in text.out  # inline scripts are shown by size and hash
     assert "specops-lock acquire /run/specops/lock '***' 90" in text.out  # the lock's token is masked
-    assert "writes /opt/specops/sglang/env (mode 0600): the env file (" in text.out
+    assert "/.specops-env (mode 0600): the env file (" in text.out  # the release's own, 0600, never shown
     assert "+ExecStart=" in text.out
     assert text.out.rstrip().endswith("dry run: nothing was changed")
 
@@ -67,7 +67,7 @@ def test_preflight_failure_stops_before_the_unit(world: World) -> None:
     run = world.run(scene)
     assert (run.outcome["outcome"], run.result.code) == ("preflight-failed", 1)
     assert "ffmpeg.libs: FFmpeg libraries: none found" in run.outcome["cause"]
-    run.assert_followed(upto="preflight", then=("unlock", "record"))
+    run.assert_followed(upto="preflight", then=("unlock", "serving", "record"))
 
 
 def test_forced_deploy_goes_on_after_a_failed_check(world: World) -> None:
@@ -108,7 +108,10 @@ def _index_of_switch(commands: list[tuple[str, ...]]) -> int:
 
 def test_rollback_whose_own_gate_fails_says_so(world: World) -> None:
     run = world.run(serving(world), smokes=(False, False))
-    assert (run.outcome["outcome"], run.result.code) == ("rolled-back", 1)
+    assert (run.outcome["outcome"], run.result.code) == ("rollback-failed", 7)
+    assert run.outcome["release"] is None and str(run.outcome["now"]).startswith(
+        f"{run.outcome['host']}: NOTHING SERVES"
+    )
     assert run.outcome["rollback"]["ok"] is False
     assert run.outcome["rollback"]["gates"]["smoke"]["passed"] is False
     run.assert_followed(FAIL_BRANCH)
@@ -146,7 +149,7 @@ def test_a_lost_lock_stops_the_deploy_at_the_next_step(world: World) -> None:
     assert (run.outcome["outcome"], run.result.code) == ("lock-lost", 6)
     assert "lost the lock (removed or taken over by someone else); stopped before the unit step" in run.outcome[
         "cause"]  # fmt: skip
-    run.assert_followed(upto="preflight", then=("unlock", "record"))  # the audit line says why it stopped
+    run.assert_followed(upto="preflight", then=("unlock", "serving", "record"))  # the audit line says why it stopped
     # what it knew when it stopped: the release serving and the one it was deploying, and its phases so far
     assert (run.outcome["previous"], run.outcome["release"]) == ("20260101T000000Z-old", "20260101T000000Z-old")
     assert run.outcome["attempted"] == run.plan["release"] and "preflight" in run.outcome["phases"]
@@ -165,6 +168,19 @@ def test_ctrl_c_during_the_switch_leaves_the_guard_armed_and_releases_the_lock(w
     error = json.loads(run.result.out)["error"]
     assert (error["message"], error["exit_code"]) == ("interrupted (SIGINT)", 130)
     assert error["lines"][1].startswith(f"{HOST}: ")  # what serves now
+
+
+def test_ctrl_c_after_the_new_unit_was_written_puts_the_serving_release_configuration_back(world: World) -> None:
+    """Interrupted while the guard is armed (the unit step wrote the new unit, the switch has not happened): the
+    engine was never stopped, and the serving release gets its own unit and env file back."""
+    scene = serving(world, unit="# Managed by specops. An older unit\n")
+    scene.on_command["arm"] = lambda: KeyboardInterrupt()
+    run = world.run(scene)
+    assert run.result.code == 130, run.result.out
+    commands = [" ".join(argv) for argv in run.host.commands]
+    after = commands[next(i for i, line in enumerate(commands) if line.startswith("systemd-run")) + 1 :]
+    assert [line for line in after if " restore-config " in line], after
+    assert not [line for line in after if line.startswith(("systemctl restart", "systemctl stop"))]
 
 
 def test_a_cancelled_fleet_stops_each_host_at_its_next_step(world: World) -> None:

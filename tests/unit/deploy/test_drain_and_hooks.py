@@ -83,7 +83,7 @@ def test_a_failing_pre_stop_stops_the_deploy_before_anything_on_the_host_changes
     assert not [argv for argv in run.host.commands if "switch" in argv or argv[:2] == ("systemctl", "stop")]
     assert log.read_text().splitlines() == ["pre_stop " + run.plan["release"]]  # post_start not run
     assert run.outcome["hooks"][0]["exit_code"] == 3
-    run.assert_followed(upto="pre_stop", then=("unlock", "record"))
+    run.assert_followed(upto="pre_stop", then=("unlock", "serving", "record"))
 
 
 def test_hooks_bracket_a_verified_deploy_and_the_plan_shows_them(world: World) -> None:

@@ -77,7 +77,7 @@ def test_an_unpatched_ddtree_build_still_stops_with_the_gpu_checks_skipped(world
     assert (run.outcome["outcome"], run.result.code) == ("preflight-failed", 1)
     assert run.outcome["cause"].startswith("sglang.algorithm: DDTREE is registered but")
     assert "gpu.driver" not in run.outcome["cause"]
-    run.assert_followed(upto="preflight", then=("unlock", "record"))
+    run.assert_followed(upto="preflight", then=("unlock", "serving", "record"))
 
 
 def test_a_hosts_waivers_from_the_config_are_honoured_and_shown_with_their_reason(world: World) -> None:

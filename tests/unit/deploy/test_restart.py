@@ -22,7 +22,7 @@ from tests.unit.deploy.test_stopped_engine import STOPPED
 from tests.unit.deploy.world import FAIL_BRANCH, PASS_BRANCH, World
 
 CURRENT = "20260101T000000Z-cur"
-STEPS = ["lock", "read", "stop", "gates", "started", "start-failed", "record", "unlock"]
+STEPS = ["lock", "read", "stop", "gates", "started", "start-failed", "record", "serving", "unlock"]
 
 
 def _plan(world: World, listing: Listing, engine: EngineState) -> list[str]:

@@ -27,7 +27,8 @@ class FakeSystemd:
         self.burst, self.starts, self.result = burst, 0, "success"
 
     def host(self) -> RecordingHost:
-        return RecordingHost("gpu1").script(["systemctl"], reply())
+        restored = '{"ok": true, "release": "r", "unit_restored": false, "env": "same"}'
+        return RecordingHost("gpu1").script(["systemctl"], reply()).script(["/opt/venv/bin/python"], reply(restored))
 
     def replay(self, host: RecordingHost) -> str:
         """Apply the recorded commands in order; the unit's Result= afterwards."""
@@ -87,7 +88,11 @@ def test_the_host_side_rollback_resets_the_start_limit_before_it_restarts(
         remote_rollback, "rollback_target", lambda service_dir, target, force=False: "20260101T000000Z-old"
     )
     monkeypatch.setattr(remote_rollback, "op_switch", lambda service_dir, release_id: {"previous": "new"})
-    monkeypatch.setattr(remote_rollback, "restore_unit", lambda service_dir, release_id, unit: False)
+    monkeypatch.setattr(
+        remote_rollback,
+        "restore_config",
+        lambda service_dir, release_id, unit: {"unit_restored": False, "env": "not recorded"},
+    )
     remote_rollback.op_rollback(str(tmp_path), "sglang.service", "", "test")
     assert ran == [["systemctl", "daemon-reload"], ["systemctl", "enable", "sglang.service"],
                    ["systemctl", "reset-failed", "sglang.service"],

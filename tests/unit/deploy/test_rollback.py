@@ -20,6 +20,11 @@ def _scene(world: World, **kwargs: object):  # type: ignore[no-untyped-def]
     return world.scene(releases=releases, current=NEW, unit=world.unit_text, **kwargs)
 
 
+# after a refused host-side rollback: `current` read again, then started with its own unit and env file back
+STARTED_AGAIN = ["release list", "journalctl -n", "release restore-config", "systemctl reset-failed",
+                 "systemctl restart", "readiness poll"]  # fmt: skip
+
+
 def _commands(host_calls: list[object]) -> list[str]:
     """Each command by what it does: the release script's op, else its first words."""
     names = []
@@ -56,7 +61,9 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
         "release list",  # the plan, before the lock: a refusal never takes it (nor ends the guard's watch)
         "lock acquire", "release list", "systemctl stop", "systemctl show", "sh -c",  # drain, stop, GPUs free
         "journalctl -n", "release rollback", "readiness poll",
-        "release update-manifest", "audit", "lock release",
+        "release update-manifest", "audit",
+        "release list", "systemctl show",  # what serves at the end, for the summary's last line
+        "lock release",
         "/opt/venv/bin/python -I",  # the probe whose fingerprint is kept locally for diff/diagnose
     ]  # fmt: skip
     remembered = world.folder / "state" / "specops" / "fingerprints" / f"{HOST}.json"
@@ -65,12 +72,21 @@ def test_manual_rollback_switches_back_gates_and_records(world: World) -> None:
     assert (entry["action"], entry["outcome"], entry["from"], entry["to"]) == ("rollback", "verified", NEW, OLD)
 
 
-def test_manual_rollback_whose_gate_fails_exits_1_and_records_nothing_in_the_manifest(world: World) -> None:
+def test_a_rollback_to_a_release_without_its_own_env_file_says_the_live_one_was_left(world: World) -> None:
+    """A release made by an older specops kept no env file: the host leaves the live one, and the result says so."""
+    scene = _scene(world, rollback_reply={"ok": True, "previous": NEW, "current": OLD, "env": "not recorded"})
+    use_scene(world.monkeypatch, scene, [scene.host()], [True])
+    result = world.cli("rollback", HOST)
+    assert result.code == 0, result.out + result.err
+    assert f"{OLD} has no env file of its own (made by an older specops): the live one is left as it was" in result.out
+
+
+def test_manual_rollback_whose_gate_fails_exits_7_and_records_nothing_in_the_manifest(world: World) -> None:
     scene = _scene(world)
     hosts = [scene.host()]
     use_scene(world.monkeypatch, scene, hosts, [False])
     result = world.cli("rollback", HOST)
-    assert result.code == 1
+    assert result.code == 7  # a failed rollback: no verified release serves
     assert result.out.startswith(f"rolled back {NEW} -> {OLD}: NOT healthy: smoke gate failed: accept_length 1.0")
     assert "release update-manifest" not in _commands(hosts[0].calls)
 
@@ -92,7 +108,7 @@ def test_a_host_side_refusal_after_the_stop_starts_the_engine_that_served_again(
     assert result.summary == (f"rollback failed: {HOST}: release {OLD} is not a verified, complete release on "
                               f"this host\nthe engine was stopped, then started again: {NEW} serves as before")  # fmt: skip
     after = _commands(host.calls)[_commands(host.calls).index("release rollback") + 1 :]
-    assert after == ["release list", "journalctl -n", "systemctl reset-failed", "systemctl restart", "readiness poll"]
+    assert after == STARTED_AGAIN
     assert f"{NEW} serves again" in " ".join(event.message for event in events.events)
 
 
@@ -101,7 +117,7 @@ def test_a_refusal_after_the_stop_whose_restart_never_comes_up_says_loudly_that_
     hosts = [scene.host()]
     use_scene(world.monkeypatch, scene, hosts, [True])
     result = world.cli("rollback", HOST, "--to", OLD)
-    assert result.code == 1
+    assert result.code == 7
     dark = (
         f"NOTHING SERVES on {HOST}: sglang.service was stopped by the rollback and {NEW}, started again, is not ready"
     )
@@ -122,7 +138,7 @@ def test_gpus_that_stay_busy_after_the_stop_say_that_nothing_serves_and_start_no
     use_scene(world.monkeypatch, scene, hosts, [True])
     world.monkeypatch.setattr("specops.deploy.rollback.stop_engine", busy)
     result = world.cli("rollback", HOST)
-    assert result.code == 1
+    assert result.code == 7
     assert "its GPUs are not free" in result.out and "--reap" in result.out
     assert (
         f"NOTHING SERVES on {HOST}: sglang.service was stopped by the rollback and its GPUs are not free" in result.out
@@ -179,19 +195,13 @@ def test_a_deploys_rollback_refused_after_the_stop_starts_the_engine_again(world
     started again and proven ready, and the outcome says nothing was rolled back and what serves."""
     scene = world.scene(releases=[release(OLD, "0" * 64)], current=OLD, unit=world.unit_text, rollback_reply=REFUSAL)
     run = world.run(scene, smokes=(False,))
-    assert (run.outcome["outcome"], run.result.code) == ("rolled-back", 1)
+    assert (run.outcome["outcome"], run.result.code) == ("rollback-failed", 7)  # the failed release serves again
     back = run.outcome["rollback"]
     assert (back["ok"], back["stopped"], back["nothing_serves"]) == (False, True, None)
     assert back["restored"] == OLD  # what `current` names (the scripted host's listing never changes)
     commands = _commands(run.host.calls)
     after = commands[commands.index("release rollback") + 1 :]
-    assert after[:5] == [
-        "release list",
-        "journalctl -n",
-        "systemctl reset-failed",
-        "systemctl restart",
-        "readiness poll",
-    ]
+    assert after[: len(STARTED_AGAIN)] == STARTED_AGAIN
 
 
 def test_a_rollback_that_finds_its_lock_lost_before_the_stop_changes_nothing(world: World) -> None:

@@ -102,7 +102,7 @@ def test_the_plan_says_from_to_why_the_drain_the_gates_and_what_is_marked_bad(tm
         f"  why {OLD}: {NEWEST}",
         "  1. pre_stop hook: drain-lb 'llm two'",
         "  2. drain sglang.service: up to 60 s for running requests, then stop it and prove its GPUs free",
-        f"  3. switch current to {OLD}, put back its unit, restart sglang.service",
+        f"  3. switch current to {OLD}, put back its unit and env file, restart sglang.service",
         "  4. gates: readiness (up to 1200 s), then smoke (profile slow)",
         f"  afterwards: {NEW} is marked bad; the lock is held throughout and the result audited",
     ]

@@ -60,7 +60,18 @@ def _stopped(world: World, **kwargs: object) -> DeployScene:
 def test_a_deploy_of_the_same_build_starts_the_stopped_engine_through_the_gates(world: World) -> None:
     run = world.run(_stopped(world))
     assert (run.plan["action"], run.plan["push"], run.plan["guard"]) == ("start", None, False)
-    assert run.step_names() == ["lock", "read", "env", "stop", "gates", "started", "start-failed", "unlock", "record"]
+    assert run.step_names() == [
+        "lock",
+        "read",
+        "env",
+        "stop",
+        "gates",
+        "started",
+        "start-failed",
+        "unlock",
+        "serving",
+        "record",
+    ]
     assert (run.outcome["outcome"], run.outcome["release"], run.result.code) == ("started", CURRENT, 0)
     assert "started the stopped engine (inactive/dead since" in run.outcome["cause"]
     run.assert_followed()

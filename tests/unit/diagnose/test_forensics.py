@@ -6,7 +6,7 @@ import json
 
 from specops.config.inventory import HostSpec
 from specops.diagnose.case import build_case
-from specops.diagnose.verdict import CODE, decide
+from specops.diagnose.verdict import CODE, CONFIG, decide
 from specops.host.recording import RecordingHost, reply
 from specops.ops.forensics import DIFF_MARKER, collect
 from tests.unit.diagnose.test_verdict import BAD, GOOD, SCHEDULER, files, manifest
@@ -21,17 +21,23 @@ TRACEBACK = "\n".join([
 ])  # fmt: skip
 
 
-def recorded_host() -> RecordingHost:
+def recorded_host(envs: dict[str, str] | None = None, bad_files: dict[str, object] | None = None,
+                  journal: str = TRACEBACK) -> RecordingHost:  # fmt: skip
+    """`envs`: each release's own env file (none: releases from before they kept one)."""
     host = RecordingHost("llm-one")
     host.script(lambda argv: "list" in argv and "-IS" in argv, reply(stdout=json.dumps(LISTING)))
-    for release, tree, file_map in ((GOOD, "a", files()), (BAD, "b", files(scheduler="t"))):
+    for release in (GOOD, BAD):
+        text = (envs or {}).get(release)
+        env = reply(stdout=text) if text is not None else reply(stderr="No such file", exit_code=1)
+        host.script(["cat", f"{SPEC.service_dir}/releases/{release}/.specops-env"], env)
+    for release, tree, file_map in ((GOOD, "a", files()), (BAD, "b", bad_files or files(scheduler="t"))):
         path = f"{SPEC.service_dir}/releases/{release}/manifest.json"
         host.script(["cat", "--", path], reply(stdout=json.dumps(manifest(tree, file_map))))
     diff = f"{DIFF_MARKER}{SCHEDULER}\n--- a\n+++ b\n@@ -1 +1 @@\n-x = 1\n+x = 1 / 0\n"
     host.script(lambda argv: argv[:2] == ("sh", "-c") and DIFF_MARKER in argv, reply(stdout=diff))
     show = "ActiveState=activating\nSubState=auto-restart\nNRestarts=7\nExecMainStatus=1\nMainPID=0\n"
     host.script(["systemctl", "show"], reply(stdout=show))
-    host.script(lambda argv: argv[:2] == ("sh", "-c") and "InvocationID" in argv[2], reply(stdout=TRACEBACK))
+    host.script(lambda argv: argv[:2] == ("sh", "-c") and "InvocationID" in argv[2], reply(stdout=journal))
     host.script([SPEC.python, "-I", "-"], reply(stderr="No such file or directory", exit_code=127))
     return host
 
@@ -50,3 +56,20 @@ def test_a_crash_loop_with_the_interpreter_gone_is_still_diagnosed_from_files_an
     readers = [c for c in host.commands if c[0] in ("cat", "sh", SPEC.python) or c[:2] == ("systemctl", "show")]
     assert readers == host.commands  # reads only: nothing on a broken host is changed
     assert not any("list" not in c and "-IS" in c for c in host.commands)  # no release op other than the listing
+
+
+def test_a_failure_that_names_a_changed_env_value_is_a_configuration_change_with_secrets_masked() -> None:
+    """Both releases kept their env file: the keys that differ are the evidence, a secret's values never shown."""
+    crash = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/opt/specops/sglang/current/sglang/launch_server.py", line 45, in _env_float',
+        "ValueError: could not convert string to float: '0.5s'",
+    ])  # fmt: skip
+    envs = {GOOD: 'LOAD_SECONDS="0.5"\nHF_TOKEN="hf_old"\n', BAD: 'LOAD_SECONDS="0.5s"\nHF_TOKEN="hf_new"\n'}
+    spec = SPEC.model_copy(update={"secrets": ["HF_TOKEN"]})
+    material = collect(recorded_host(envs, files(), crash), spec, None)
+    found = decide(build_case(material))
+    assert found.kind == CONFIG
+    assert "env LOAD_SECONDS '0.5' → '0.5s'" in found.headline
+    assert "env HF_TOKEN *** → ***" in found.headline
+    assert "hf_old" not in json.dumps(found.to_json()) and "hf_new" not in json.dumps(found.to_json())

@@ -77,3 +77,22 @@ def test_a_watch_from_the_boot_before_is_written_cut_short_and_audited(service: 
         ("watch", "cut-short", OLD)
     ]
     assert _boot(service, tmp_path)[0]["watch"] is None  # settled once
+
+
+def test_a_verified_current_gets_its_own_env_file_back_before_its_engine_starts(service: Path, tmp_path: Path) -> None:
+    """The host went down between a deploy's env/unit write and its switch: the boot op (ordered before the
+    engine's unit) puts back the env file the current release was verified with."""
+    folder = service / "releases" / OLD
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "env_file": str(service / "env")}))
+    (folder / ".specops-env").write_text('A="verified"\n')
+    (service / "env").write_text('A="never verified"\n')
+    point_current(service, OLD)
+    guard = tmp_path / "guard.py"
+    guard.write_text(guard_script())
+    arm = ["true", "guard", str(service), "sglang-test.service", str(tmp_path / "lock"), "90"]
+    argv = [sys.executable, "-I", str(guard), "boot", str(service), *arm]
+    reply = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout)
+    assert (reply["action"], reply["config"]) == ("none", {"release": OLD, "unit_restored": False, "env": "restored"})
+    assert (service / "env").read_text() == 'A="verified"\n'
+    assert os.stat(service / "env").st_mode & 0o777 == 0o600
