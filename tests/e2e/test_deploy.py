@@ -117,29 +117,20 @@ def test_a_rollback_into_an_environment_that_broke_under_both_releases_is_rollba
     FFmpeg vanishes during that smoke, so the good release's restart fails too: nothing serves, exit 7."""
     first, good = scene.deploy()
     assert first.code == 0, first.out + first.err
-    argv = [sys.executable, "-m", "specops", "deploy", scene.host.name, "--build", str(UNPATCHED), "--force", "--json"]
+    argv = [sys.executable, "-m", "specops", "deploy", scene.host.name, "--build", str(UNPATCHED), "--force"]
     process = subprocess.Popen(argv, cwd=scene.folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=dict(os.environ))  # fmt: skip
     assert process.stderr is not None
-    while line := process.stderr.readline():
+    removed: list[str] = []
+    while not removed and (line := process.stderr.readline()):
         if f"{scene.host.name} smoke " in line:  # its engine has loaded torchcodec: only a restart meets the loss
-            drift.remove_ffmpeg_libs(scene.host)
-            break
+            removed = drift.remove_ffmpeg_libs(scene.host)
     out, err = process.communicate(timeout=400)
-    hosts = json.loads(out)["hosts"] if out.startswith("{") else {}
-    host = hosts.get(scene.host.name, {})
+    assert removed, err
     assert process.returncode == 7, out + err  # a failed rollback has its own exit code
-    assert host["outcome"] == "rollback-failed"
-    assert host["release"] is None  # nothing verified serves: no release is named as serving
-    assert str(host["now"]).startswith(f"{scene.host.name}: NOTHING SERVES: the rollback to {good['release']} "
-                                       "failed ("), host["now"]  # fmt: skip
-    assert host["gates"]["readiness"]["ok"] is True and host["gates"]["smoke"]["passed"] is False
-    rollback = host["rollback"]
-    assert rollback["ok"] is False
-    assert rollback["to"] == good["release"]
-    rollback_readiness = rollback["gates"]["readiness"]
-    assert rollback_readiness["seconds"] < 60
-    assert "libtorchcodec" in json.dumps(rollback_readiness["cause"])  # the same environment cause, not a hang
+    assert "rollback-failed" in out and "smoke gate failed" in out  # the build was blamed: it rolled back
+    assert f"{scene.host.name}: NOTHING SERVES: the rollback to {good['release']} failed (" in out, out
+    assert "libavutil.so.57" in out  # the same environment cause (FFmpeg gone), from the journal, not a hang
 
 
 def test_status_releases_audit_and_logs_tell_what_happened(scene: Scene) -> None:
