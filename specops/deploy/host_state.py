@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from specops.build.stage import StagedBuild
+from specops.build.stage import StagedBuild, build_id
+from specops.commands.release import Listing
 from specops.commands.units import read_unit_argv
 from specops.config.secrets import Secret
 from specops.deploy.engine_start import engine_answers, read_engine_state
@@ -66,3 +67,11 @@ def preview(host: Host, staged: StagedBuild, host_plan: HostPlan, options: Deplo
     with open_push(host, host_plan.target.host) as session:
         state = read_state(host, session, staged, host_plan)
     return plan_steps(staged, host_plan, state, options, DRY_RUN_TOKEN)
+
+
+def bad_build_warnings(listing: Listing, tree_hash: str, profile: str, host: str) -> list[str]:
+    """ "build X is marked bad on host Y: reason", for each release of this build (its tree, under this profile)
+    that this host marked bad: a redeploy of it goes on (the operator may know better), but never unsaid."""
+    build = build_id(tree_hash, profile)
+    return [f"build {build} is marked bad on host {host}: {r.bad_reason} (release {r.id})" for r in listing.releases
+            if r.bad is not None and r.tree_hash == tree_hash and r.profile in (profile, None, "")]  # fmt: skip
