@@ -13,7 +13,6 @@ from specops.cli.state import AppState, state
 from specops.errors import ExitCode, SpecopsError, UsageError
 
 if TYPE_CHECKING:
-    from specops.commands.release import ReleaseInfo
     from specops.config.inventory import HostSpec
     from specops.host.base import Host
     from specops.ops.logs import JournalQuery
@@ -163,7 +162,9 @@ def releases(
         _prune(app_state, single, as_json)
         return
     if mark_bad is not None or unmark_bad is not None:
-        _change_mark(app_state, (names or [], all_hosts), mark_bad, unmark_bad, reason, as_json)
+        from specops.cli.release_marks import change_mark
+
+        change_mark(app_state, (names or [], all_hosts), mark_bad, unmark_bad, reason, as_json)
         return
     if single is not None:
         spec = config.host(single)
@@ -177,49 +178,6 @@ def releases(
 
     readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
     finish(readings, as_json, _releases_json, ("CURRENT", "KEPT", "VERIFIED", "BAD", "NEWEST"), _releases_row)
-
-
-def _change_mark(
-    app_state: AppState, targets: tuple[list[str], bool], mark: str | None, unmark: str | None, reason: str,
-    as_json: bool,
-) -> None:  # fmt: skip
-    """`releases HOST|GROUP --mark-bad ID` / `--unmark-bad ID`: one of the two, on one host or on each host of a
-    fleet (then ID is usually a build id: each host resolves it to its own release of that build)."""
-    from specops.ops.bad_releases import mark_bad, unmark_bad
-
-    if mark is not None and unmark is not None:
-        raise UsageError("--mark-bad and --unmark-bad: one of the two options",
-                         hint="specops releases HOST|GROUP --mark-bad ID [--reason TEXT]")  # fmt: skip
-    wanted = str(mark if mark is not None else unmark)
-    _check_release_id(wanted)
-    config = app_state.load_config()
-
-    def change(host: Host, spec: HostSpec) -> tuple[ReleaseInfo, ExitCode]:
-        info = mark_bad(host, spec, wanted, reason) if mark is not None else unmark_bad(host, spec, wanted)
-        return info, ExitCode.OK
-
-    names, all_hosts = targets
-    single = one_host(config, names, all_hosts)
-    if single is None:
-        readings = ask_fleet(app_state, selected(config, names, all_hosts), change)
-        finish(readings, as_json, _mark_json, ("RELEASE", "BAD"), _mark_row)
-    spec = config.host(single)
-    with app_state.connect(spec) as connection:
-        info, _ = change(connection, spec)
-    if as_json:
-        print_json({"host": spec.name, **_mark_json(info)})
-    elif info.bad_reason:
-        stdout_console().print(f"{spec.name}: {info.id} marked bad ({escape(info.bad_reason)})")
-    else:
-        stdout_console().print(f"{spec.name}: {info.id} is not marked bad")
-
-
-def _mark_json(info: ReleaseInfo) -> dict[str, object]:
-    return {"release": info.id, "build": info.build, "bad": info.bad}
-
-
-def _mark_row(info: ReleaseInfo) -> list[str]:
-    return [info.id, f"bad: {info.bad_reason}" if info.bad_reason else "not marked bad"]
 
 
 def _prune(app_state: AppState, single: str | None, as_json: bool) -> None:
@@ -239,7 +197,7 @@ def _prune(app_state: AppState, single: str | None, as_json: bool) -> None:
         stdout_console().print(f"{spec.name}: nothing to prune")
 
 
-def _check_release_id(release_id: str) -> None:
+def check_release_id(release_id: str) -> None:
     from specops.commands.release import check_release_id
 
     try:

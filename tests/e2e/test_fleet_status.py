@@ -107,6 +107,9 @@ def test_one_build_has_one_id_on_every_host_of_a_group(
 
     other_build, others = _deploy_group(scene, "--profile", "dflash")  # another build: another id, on every host
     assert other_build != build
+    refused = scene.cli("rollback", "gpu", "--to", "0" * 12)  # no host has it: refused before any host changes
+    assert refused.code == 1 and f"no verified release of build {'0' * 12} on this host" in refused.err, refused.err
+    assert all(row.split()[1] == other_build for row in scene.cli("status", "gpu").out.splitlines()[1:4])
     back = scene.cli("rollback", "gpu", "--to", build)
     assert back.code == 0, back.out + back.err
     for name, release in releases.items():
