@@ -141,3 +141,27 @@ def test_a_build_marked_bad_on_another_host_of_the_deploy_warns_before_it_starts
         f"build {BUILD} is marked bad on host gpu2: wrong answers"
     ]
     assert bad_builds(["gpu1", "gpu2"], {"0" * 12}, environ) == []
+
+
+def test_the_env_file_is_part_of_the_id_but_a_secrets_value_never_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A non-secret env change is a new release (its own id); the id is derived from the env with secrets as ***,
+    so two secret values give the same id (that release's env file is rewritten) and no hash of one is shown."""
+    from specops.config.loader import load_config
+    from specops.deploy.plan import plan_host
+
+    config = tmp_path / "specops.toml"
+
+    def release_id(log_level: str, token: str) -> str:
+        config.write_text('[hosts.h1]\nssh = "h1"\npython = "/opt/venv/bin/python"\nmodel_path = "/srv/m"\n'
+                          f'profile = "nextn"\nsecrets = ["HF_TOKEN"]\n[hosts.h1.env]\nLOG = "{log_level}"\n')  # fmt: skip
+        monkeypatch.setenv("HF_TOKEN", token)
+        plan = plan_host(load_config(config, tmp_path), "h1", None)
+        assert token in plan.env_text and token not in plan.env_shown
+        return content_release_id(TREE, "nextn", plan.unit_text, plan.env_shown)
+
+    first = release_id("info", "hf_first")
+    assert release_id("info", "hf_second") == first  # a secret's value alone: the same id
+    changed = release_id("debug", "hf_first")
+    assert changed != first and build_part(changed) == build_part(first)  # the same build, another configuration
