@@ -37,6 +37,36 @@ SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")  # build junk; a wheel's .dist-info is kept (metadata, entry points)
 
 
+def build_id(tree_hash: str, profile: str) -> str:
+    """12 hex digits naming a build as it serves: its tree and the profile it runs under. The same on every host
+    that gets this build with this profile, so one build is recognisable across a fleet."""
+    return hashlib.sha256(f"build\0{tree_hash}\0{profile}".encode()).hexdigest()[:12]
+
+
+def config_id(*texts: str) -> str:
+    """6 hex digits naming a host's configuration of a release: the rendered unit's text and the env file's, its
+    secrets shown as *** (an id is printed and logged everywhere: no hash of a secret's value goes into it)."""
+    digest = hashlib.sha256(b"config")
+    for text in texts:
+        digest.update(b"\0" + text.encode())
+    return digest.hexdigest()[:6]
+
+
+def content_release_id(tree_hash: str, profile: str, unit_text: str, env_shown: str = "") -> str:
+    """`<build12>-<cfg6>`: the build part is the same on every host (build_id), the config part tells apart a
+    host's releases of one build that differ only in their configuration (a unit- or env-only change makes a new
+    release, every file hard-linked from the same tree). Derived, never minted: deploying the same build with the
+    same configuration twice names the same release. `env_shown` has its secrets as ***, so a change of a
+    secret's value alone keeps the id: that release's env file is rewritten in place."""
+    return f"{build_id(tree_hash, profile)}-{config_id(unit_text, env_shown)}"
+
+
+def legacy_release_id(tree_hash: str, moment: datetime) -> str:
+    """The time-based id older specops minted (`YYYYmmddTHHMMSSZ-<tree12>`): still valid on hosts, never made
+    by a deploy now; tests use it to stand for such a host."""
+    return f"{moment.astimezone(UTC):%Y%m%dT%H%M%SZ}-{tree_hash[:12]}"
+
+
 @dataclass(frozen=True)
 class StagedBuild:
     """A staged release tree: `files` is the manifest's files map, `tree_hash` what the host must reproduce."""
@@ -52,22 +82,19 @@ class StagedBuild:
     def total_bytes(self) -> int:
         return sum(int(entry.get("size", 0)) for entry in self.files.values())
 
-    def release_id(self, now: datetime | None = None) -> str:
-        """`YYYYmmddTHHMMSSZ-<tree_hash[:12]>` (UTC): sorts by time, and names the content."""
-        moment = (now or datetime.now(UTC)).astimezone(UTC)
-        return f"{moment:%Y%m%dT%H%M%SZ}-{self.tree_hash[:12]}"
+    def release_id(self, profile: str, unit_text: str, env_shown: str = "") -> str:
+        """This build's release id for a host with this profile, unit and env file (content_release_id)."""
+        return content_release_id(self.tree_hash, profile, unit_text, env_shown)
 
-    def manifest(self, release_id: str, **fields: Any) -> dict[str, Any]:
+    def manifest(self, release_id: str, now: datetime | None = None, **fields: Any) -> dict[str, Any]:
         """The release's manifest.json as the push writes it; `fields` adds profile, unit_sha256, deployed_by,
-        unit. The deploy sets verified/verified_at/gates after its gates (update_manifest)."""
-        try:
-            created = datetime.strptime(release_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-        except ValueError:  # an id chosen by the caller (tests): the manifest still says when
-            created = datetime.now(UTC)
+        unit. The deploy sets verified/verified_at/gates after its gates (update_manifest). `created_at` (now,
+        to the millisecond) is what orders a host's releases: their ids do not."""
+        created = (now or datetime.now(UTC)).astimezone(UTC)
         manifest: dict[str, Any] = {
             "schema": MANIFEST_SCHEMA,
             "id": release_id,
-            "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "created_at": f"{created:%Y-%m-%dT%H:%M:%S}.{created.microsecond // 1000:03d}Z",
             "tree_hash": self.tree_hash,
             "source": dict(self.source),
             "patches": [dict(patch) for patch in self.patches],

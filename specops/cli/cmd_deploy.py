@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from specops.config.loader import Config
     from specops.config.profile import Profile
     from specops.deploy.execute import HostOutcome
-    from specops.deploy.plan import HostPlan
+    from specops.deploy.plan import DeployPlan, HostPlan
     from specops.events import Reporter
 
 
@@ -90,6 +90,8 @@ def deploy(
             return
         if plan.build is not None and plan.build.note and not as_json:
             typer.echo(f"note: {plan.build.note}", err=True)
+        for line in _marked_bad(plan):
+            typer.echo(f"warning: {line}", err=True)
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
         specs = [host_plan.target.host for host_plan in plan.hosts]
         asks_password = app_state.become_password is not None
@@ -109,6 +111,17 @@ def deploy(
             results = run_fleet(plan.hosts, run_host, fleet, cancel, not_connected=opened.not_connected)
     _report(results, as_json)
     raise typer.Exit(int(fleet_exit_code(results)))
+
+
+def _marked_bad(plan: DeployPlan) -> list[str]:
+    """The deploy's build, as this machine's audit log knows it marked bad on any host of the deploy."""
+    import os
+
+    from specops.build.stage import build_id
+    from specops.cli.complete_releases import bad_builds
+
+    builds = {build_id(plan.staged.tree_hash, host_plan.target.profile.name) for host_plan in plan.hosts}
+    return bad_builds([host_plan.name for host_plan in plan.hosts], builds, os.environ)
 
 
 def check_ids(values: list[str] | None) -> tuple[str, ...]:

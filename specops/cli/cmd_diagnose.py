@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from specops.diagnose.verdict import Verdict
 
 KIND_STYLE = {"environment drift": "magenta", "code change": "red", "configuration change": "yellow",
-              "nothing changed": "cyan", "no failure": "green"}  # fmt: skip
+              "nothing changed": "cyan", "no failure": "green", "environment": "magenta"}  # fmt: skip
 
 
 def diagnose(

@@ -21,7 +21,7 @@ def rollback(
     ctx: typer.Context,
     host: OptionalHostArg = None,
     to: Annotated[
-        str | None, typer.Option("--to", metavar="ID", help="Release id (default: the last verified one).")
+        str | None, typer.Option("--to", metavar="ID", help="Release or build id (default: the last verified one).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Allow a --to release that is marked bad.")] = False,
     dry_run: Annotated[
@@ -34,6 +34,9 @@ def rollback(
 ) -> None:
     """Put a verified release back, restart, and prove it with the readiness and smoke gates.
 
+    A group: every host's target is chosen first (one refusal changes nothing anywhere), then the hosts are
+    rolled back one after another; `--to BUILD` is each host's newest verified release of that build.
+
     The target is chosen and checked before anything changes: a rollback that cannot happen is refused with the
     engine still serving. The release it leaves is marked bad (never a rollback target again;
     `releases HOST --unmark-bad ID`)."""
@@ -43,9 +46,14 @@ def rollback(
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
     host = host or config.default_host("name the host: specops rollback HOST")
-    spec = config.host(host)
     if to is not None:
         _check_release_id(to)  # before connecting or locking anything
+    if host in config.inventory.groups:
+        from specops.cli.rollback_group import rollback_group
+
+        rollback_group(app_state, config.inventory.select([host]), to, force, dry_run, (lock_wait, reap), as_json)
+        return
+    spec = config.host(host)
     if dry_run:
         with app_state.connect(spec) as connection:
             _show_plan(plan_manual_rollback(connection, spec, profile_resolver(config, host, None), to, force), as_json)
@@ -80,5 +88,6 @@ def _check_release_id(release_id: str) -> None:
     except ValueError:
         raise UsageError(
             f"--to {release_id!r} is not a release id",
-            hint="release ids look like 20261130T021407Z-3f9c2a1b7d4e; `specops releases HOST` lists them",
+            hint="release ids look like 3f9c2a1b7d4e-a1b2c3 (a build id: its first 12 hex digits); "
+            "`specops releases HOST` lists them",
         ) from None

@@ -50,14 +50,14 @@ def status(
     finish(readings, as_json, HostStatus.to_json, STATUS_COLUMNS, _status_row, _status_notes)
 
 
-STATUS_COLUMNS = ("RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH", "TOK/S", "ACCEPT", "DRIFT")
+STATUS_COLUMNS = ("BUILD", "RELEASE", "PROFILE", "VERIFIED", "UNIT", "RESTARTS", "HEALTH", "TOK/S", "ACCEPT", "DRIFT")
 
 
 def _status_row(found: HostStatus) -> list[str]:
     unit = found.unit
     health = "-" if found.health is None else str(found.health)
     verified = "NO" if not found.verified else ("yes" if found.watching_left_s is None else "yes, watching")
-    return [found.current or "-", found.profile or "-", verified,
+    return [found.build or "-", found.current or "-", found.profile or "-", verified,
             f"{unit.get('ActiveState', '?')}/{unit.get('SubState', '?')}", unit.get("NRestarts", "-"), health,
             _figure(found.figures.get("tokens_per_s")), _figure(found.figures.get("accept_length")),
             _drift_cell(found.drift)]  # fmt: skip
@@ -101,7 +101,8 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
         f"  pid {unit.get('MainPID', '-')}  restarts {unit.get('NRestarts', '-')}",
         *([] if found.serving else [f"[red]engine: {escape(found.engine)}[/]"]),
         *([] if found.enabled_warning is None else [f"[yellow]{escape(found.enabled_warning)}[/]"]),
-        f"current: {found.current or '-'} ({found.verified_text}, profile {found.profile or '-'}){mismatch}",
+        f"current: {found.current or '-'} ({found.verified_text}, profile {found.profile or '-'}"
+        f"{', build ' + found.build if found.build else ''}){mismatch}",
         f"health: {found.health if found.health is not None else 'not checked (unit not active)'}",
     ]
     if found.figures:
@@ -129,7 +130,8 @@ def releases(
     names: TargetsArg = None,
     all_hosts: AllOpt = False,
     mark_bad: Annotated[
-        str | None, typer.Option("--mark-bad", metavar="ID", help="Mark this release bad: never a rollback target.")
+        str | None,
+        typer.Option("--mark-bad", metavar="ID", help="Mark this release (or build) bad: never a rollback target."),
     ] = None,
     unmark_bad: Annotated[
         str | None, typer.Option("--unmark-bad", metavar="ID", help="Remove a release's bad mark.")
@@ -145,8 +147,9 @@ def releases(
     """Releases kept on each host: id, age, profile, verified, current, bad (rollback targets: verified, not bad).
 
     One host: every release. A group, several hosts or --all: a row per host (current, kept, verified, bad).
-    --mark-bad ID / --unmark-bad ID (one host): set or remove the mark that keeps a release from ever being
-    rolled back to; a rollback marks the release it leaves by itself. --prune (one host, under its lock):
+    --mark-bad ID / --unmark-bad ID: set or remove the mark that keeps a release from ever being rolled back
+    to, on one host or on each host named (ID: a release id, or a build id that each host resolves to its own
+    release of that build); a rollback marks the release it leaves by itself. --prune (one host, under its lock):
     remove the `unfinished` leftovers of dead pushes and complete releases beyond keep_releases; current and
     the rollback target always stay."""
     from specops.ops.status import host_status
@@ -159,7 +162,9 @@ def releases(
         _prune(app_state, single, as_json)
         return
     if mark_bad is not None or unmark_bad is not None:
-        _change_mark(app_state, single, mark_bad, unmark_bad, reason, as_json)
+        from specops.cli.release_marks import change_mark
+
+        change_mark(app_state, (names or [], all_hosts), mark_bad, unmark_bad, reason, as_json)
         return
     if single is not None:
         spec = config.host(single)
@@ -173,31 +178,6 @@ def releases(
 
     readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
     finish(readings, as_json, _releases_json, ("CURRENT", "KEPT", "VERIFIED", "BAD", "NEWEST"), _releases_row)
-
-
-def _change_mark(
-    app_state: AppState, single: str | None, mark: str | None, unmark: str | None, reason: str, as_json: bool
-) -> None:
-    """`releases HOST --mark-bad ID` / `--unmark-bad ID`: one host, one release, one of the two."""
-    from specops.ops.bad_releases import mark_bad, unmark_bad
-
-    if single is None or (mark is not None and unmark is not None):
-        raise UsageError("--mark-bad and --unmark-bad take one host and one of the two options",
-                         hint="specops releases HOST --mark-bad ID [--reason TEXT]")  # fmt: skip
-    release_id = str(mark if mark is not None else unmark)
-    _check_release_id(release_id)
-    spec = app_state.load_config().host(single)
-    with app_state.connect(spec) as connection:
-        if mark is not None:
-            info = mark_bad(connection, spec, release_id, reason)
-        else:
-            info = unmark_bad(connection, spec, release_id)
-    if as_json:
-        print_json({"host": spec.name, "release": info.id, "bad": info.bad})
-    elif info.bad_reason:
-        stdout_console().print(f"{spec.name}: {info.id} marked bad ({escape(info.bad_reason)})")
-    else:
-        stdout_console().print(f"{spec.name}: {info.id} is not marked bad")
 
 
 def _prune(app_state: AppState, single: str | None, as_json: bool) -> None:
@@ -217,7 +197,7 @@ def _prune(app_state: AppState, single: str | None, as_json: bool) -> None:
         stdout_console().print(f"{spec.name}: nothing to prune")
 
 
-def _check_release_id(release_id: str) -> None:
+def check_release_id(release_id: str) -> None:
     from specops.commands.release import check_release_id
 
     try:

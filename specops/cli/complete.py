@@ -112,6 +112,8 @@ def _values(
         from specops.cli.complete_releases import known_releases
 
         host = positionals[0] if positionals else None
+        if host and host in _inventory(words, environ, cwd)[1]:  # a group: its hosts share build ids; offer them all
+            host = None
         return [(release, "release") for release in known_releases(host, environ).accepted(kind)]
     return []
 

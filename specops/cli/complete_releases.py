@@ -27,13 +27,21 @@ class Known:
     verified: set[str] = field(default_factory=set)
     bad: set[str] = field(default_factory=set)
     current: str | None = None
+    seen: dict[str, int] = field(default_factory=dict)  # id -> the first entry that named it (ids do not sort by time)
+    entries: int = 0
+    reasons: dict[str, str] = field(default_factory=dict)  # why a release was marked bad, where the log says
 
     def replay(self, entry: Mapping[str, Any]) -> None:
         action, outcome = entry.get("action"), entry.get("outcome")
         before, after = _id(entry.get("from")), _id(entry.get("to"))
-        self.ids.update(name for name in (before, after) if name)
+        self.entries += 1
+        for name in (before, after):
+            if name:
+                self.ids.add(name)
+                self.seen.setdefault(name, self.entries)
         if action == "mark-bad" and after:
             self.bad.add(after)
+            self.reasons[after] = str(entry.get("message") or "marked bad by hand")
         elif action == "unmark-bad" and after:
             self.bad.discard(after)
         elif action == "deploy" and outcome in VERIFIED_DEPLOYS:
@@ -57,11 +65,14 @@ class Known:
         """A rollback marks the release it leaves bad; `back_to` (when known) serves again."""
         if release:
             self.bad.add(release)
+            self.reasons.setdefault(release, "a rollback left it")
         if back_to:
             self.current = back_to
 
     def accepted(self, kind: str) -> list[str]:
-        """The ids an option of this kind accepts, newest first (ids begin with their UTC creation time)."""
+        """The ids an option of this kind accepts, newest first (first named by the log last: a content id says
+        nothing of time),
+        then the build ids among them (`--to BUILD`, `--mark-bad BUILD`: each host resolves its own release)."""
         if kind == "rollback-target":
             chosen = self.verified - self.bad - {self.current or ""}
         elif kind == "release-unmarked":
@@ -70,7 +81,11 @@ class Known:
             chosen = self.bad & self.ids
         else:
             chosen = self.ids
-        return sorted(chosen, reverse=True)
+        from specops.commands.release import build_part
+
+        ordered = sorted(chosen, key=lambda name: (self.seen.get(name, -1), name), reverse=True)
+        builds = [build for name in ordered if (build := build_part(name))]
+        return ordered + list(dict.fromkeys(builds))
 
 
 def _id(value: object) -> str | None:
@@ -92,3 +107,19 @@ def known_releases(host: str | None, environ: Mapping[str, str]) -> Known:
         if isinstance(entry, dict) and (host is None or entry.get("host") == host):
             known.replay(entry)
     return known
+
+
+def bad_builds(hosts: list[str], builds: set[str], environ: Mapping[str, str]) -> list[str]:
+    """ "build X is marked bad on host Y: reason" for each of `builds` that this machine's audit log saw marked
+    bad on one of `hosts` (not unmarked since): said before a deploy starts anywhere, so a build marked bad on
+    one host of a fleet warns before it reaches the others (each host's own listing is checked again there)."""
+    from specops.commands.release import build_part
+
+    lines: list[str] = []
+    for host in hosts:
+        known = known_releases(host, environ)
+        for release in sorted(known.bad & known.ids, key=lambda name: known.seen.get(name, -1)):
+            build = build_part(release)
+            if build in builds:
+                lines.append(f"build {build} is marked bad on host {host}: {known.reasons.get(release, 'marked bad')}")
+    return lines

@@ -274,7 +274,10 @@ TABLE: dict[str, Any] = {
             "(rollback targets: verified, not bad).",
             "options": {
                 "--all": {"value": "", "help": "Every host in the inventory."},
-                "--mark-bad": {"value": "release-unmarked", "help": "Mark this release bad: never a rollback target."},
+                "--mark-bad": {
+                    "value": "release-unmarked",
+                    "help": "Mark this release (or build) bad: never a rollback target.",
+                },
                 "--unmark-bad": {"value": "release-bad", "help": "Remove a release's bad mark."},
                 "--reason": {"value": "any", "help": "Why --mark-bad (kept with the mark and audited)."},
                 "--prune": {"value": "", "help": "Remove dead pushes' unfinished leftovers and releases beyond keep."},
@@ -313,7 +316,7 @@ TABLE: dict[str, Any] = {
         "rollback": {
             "help": "Put a verified release back, restart, and prove it with the readiness and smoke gates.",
             "options": {
-                "--to": {"value": "rollback-target", "help": "Release id (default: the last verified one)."},
+                "--to": {"value": "rollback-target", "help": "Release or build id (default: the last verified one)."},
                 "--force": {"value": "", "help": "Allow a --to release that is marked bad."},
                 "--dry-run": {
                     "value": "",

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from specops.remote.bundle import release_script
-from specops.remote.release.script import MANIFEST, RELEASE_ENV, RELEASE_ID
+from specops.remote.release.script import BUILD_ID as BUILD_ID  # re-exported: a build id, as commands accept it
+from specops.remote.release.script import MANIFEST, RELEASE_ENV, RELEASE_ID, order_key
+from specops.remote.release.script import build_part as build_part  # re-exported: the build a release id names
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -46,6 +48,11 @@ class ReleaseInfo:
         """Only a complete release with a readable manifest that says verified=true, and not marked bad, may be
         rolled back to (a bad one only by name, with --force)."""
         return self.complete and self.verified and self.error is None and self.bad is None
+
+    @property
+    def build(self) -> str | None:
+        """The build this release holds, as every host names it (None: a time-based id, from before)."""
+        return build_part(self.id)
 
     @property
     def bad_reason(self) -> str | None:
@@ -210,11 +217,12 @@ def parse_reply(stdout: str) -> dict[str, Any]:
 
 
 def parse_listing(reply: dict[str, Any]) -> Listing:
-    """The `list` reply as a Listing; releases sorted oldest first (ids start with a UTC timestamp)."""
+    """The `list` reply as a Listing; releases oldest first, by when each was created (never by id: a content id
+    says nothing about time)."""
     current = reply.get("current")
     releases = [_release_info(raw, current) for raw in reply.get("releases") or [] if isinstance(raw, dict)]
     watch = reply.get("watch")
-    return Listing(current if isinstance(current, str) else None, sorted(releases, key=lambda r: r.id),
+    return Listing(current if isinstance(current, str) else None, sorted(releases, key=newness),
                    watch if isinstance(watch, dict) else None)  # fmt: skip
 
 
@@ -240,13 +248,23 @@ def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
     )
 
 
+def newness(release: ReleaseInfo) -> tuple[str, str]:
+    """The sort key of "newest": the manifest's created_at (a time-based id's own time when it has none)."""
+    return order_key(release.created_at, release.id)
+
+
+def releases_of_build(releases: list[ReleaseInfo], build: str) -> list[ReleaseInfo]:
+    """A host's releases of one build (content ids `<build>-<config>`), oldest first."""
+    return sorted((r for r in releases if build_part(r.id) == build), key=newness)
+
+
 def newest_complete(releases: list[ReleaseInfo]) -> ReleaseInfo | None:
     """The push's delta base: the newest release whose push finished (verified or not)."""
     complete = [release for release in releases if release.complete and release.error is None]
-    return max(complete, key=lambda r: r.id) if complete else None
+    return max(complete, key=newness) if complete else None
 
 
 def newest_verified(releases: list[ReleaseInfo], exclude: str | None = None) -> ReleaseInfo | None:
     """The rollback target: the newest verified release other than `exclude` (usually current)."""
     targets = [release for release in releases if release.rollback_target and release.id != exclude]
-    return max(targets, key=lambda r: r.id) if targets else None
+    return max(targets, key=newness) if targets else None

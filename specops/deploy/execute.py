@@ -20,10 +20,10 @@ from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_a
 from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy.blame import environment_hint, failed_gates_blame
-from specops.deploy.host_state import read_state
+from specops.deploy.host_state import bad_build_warnings, read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
-from specops.deploy.preflight import judge
+from specops.deploy.preflight import judge, preflight_record
 from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, interrupted_serving, rollback_host
 from specops.deploy.rollback_restore import serve_after_interruption
@@ -152,6 +152,10 @@ class _HostDeploy:
         token = Secret(self.held.holder.token)
         self.steps = plan_steps(self.plan.staged, self.host_plan, self.state, self.options, token)
         self.outcome.previous = self.outcome.release = self.state.listing.current
+        for line in bad_build_warnings(
+            self.state.listing, self.plan.staged.tree_hash, self.profile.name, self.spec.name
+        ):
+            self.reporter.event(Event(self.spec.name, "read", line, level="warn"))
         self.outcome.attempted = self.steps.release
         if self.steps.action is Action.UNCHANGED:
             self.outcome.outcome, self.outcome.cause = Outcome.UNCHANGED, self.steps.reason
@@ -260,6 +264,13 @@ class _HostDeploy:
         if not verdict.blocking:
             return
         self.checks_ok = False
+        # what `specops diagnose HOST --release ID` reads later: the host's fingerprint, and why it stopped here
+        update_manifest(
+            self.host,
+            self.spec,
+            self.steps.release,
+            {"facts": self.facts_record, "preflight": preflight_record(verdict.blocking)},
+        )
         self.outcome.outcome, self.outcome.exit_code = Outcome.PREFLIGHT_FAILED, GATE_FAILED
         self.outcome.cause = "; ".join(f"{r.id}: {r.summary}" for r in verdict.blocking)
         self.outcome.hint = verdict.hint()
@@ -277,7 +288,8 @@ class _HostDeploy:
                                                                   "env_file": self.spec.env_file,
                                                                   "profile": self.profile.name,
                                                                   "compile_cache": self.cache_key,
-                                                                  "facts": self.facts_record})  # fmt: skip
+                                                                  "facts": self.facts_record,
+                                                                  "preflight": None})  # fmt: skip
 
     def _arm(self) -> None:
         # Disarmed by its own step, not in a `finally`: on Ctrl-C or an error the guard stays armed, and once

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from specops.build.stage import StagedBuild
-from specops.commands.release import release_env_path
+from specops.build.stage import StagedBuild, build_id
+from specops.commands.release import Listing, release_env_path
 from specops.commands.units import read_unit_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
@@ -59,7 +59,9 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     """The release id a push would create (prepared while the host starts its shell), the listing, the unit,
     whether its engine is active, and, when the plan pushes on top of a base release, that base's files (to count
     what must be sent)."""
-    new_id = session.prepare(staged, manifest_fields=manifest_fields(host_plan))
+    profile = host_plan.target.profile.name
+    new_id = staged.release_id(profile, host_plan.unit_text, host_plan.env_shown)
+    session.prepare(staged, release_id=new_id, manifest_fields=manifest_fields(host_plan))
     listing = session.listing
     unit_text = read_installed_unit(host, host_plan.target.host.unit_name)
     spec = host_plan.target.host
@@ -81,3 +83,11 @@ def preview(host: Host, staged: StagedBuild, host_plan: HostPlan, options: Deplo
     with open_push(host, host_plan.target.host) as session:
         state = read_state(host, session, staged, host_plan)
     return plan_steps(staged, host_plan, state, options, DRY_RUN_TOKEN)
+
+
+def bad_build_warnings(listing: Listing, tree_hash: str, profile: str, host: str) -> list[str]:
+    """ "build X is marked bad on host Y: reason", for each release of this build (its tree, under this profile)
+    that this host marked bad: a redeploy of it goes on (the operator may know better), but never unsaid."""
+    build = build_id(tree_hash, profile)
+    return [f"build {build} is marked bad on host {host}: {r.bad_reason} (release {r.id})" for r in listing.releases
+            if r.bad is not None and r.tree_hash == tree_hash and r.profile in (profile, None, "")]  # fmt: skip

@@ -55,6 +55,11 @@ class HostPlan:
     def unit_sha256(self) -> str:
         return sha256_text(self.unit_text)
 
+    @property
+    def env_shown(self) -> str:
+        """The env file with its secrets as ***: what a release id may be derived from."""
+        return render_env_file(self.target)
+
 
 @dataclass(frozen=True)
 class DeployPlan:
@@ -158,9 +163,10 @@ def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text
     is the current release's), and its engine is active; the same but with the engine not active: start it
     through the gates (nothing pushed, no rollback: it was verified, so a failure is the host's). Otherwise a
     release with the same tree is reused, except the rollback target itself: its recorded configuration is what
-    a rollback restores, so a new configuration gets a new release (every file hard-linked from it). The
-    rollback target is `current` when verified, else the newest verified release."""
-    same = identical_release(staged, listing.releases)
+    a rollback restores, so a new configuration gets a new release (every file hard-linked from it), unless that
+    release already is this build with this configuration (its id is `new_id`). The rollback target is
+    `current` when verified, else the newest verified release."""
+    same = _same_release(staged, listing.releases, new_id)
     spec = host_plan.target.host
     config = config_change(unit_text, host_plan.unit_text, env_text, host_plan.env_text, spec.secrets)
     unit_changed = config.unit
@@ -174,7 +180,8 @@ def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text
         reason = f"release {same.id} with this exact content is already serving (verified), with this unit"
         return Choice(Action.UNCHANGED, reason, same.id, same, None, None, unit_changed)
     rollback_to = current if current is not None and current.rollback_target else None
-    reuse = same if same is not None and same is not rollback_to else None
+    reuse = same if same is not None and (same is not rollback_to or same.id == new_id) else None
+    rollback_to = rollback_to if rollback_to is not reuse else None  # the same build and unit, back in place
     rollback_to = rollback_to or newest_verified(listing.releases, exclude=reuse.id if reuse else None)
     base = None if reuse is not None else same or newest_complete(listing.releases)
     if reuse is not None:
@@ -187,6 +194,14 @@ def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text
         reason = "a new release"
     release_id = reuse.id if reuse is not None else new_id
     return Choice(Action.DEPLOY, reason, release_id, reuse, base, rollback_to, unit_changed, config)
+
+
+def _same_release(staged: StagedBuild, releases: list[ReleaseInfo], new_id: str) -> ReleaseInfo | None:
+    """The release with this build's content: the one named `new_id` first (this build with this very unit: its
+    recorded unit is the new one, so even the rollback target may be reused), else any with the same tree."""
+    exact = next((r for r in releases if r.id == new_id and r.complete and r.error is None
+                  and r.tree_hash == staged.tree_hash), None)  # fmt: skip
+    return exact or identical_release(staged, releases)
 
 
 def plan_steps(
@@ -252,7 +267,7 @@ def _deploy_steps(
     steps = [Step("push", _push_summary(release_id, push, choice), phase="push")]
     candidate = f"{spec.service_dir}/releases/{release_id}"
     steps.append(Step("preflight", _preflight_summary(host_plan, options),
-                      tuple(cmds.preflight_commands(spec, candidate)), phase="preflight"))  # fmt: skip
+                      tuple(cmds.preflight_commands(spec, candidate, release_id)), phase="preflight"))  # fmt: skip
     if spec.pre_stop:
         steps.append(Step("pre_stop", f"run the pre_stop hook on this machine: {' '.join(spec.pre_stop)}; a failure "
                           "stops the deploy here", (), ok, phase="pre_stop"))  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from specops.config.waivers import Waiver, waiver_reasons
 from specops.doctor.model import CheckResult, waive
@@ -42,3 +43,10 @@ def judge(results: Sequence[CheckResult], waivers: Sequence[Waiver], skipped: Se
     if force:
         return Verdict(marked, [], failures)
     return Verdict(marked, failures, [])
+
+
+def preflight_record(blocking: Sequence[CheckResult]) -> dict[str, Any]:
+    """What a candidate's manifest keeps of a preflight that stopped its deploy: each failed check with its
+    evidence, so `diagnose` names the host's fault instead of "no failure" (the release never ran)."""
+    failed = [{"id": r.id, "summary": r.summary, "evidence": list(r.evidence), "hint": r.hint} for r in blocking]
+    return {"passed": False, "failed": failed}

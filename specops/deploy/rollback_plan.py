@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from specops.commands.release import Listing, ReleaseInfo, newest_verified
+from specops.commands.release import BUILD_ID, Listing, ReleaseInfo, newest_verified, newness, releases_of_build
 from specops.config.inventory import HostSpec
 from specops.deploy.rollback import ProfileFor
 from specops.errors import ExitCode, SpecopsError
@@ -46,13 +46,16 @@ def choose_target(host: str, listing: Listing, wanted: str | None, force: bool) 
     if found is None:
         raise _refused(host, listing, "no verified release other than the current one (and not marked bad) to "
                        "roll back to", _no_target_hint(host, listing))  # fmt: skip
-    skipped = [f"{r.id} ({r.bad_reason})" for r in listing.releases if r.id > found.id and r.id != listing.current
-               and r.bad is not None and r.complete and r.verified]  # fmt: skip
+    skipped = [f"{r.id} ({r.bad_reason})" for r in listing.releases if newness(r) > newness(found)
+               and r.id != listing.current and r.bad is not None and r.complete and r.verified]  # fmt: skip
     return Target(found, NEWEST + (f"; skipped, marked bad: {', '.join(skipped)}" if skipped else ""))
 
 
 def _named(host: str, listing: Listing, wanted: str, force: bool) -> Target:
     release = next((r for r in listing.releases if r.id == wanted), None)
+    if release is None and BUILD_ID.fullmatch(wanted):
+        release = _of_build(host, listing, wanted)
+        wanted = release.id
     problem = _not_a_target(release)
     if release is None or problem:
         message = f"release {wanted} {problem or 'does not exist on this host'}"
@@ -64,6 +67,19 @@ def _named(host: str, listing: Listing, wanted: str, force: bool) -> Target:
         hint = f"pass --force to roll back to it anyway, or `specops releases {host} --unmark-bad {wanted}` first"
         raise _refused(host, listing, f"release {wanted} is marked bad ({release.bad_reason})", hint)
     return Target(release, f"named with --to; marked bad ({release.bad_reason}), allowed by --force", forced=True)
+
+
+def _of_build(host: str, listing: Listing, build: str) -> ReleaseInfo:
+    """`--to BUILD`: this host's newest verified release of that build (one not marked bad first; a bad one is
+    then refused as by its id, --force letting it through); refused when the host holds none of it verified."""
+    of_build = releases_of_build(listing.releases, build)
+    verified = [r for r in of_build if r.complete and r.verified and r.error is None]
+    if not verified:
+        held = f" (it holds {', '.join(r.id for r in of_build)}, none verified)" if of_build else ""
+        raise _refused(host, listing, f"no verified release of build {build} on this host{held}",
+                       f"`specops releases {host}` lists the releases and which are verified")  # fmt: skip
+    good = [r for r in verified if r.bad is None]
+    return max(good or verified, key=newness)
 
 
 def _not_a_target(release: ReleaseInfo | None) -> str:

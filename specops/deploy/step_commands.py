@@ -101,8 +101,12 @@ def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
     ]
 
 
-def preflight_commands(spec: HostSpec, candidate: str) -> list[HostCommand]:
-    return [run(probe_argv(spec.python), stdin=f"the probe script (the doctor's facts, candidate {candidate})")]
+def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[HostCommand]:
+    """The probe; when a check stops the deploy, the candidate's manifest records the environment fingerprint
+    and the failed checks (`specops diagnose HOST --release ID` names them later)."""
+    return [run(probe_argv(spec.python), stdin=f"the probe script (the doctor's facts, candidate {candidate})"),
+            manifest_update(spec, release_id, '{"facts": ..., "preflight": {"passed": false, "failed": [...]}}',
+                            Times.IF_NEEDED, "only when a check stops the deploy")]  # fmt: skip
 
 
 def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int) -> list[HostCommand]:

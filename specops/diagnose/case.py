@@ -13,7 +13,7 @@ from typing import Any
 from specops.commands.config_change import env_differences
 from specops.commands.journal import UnitState
 from specops.diagnose.diff import Change, FilesDiff, FingerprintDiff, diff_files, diff_fingerprints
-from specops.diagnose.failure import Failure, from_gates, from_journal
+from specops.diagnose.failure import Failure, from_gates, from_journal, from_preflight
 from specops.diagnose.fingerprint import Fingerprint, fingerprint_from_facts, read_fingerprint
 from specops.diagnose.verdict import Case
 from specops.probe.facts import HostFacts
@@ -52,7 +52,10 @@ def recorded(material: Material, release: str | None) -> Fingerprint | None:
 
 def failure_of(material: Material) -> Failure:
     """The journal speaks for the release that runs now; a release that is no longer current speaks through the
-    gates its deploy recorded."""
+    gates its deploy recorded; one the doctor's checks stopped before it ran, through its preflight record."""
+    preflight = from_preflight(material.manifests.get(material.subject or "", {}).get("preflight"))
+    if preflight.present and not material.subject_verified:
+        return preflight
     if material.subject is not None and material.subject != material.current:
         return from_gates(_gates(material.manifests.get(material.subject, {})))
     unit = material.unit or UnitState()

@@ -53,14 +53,15 @@ class Failure:
     degenerate: bool = False  # the smoke gate saw degenerate output
     exit_status: int | None = None
     restarts: int = 0
-    source: str = ""  # "journal" | "gates" | "unit"
+    source: str = ""  # "journal" | "gates" | "unit" | "preflight"
     details: dict[str, str] = field(default_factory=dict)
+    checks: tuple[dict[str, Any], ...] = ()  # preflight: the checks that stopped the deploy (id, summary, evidence)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "present": self.present, "summary": self.summary, "signature": self.signature, "area": self.area,
             "frames": list(self.frames), "degenerate": self.degenerate, "exit_status": self.exit_status,
-            "restarts": self.restarts, "source": self.source,
+            "restarts": self.restarts, "source": self.source, "checks": list(self.checks),
         }  # fmt: skip
 
 
@@ -126,3 +127,15 @@ def _gate_failure(cause: dict[str, Any], tail: list[str], smoke: dict[str, Any])
         True, summary, signature=signature, hint=str(cause.get("hint") or ""), area=area_of(signature), text=text,
         frames=_frames(tail), degenerate=bool(DEGENERATE.search(text)), source="gates",
     )  # fmt: skip
+
+
+def from_preflight(record: object) -> Failure:
+    """A deploy the doctor's checks stopped before the release ever ran: the manifest's `preflight` record
+    (deploy/preflight.py preflight_record). Not present when it has none or it passed."""
+    if not isinstance(record, dict) or record.get("passed") is not False:
+        return Failure(False)
+    checks = tuple(c for c in record.get("failed") or [] if isinstance(c, dict) and c.get("id"))
+    summary = "; ".join(f"{c['id']}: {c.get('summary') or 'failed'}" for c in checks) or "the preflight failed"
+    hint = next((str(c.get("hint")) for c in checks if c.get("hint")), "")
+    return Failure(True, f"the doctor's checks stopped the deploy: {summary}", hint=hint, area="the host",
+                   text=summary.lower(), source="preflight", checks=checks)  # fmt: skip

@@ -16,8 +16,8 @@ from specops.diagnose.diff import Change, FilesDiff, FingerprintDiff
 from specops.diagnose.failure import ENVIRONMENT_AREAS, RESOURCE_AREAS, Failure
 from specops.probe.facts import HostFacts
 
-ENVIRONMENT, CODE, CONFIG, NOTHING, HEALTHY = (
-    "environment drift", "code change", "configuration change", "nothing changed", "no failure",
+ENVIRONMENT, CODE, CONFIG, NOTHING, HEALTHY, HOST_FAULT = (
+    "environment drift", "code change", "configuration change", "nothing changed", "no failure", "environment",
 )  # fmt: skip
 TIED, UNTIED = 6, 2
 DISK_LOW_FRACTION = 0.02
@@ -243,6 +243,8 @@ def decide(case: Case) -> Verdict:
     """Rank every explanation and keep the best; its evidence, then every plausible explanation's next step."""
     if not case.failure.present:
         return Verdict(HEALTHY, "no failure: the unit runs and its journal shows no known fault", [], [], [], [], case)
+    if case.failure.source == "preflight":
+        return _host_fault(case)
     ranked = [c for c in (_environment(case), _code(case), _config(case)) if c is not None]
     nothing = _nothing(case, ranked)
     ranked = sorted([*ranked, *([nothing] if nothing else [])], key=lambda c: -c.score)
@@ -251,3 +253,21 @@ def decide(case: Case) -> Verdict:
     headline = f"{best.kind}: {best.summary or best.evidence[0]}"
     evidence = [f"failure: {case.failure.summary}", *best.evidence]
     return Verdict(best.kind, headline, evidence, _cleared(case, best.kind), list(dict.fromkeys(steps)), ranked, case)
+
+
+def _host_fault(case: Case) -> Verdict:
+    """The doctor's checks stopped the deploy before the release ran: the host, not the release, with each
+    failed check's evidence; the code is cleared (it never started here)."""
+    checks = case.failure.checks
+    names = ", ".join(str(check["id"]) for check in checks) or "the preflight"
+    evidence = [f"failure: {case.failure.summary}"]
+    for check in checks:
+        evidence += [f"{check['id']}: {line}" for line in check.get("evidence") or [] if isinstance(line, str)]
+    if case.environment is not None and case.environment.environment:
+        evidence += [f"changed on the host: {c.text}" for c in case.environment.environment]
+    steps = [str(check["hint"]).replace("HOST", case.host) for check in checks if check.get("hint")]
+    steps.append(f"check the host again: specops doctor {case.host}")
+    cleared = [f"the release is cleared: {case.subject} never ran on this host (the checks stopped its deploy)"]
+    headline = f"{HOST_FAULT}: the host failed {names} before {case.subject} ran"
+    ranked = [Candidate(HOST_FAULT, TIED, evidence, steps)]
+    return Verdict(HOST_FAULT, headline, evidence, cleared, list(dict.fromkeys(steps)), ranked, case)

@@ -24,18 +24,20 @@ TIMEOUT_S = 120.0
 DEFAULT_REASON = "marked bad by hand"
 
 
-def mark_bad(host: Host, spec: HostSpec, release_id: str, reason: str = "") -> ReleaseInfo:
-    """Record the mark on the host (with who and why) and audit it; UsageError when no such release is there."""
-    _known(host, spec, release_id)
+def mark_bad(host: Host, spec: HostSpec, wanted: str, reason: str = "") -> ReleaseInfo:
+    """Record the mark on the host (with who and why) and audit it; UsageError when no such release is there.
+    `wanted`: a release id, or a build id (this host's one release of that build)."""
+    release_id = _known(host, spec, wanted).id
     why = reason.strip() or DEFAULT_REASON
     info = _release(_run(host, spec, cmd.mark_bad_argv(spec, release_id, why, local_who())))
     audit.record(host, spec, audit.new_entry("mark-bad", outcome="marked", to_release=release_id, message=why))
     return info
 
 
-def unmark_bad(host: Host, spec: HostSpec, release_id: str) -> ReleaseInfo:
+def unmark_bad(host: Host, spec: HostSpec, wanted: str) -> ReleaseInfo:
     """Remove the mark (a no-op for a release without one) and audit it."""
-    before = _known(host, spec, release_id)
+    before = _known(host, spec, wanted)
+    release_id = before.id
     info = _release(_run(host, spec, cmd.unmark_bad_argv(spec, release_id)))
     message = f"was: {before.bad_reason}" if before.bad_reason else "was not marked"
     audit.record(host, spec, audit.new_entry("unmark-bad", outcome="unmarked", to_release=release_id,
@@ -43,14 +45,27 @@ def unmark_bad(host: Host, spec: HostSpec, release_id: str) -> ReleaseInfo:
     return info
 
 
-def _known(host: Host, spec: HostSpec, release_id: str) -> ReleaseInfo:
-    found = next((r for r in read_listing(host, spec).releases if r.id == release_id), None)
-    if found is None:
-        raise UsageError(
-            f"{spec.name}: no release {release_id} on the host",
-            hint=f"`specops releases {spec.name}` lists the releases it keeps",
-        )
-    return found
+def _known(host: Host, spec: HostSpec, wanted: str) -> ReleaseInfo:
+    return one_release(spec.name, read_listing(host, spec).releases, wanted)
+
+
+def one_release(host: str, releases: list[ReleaseInfo], wanted: str) -> ReleaseInfo:
+    """The release `wanted` names on this host: its id, or a build id (cmd.BUILD_ID) that this host holds exactly
+    one release of; refused, naming what the host has, when it holds none or several (several configurations)."""
+    found = next((r for r in releases if r.id == wanted), None)
+    if found is not None:
+        return found
+    lists = f"`specops releases {host}` lists the releases it keeps"
+    if not cmd.BUILD_ID.fullmatch(wanted):
+        raise UsageError(f"{host}: no release {wanted} on the host", hint=lists)
+    of_build = cmd.releases_of_build(releases, wanted)
+    if not of_build:
+        raise UsageError(f"{host}: no release of build {wanted} on the host", hint=lists)
+    if len(of_build) > 1:
+        ids = ", ".join(r.id for r in of_build)
+        raise UsageError(f"{host}: build {wanted} has {len(of_build)} releases on the host ({ids}): it is ambiguous",
+                         hint=f"name one release id: specops releases {host} --mark-bad ID")  # fmt: skip
+    return of_build[0]
 
 
 def _release(reply: dict[str, Any]) -> ReleaseInfo:

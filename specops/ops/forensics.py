@@ -12,7 +12,7 @@ import contextlib
 from typing import Any
 
 from specops.commands import journal
-from specops.commands.release import Listing, ReleaseInfo, manifest_path, newest_verified, release_env_path
+from specops.commands.release import Listing, ReleaseInfo, manifest_path, newest_verified, newness, release_env_path
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.diagnose.case import Material
@@ -102,9 +102,9 @@ def choose_releases(listing: Listing, wanted: str | None) -> tuple[ReleaseInfo |
     if subject is not None and subject.rollback_target:
         return subject, subject
     verified = [r for r in listing.releases if r.rollback_target and (subject is None or r.id != subject.id)]
-    earlier = [r for r in verified if subject is None or r.id < subject.id]
+    earlier = [r for r in verified if subject is None or newness(r) < newness(subject)]
     pool = earlier or verified
-    return subject, (max(pool, key=lambda r: r.id) if pool else None)
+    return subject, (max(pool, key=newness) if pool else None)
 
 
 def _known(listing: Listing, wanted: str | None, name: str) -> None:

@@ -62,7 +62,7 @@ def identical_release(staged: StagedBuild, releases: list[ReleaseInfo]) -> Relea
     """A complete release on the host with exactly the staged tree (current first), or None: the
     orchestrator can then skip the push (and, if it is current, the restart)."""
     same = [r for r in releases if r.complete and r.error is None and r.tree_hash == staged.tree_hash]
-    same.sort(key=lambda r: (r.is_current, r.id))
+    same.sort(key=lambda r: (r.is_current, cmd.newness(r)))
     return same[-1] if same else None
 
 
@@ -101,8 +101,9 @@ class PushSession:
         """The local half of a push that needs no listing (the release id, the manifest as a tar member in memory,
         never in the stage that parallel hosts share); called right after the exec starts, it runs while the host
         starts its shell. Returns the release id."""
-        release_id = release_id or staged.release_id(now)
-        manifest = staged.manifest(release_id, **dict(manifest_fields or {}))
+        fields = dict(manifest_fields or {})
+        release_id = release_id or staged.release_id(str(fields.get("profile") or ""), str(fields.get("unit") or ""))
+        manifest = staged.manifest(release_id, now, **fields)
         manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # the C encoder: ~10x
         self._prepared = (staged, release_id, member_bytes(MANIFEST, manifest_text.encode()))
         return release_id

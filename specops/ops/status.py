@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specops.commands.journal import last_entry_argv
+from specops.commands.release import build_part
 from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode
@@ -51,6 +52,11 @@ class HostStatus:
     watch: dict[str, Any] | None = None
     # the rollback guard's state while one is armed (release, rollback_to, state: armed, rolled-back, no-rollback)
     guard: dict[str, Any] | None = None
+
+    @property
+    def build(self) -> str | None:
+        """The build `current` holds, the same id on every host that got it (None: none, or a time-based id)."""
+        return build_part(self.current) if self.current else None
 
     @property
     def watching_left_s(self) -> int | None:
@@ -137,7 +143,8 @@ class HostStatus:
         return f"enabled: no ({state}): a reboot leaves the engine down; the next deploy enables it"
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "serving": self.serving, "engine": self.engine, "enabled": self.enabled}
+        return {**self.__dict__, "build": self.build, "serving": self.serving, "engine": self.engine,
+                "enabled": self.enabled}  # fmt: skip
 
 
 def _duration(seconds: int) -> str:
@@ -201,6 +208,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
         releases=[
             {
                 "id": r.id,
+                "build": build_part(r.id),
                 "created_at": r.created_at,
                 "profile": r.profile,
                 "verified": r.verified,

@@ -70,6 +70,20 @@ def test_canary_then_rest_and_a_failing_host_is_reported_per_host(
     assert outcomes[hosts[1].name]["outcome"] == "preflight-failed"
     assert "torchcodec.ffmpeg" in outcomes[hosts[1].name]["cause"]
     assert result.code == 1
+    # the release the checks stopped never ran, yet `diagnose` names the host's fault, from its manifest
+    failed = str(outcomes[hosts[1].name]["attempted"])
+    diagnosed = run_cli(capsys, "diagnose", hosts[1].name, "--release", failed)
+    assert diagnosed.code == 1, diagnosed.out + diagnosed.err
+    assert re.search(
+        rf"verdict: environment: the host failed .*torchcodec\.ffmpeg.* before {failed} ran", diagnosed.out
+    )
+    assert "torchcodec.ffmpeg: " in diagnosed.out and "no failure" not in diagnosed.out
+    verdict = json.loads(run_cli(capsys, "diagnose", hosts[1].name, "--release", failed, "--json").out)
+    assert verdict["verdict"] == "environment" and verdict["failure"]["source"] == "preflight"
+    checks = {check["id"]: check for check in verdict["failure"]["checks"]}
+    assert checks["torchcodec.ffmpeg"]["evidence"]  # what the check saw on the host
+    manifest = json.loads(hosts[1].exec(["cat", f"/opt/specops/sglang/releases/{failed}/manifest.json"]).stdout)
+    assert manifest["facts"]["host"] == hosts[1].name and manifest["preflight"]["passed"] is False
     table = run_cli(capsys, "deploy", "gpu", "--build", str(UNPATCHED), "--patch", str(PATCH))
     rows = {line.split()[0]: line.split()[1] for line in table.out.splitlines()[1:3]}
     assert rows == {hosts[0].name: "unchanged", hosts[1].name: "preflight-failed"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.build.stage import StagedBuild, stage_build
+from specops.build.stage import StagedBuild, legacy_release_id, stage_build
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.ssh import SshHost, connect
@@ -73,8 +73,17 @@ def _stop_mid_stream(ssh_config: Path, staged: StagedBuild, second: int) -> None
 
     with connect(SPEC, ssh_config=ssh_config, known_hosts=[]) as host, pytest.raises(Stopped):
         push.push_release(
-            host, SPEC, staged, base=None, on_bytes=stop, now=datetime(2026, 1, 1, 0, 0, second, tzinfo=UTC)
+            host, SPEC, staged, base=None, on_bytes=stop, release_id=_old_id(staged, second), now=_at(second)
         )
+
+
+def _at(second: int) -> datetime:
+    return datetime(2026, 1, 1, 0, 0, second, tzinfo=UTC)
+
+
+def _old_id(staged: StagedBuild, second: int) -> str:
+    """One build pushed four times: four releases only under the time-based ids older specops minted."""
+    return legacy_release_id(staged.tree_hash, _at(second))
 
 
 def _wait_for_the_host_side_to_end(testhost: TestHost) -> None:
@@ -94,16 +103,16 @@ def test_two_pushes_stopped_mid_stream_leave_leftovers_that_the_third_push_remov
     _stop_mid_stream(ssh_config, staged, 2)
     _wait_for_the_host_side_to_end(testhost)
     left = [(r.id, r.complete) for r in push.list_releases(ssh, SPEC)]
-    assert left == [(staged.release_id(datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC)), False) for s in (1, 2)]
+    assert left == [(_old_id(staged, s), False) for s in (1, 2)]
     said: list[str] = []
-    young = push.push_release(ssh, SPEC, staged, base=None, progress=said.append,
-                              now=datetime(2026, 1, 1, 0, 0, 3, tzinfo=UTC))  # fmt: skip
+    young = push.push_release(ssh, SPEC, staged, base=None, progress=said.append, release_id=_old_id(staged, 3),
+                              now=_at(3))  # fmt: skip
     assert not any("unfinished" in line for line in said)  # younger than the lock's life: maybe a live push
     for release_id, _ in left:  # as if the lock's life (90 s) had passed since those pushes stopped
         testhost.exec(["find", f"{RELEASES}/{release_id}", "-maxdepth", "1", "-exec", "touch", "-h", "-d",
                        "10 minutes ago", "{}", "+"])  # fmt: skip
-    third = push.push_release(ssh, SPEC, staged, base=None, progress=said.append,
-                              now=datetime(2026, 1, 1, 0, 0, 4, tzinfo=UTC))  # fmt: skip
+    third = push.push_release(ssh, SPEC, staged, base=None, progress=said.append, release_id=_old_id(staged, 4),
+                              now=_at(4))  # fmt: skip
     assert f"removed 2 unfinished release(s) that stopped pushes had left: {left[0][0]}, {left[1][0]}" in said
     assert [(r.id, r.complete) for r in push.list_releases(ssh, SPEC)] == [(young.release_id, True),
                                                                           (third.release_id, True)]  # fmt: skip

@@ -18,6 +18,7 @@ from typing import Any
 from specops.remote.release.boot import cut_short
 from specops.remote.release.claim import is_unfinished_leftover
 from specops.remote.release.hostdata import (
+    LEGACY_ID,
     PLAIN_SUMMARY_SCHEMA,
     SCHEMA_KEY,
     SUMMARY_SCHEMA,
@@ -25,6 +26,8 @@ from specops.remote.release.hostdata import (
     Refused,
     checked_release_id,
     checked_schema,
+    order_key,
+    utc_text,
 )
 from specops.remote.release.script import (
     MANIFEST,
@@ -118,8 +121,21 @@ def watch_record(service_dir: str) -> dict[str, Any] | None:
 
 
 def op_list(service_dir: str) -> dict[str, Any]:
+    """The host's releases, oldest first by when each was created (hostdata.order_key: not by name)."""
     releases = [summary(service_dir, release_id) for release_id in release_ids(service_dir)]
+    releases.sort(key=lambda r: order_key(r.get("created_at") or started_at(service_dir, r["id"]), r["id"]))
     return {"current": current_id(service_dir), "releases": releases, "watch": watch_record(service_dir)}
+
+
+def started_at(service_dir: str, release_id: str) -> str | None:
+    """When a release without a readable `created_at` (a push that stopped before its manifest) was begun: its
+    folder's mtime; None for a time-based id, whose name says when."""
+    if LEGACY_ID.fullmatch(release_id):
+        return None
+    try:
+        return utc_text(os.lstat(os.path.join(service_dir, "releases", release_id)).st_mtime)
+    except OSError:
+        return None
 
 
 def prune_plan(
@@ -129,16 +145,17 @@ def prune_plan(
     protected: set[str],
     stale: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Ids to delete: complete releases beyond the newest `keep`, unfinished leftovers older than the newest
-    complete one, and the `stale` ones (unfinished, untouched for longer than the lock's life: their push is
-    dead, whatever came after); never current, the newest verified or a protected id."""
+    """Ids to delete (`releases` oldest first, as op_list orders them): complete releases beyond the newest
+    `keep`, unfinished leftovers older than the newest complete one, and the `stale` ones (unfinished, untouched
+    for longer than the lock's life: their push is dead, whatever came after); never current, the newest
+    verified or a protected id."""
     complete = [r["id"] for r in releases if r["complete"]]
     verified = [r["id"] for r in releases if r["complete"] and r["verified"] and not r["error"]]
     spared = set(protected) | {current} | set(verified[-1:]) | set(complete[-keep:] if keep > 0 else [])
-    newest_complete = complete[-1] if complete else None
+    ids = [r["id"] for r in releases]
+    newest_complete = ids.index(complete[-1]) if complete else -1
     doomed = [r for r in complete if r not in spared]
-    if newest_complete is not None:
-        doomed += [r["id"] for r in releases if not r["complete"] and r["id"] < newest_complete]
+    doomed += [r["id"] for r in releases[:newest_complete] if not r["complete"]]
     doomed += [r["id"] for r in releases if not r["complete"] and r["id"] in stale]
     return sorted(set(r for r in doomed if r not in spared))
 

@@ -86,3 +86,29 @@ def checked_release_id(value: object, empty_ok: bool = False) -> str:
     if (empty_ok and text == "") or RELEASE_ID.fullmatch(text):
         return text
     raise Refused("request", "not a release id: " + repr(value))
+
+
+# Release ids. Today's: `<build12>-<cfg6>` (build/stage.py content_release_id): the build part is the same on
+# every host that got the same build and profile, the config part names the host's unit. Older hosts keep
+# time-based ids, `YYYYmmddTHHMMSSZ-<tree12>`: both kinds are valid, and neither is ordered by its name.
+CONTENT_ID = re.compile(r"([0-9a-f]{12})-[0-9a-f]{6}")
+BUILD_ID = re.compile(r"[0-9a-f]{12}")
+LEGACY_ID = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z-[0-9a-f]{12}")
+
+
+def build_part(release_id: str) -> str | None:
+    """The build a content id names (the same on every host); None for a time-based id, which names none."""
+    found = CONTENT_ID.fullmatch(release_id)
+    return found.group(1) if found else None
+
+
+def order_key(created_at: object, release_id: str) -> tuple[str, str]:
+    """Oldest first: by the manifest's `created_at` (to the second, or finer), else by the time a time-based id
+    starts with; the id breaks ties. Content ids do not sort by time, so nothing may sort releases by name."""
+    when = created_at if isinstance(created_at, str) else ""
+    legacy = LEGACY_ID.fullmatch(release_id)
+    if not when and legacy:
+        when = "{}-{}-{}T{}:{}:{}".format(*legacy.groups())
+    when = when.rstrip("Z")
+    whole, _, fraction = when.partition(".")
+    return (whole + "." + fraction.ljust(6, "0") if whole else "", release_id)

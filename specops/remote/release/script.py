@@ -25,12 +25,21 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.hostdata import (  # re-exported: the client's ids, built and ordered by the host's rule
+    BUILD_ID as BUILD_ID,
+)
 from specops.remote.release.hostdata import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # re-exported: the client's stage
 from specops.remote.release.hostdata import RELEASE_ID as RELEASE_ID  # re-exported: the client's id check
 from specops.remote.release.hostdata import Refused as Refused  # re-exported: the stage checks links by the host's rule
 from specops.remote.release.hostdata import (
+    build_part as build_part,
+)
+from specops.remote.release.hostdata import (
     checked_release_id,
     checked_schema,
+)
+from specops.remote.release.hostdata import (
+    order_key as order_key,
 )
 
 MANIFEST = "manifest.json"

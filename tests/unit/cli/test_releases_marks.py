@@ -55,7 +55,7 @@ def test_mark_then_list_then_unmark(capsys: pytest.CaptureFixture[str], host: Pa
     bad = {release["id"]: release["bad"] for release in listed}
     assert bad[OLD]["reason"] == "loops at temperature 0.7" and bad[NEW] is None
     cleared = run_cli(capsys, "releases", "llm-two", "--unmark-bad", OLD, "--json")
-    assert json.loads(cleared.out) == {"host": "llm-two", "release": OLD, "bad": None}
+    assert json.loads(cleared.out) == {"host": "llm-two", "release": OLD, "build": None, "bad": None}
     audit = run_cli(capsys, "audit", "llm-two")
     assert "mark-bad" in audit.out and "unmark-bad" in audit.out
 
@@ -68,8 +68,7 @@ def test_a_mark_without_a_reason_says_it_was_by_hand(capsys: pytest.CaptureFixtu
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("gpu", "--mark-bad", OLD), "--mark-bad and --unmark-bad take one host and one of the two options"),
-        (("llm-two", "--mark-bad", OLD, "--unmark-bad", OLD), "take one host and one of the two options"),
+        (("llm-two", "--mark-bad", OLD, "--unmark-bad", OLD), "--mark-bad and --unmark-bad: one of the two options"),
         (("llm-two", "--mark-bad", "../etc"), "'../etc' is not a release id"),
         (("llm-two", "--mark-bad", "20261103T000000Z-cccc"), "llm-two: no release 20261103T000000Z-cccc on the host"),
     ],
@@ -83,6 +82,20 @@ def test_usage_errors_exit_2_and_change_nothing(
     assert "Traceback" not in result.err
     listed = json.loads(run_cli(capsys, "releases", "llm-two", "--json").out)["releases"]
     assert all(release["bad"] is None for release in listed)
+
+
+def test_a_group_mark_marks_each_host_that_has_the_release_and_names_the_one_that_has_not(
+    capsys: pytest.CaptureFixture[str], host: Path
+) -> None:
+    """llm-two holds OLD; llm-one (another python, no such release) is an error row: exit 2, llm-two marked."""
+    marked = run_cli(capsys, "releases", "gpu", "--mark-bad", OLD, "--reason", "wrong answers")
+    assert marked.code == 2, marked.out + marked.err
+    rows = {line.split()[0]: line for line in marked.out.splitlines()[1:3]}
+    assert rows["llm-two"].split()[1:] == [OLD, "bad:", "wrong", "answers"]
+    assert rows["llm-one"].split()[1] == "error"
+    listed = json.loads(run_cli(capsys, "releases", "llm-two", "--json").out)["releases"]
+    assert {release["id"]: (release["bad"] or {}).get("reason") for release in listed} == {OLD: "wrong answers",
+                                                                                          NEW: None}  # fmt: skip
 
 
 def test_prune_removes_a_dead_pushs_leftover_under_the_lock_and_keeps_current_and_the_rollback_target(

@@ -21,7 +21,7 @@ def test_a_deploy_that_stops_with_an_error_under_its_lock_is_audited_with_the_ca
     entry = json.loads(local_audit_path().read_text().splitlines()[-1])
     assert (entry["action"], entry["outcome"]) == ("deploy", "error")
     assert entry["message"] == "gpu1: release x is unfinished (its push did not verify)"
-    assert entry["to"].startswith("20261130T120000Z-") and entry["from"] == "20260101T000000Z-old"
+    assert entry["to"] == run.outcome["attempted"] and entry["from"] == "20260101T000000Z-old"
     appends = [argv for argv in run.host.commands if argv[-1:] == ("/opt/specops/sglang/audit.jsonl",)]
     assert len(appends) == 1  # and on the host, by the same single append a finished deploy uses
 

@@ -116,3 +116,20 @@ def test_a_target_gone_by_the_time_the_lock_is_held_is_refused_before_the_stop(w
     assert result.code == 1
     assert f"error: {HOST}: no verified release other than the current one" in result.err
     assert ran.commands == ["conversation", "release list", "lock acquire", "release list", "lock release"]
+
+
+def test_to_a_build_id_rolls_back_to_the_hosts_newest_verified_release_of_that_build(world: World) -> None:
+    """`--to BUILD` (the 12 hex digits every host shows for one build): this host's own release of it, the newest
+    verified one, by creation time and not by name; the host is asked for that release id."""
+    build = "85297c34c9a4"
+    older, newer = f"{build}-ffffff", f"{build}-000000"
+    releases = [{**release(older, "3" * 64), "created_at": "2026-01-01T00:00:00.000Z"},
+                {**release(newer, "3" * 64), "created_at": "2026-01-02T00:00:00.000Z"},
+                {**release(NEW, "1" * 64), "created_at": "2026-01-03T00:00:00.000Z"}]  # fmt: skip
+    result, ran = _run(world, releases, "--to", build, to=newer)
+    assert result.code == 0, result.out + result.err
+    assert result.out.startswith(f"rolled back {NEW} -> {newer}: verified")
+    rollback = next(argv for argv in ran.argvs if argv[4:5] == ("rollback",))
+    assert newer in rollback
+    refused, _ = _run(world, releases, "--to", "0" * 12)
+    assert refused.code == 1 and f"no verified release of build {'0' * 12} on this host" in refused.err

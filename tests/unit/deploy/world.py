@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from specops.build.stage import StagedBuild, stage_build
+from specops.build.stage import stage_build
 from specops.config.loader import load_config
 from specops.deploy.plan import plan_host
 from specops.host.recording import RecordingHost
@@ -58,8 +58,7 @@ class World:
         return run_cli(self.capsys, "--config", str(self.folder / "specops.toml"), *args)
 
     def run(self, scene: DeployScene, *options: str, smokes: tuple[bool, ...] = (True,)) -> Run:
-        """The dry run, then the deploy; a new release gets the same id in both (the clock is pinned)."""
-        self.monkeypatch.setattr(StagedBuild, "release_id", lambda staged, now=None: f"{NOW}-{staged.tree_hash[:12]}")
+        """The dry run, then the deploy; a new release gets the same id in both (derived from its content)."""
         hosts = [scene.host()]
         use_scene(self.monkeypatch, scene, hosts, list(smokes))
         dry = self.cli("deploy", HOST, "--build", str(self.build), "--dry-run", "--json", *options)

@@ -146,10 +146,15 @@ def test_release_id_and_manifest(build: Path, tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
     staged = stage_build(build, [DDTREE_PATCH], tmp_path / "w")
-    release_id = staged.release_id(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
-    assert release_id == f"20260102T030405Z-{staged.tree_hash[:12]}"
-    manifest = staged.manifest(release_id, profile="ddtree", deployed_by="op@laptop")
-    assert manifest["created_at"] == "2026-01-02T03:04:05Z" and manifest["verified"] is False
+    release_id = staged.release_id("ddtree", "[Unit]\n")
+    build_part, config_part = release_id.split("-")
+    assert len(build_part) == 12 and len(config_part) == 6
+    assert staged.release_id("ddtree", "[Unit]\n") == release_id  # derived: the same on every host, every time
+    assert staged.release_id("ddtree", "[Unit]\nX=1\n").startswith(build_part + "-")  # another unit: same build
+    assert staged.release_id("eagle3", "[Unit]\n").split("-")[0] != build_part  # another profile: another build
+    manifest = staged.manifest(release_id, datetime(2026, 1, 2, 3, 4, 5, 678900, tzinfo=UTC), profile="ddtree",
+                               deployed_by="op@laptop")  # fmt: skip
+    assert manifest["created_at"] == "2026-01-02T03:04:05.678Z" and manifest["verified"] is False
     assert manifest["profile"] == "ddtree" and manifest["files"] is staged.files
     assert manifest["patches"][0]["sha256"] == __import__("hashlib").sha256(DDTREE_PATCH.read_bytes()).hexdigest()
 

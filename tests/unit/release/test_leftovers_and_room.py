@@ -39,9 +39,11 @@ def _leftover(spec: HostSpec, release_id: str, *, aged: bool) -> None:
 
 
 def _complete(spec: HostSpec, release_id: str, verified: bool = True) -> None:
+    """A release created before every leftover of these tests (a host orders its releases by `created_at`)."""
     folder = _releases(spec) / release_id
     folder.mkdir(parents=True)
-    (folder / "manifest.json").write_text(json.dumps({"id": release_id, "verified": verified}))
+    created = f"2020-01-01T00:00:0{release_id[-1]}Z"
+    (folder / "manifest.json").write_text(json.dumps({"id": release_id, "verified": verified, "created_at": created}))
 
 
 def _row(release_id: str, complete: bool = True, verified: bool = True) -> dict[str, object]:
