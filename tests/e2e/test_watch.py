@@ -48,7 +48,7 @@ def test_an_engine_that_hangs_after_verified_is_rolled_back_by_the_guard(scene: 
     hung = str(outcome["release"])
     assert (outcome["outcome"], outcome["watch_s"]) == ("deployed", 60)  # verified: the deploy did not wait
     text = scene.cli("status", scene.host.name)
-    assert f"current: {hung} (verified, watching (" in text.out and " left), profile ddtree)" in text.out
+    assert f"current: {hung} (verified, watching (" in text.out and " left), profile ddtree" in text.out
     assert "health: 200" in text.out  # healthy at "verified" and just after: the hang comes later
     watching = status_of(scene)["watch"]
     assert isinstance(watching, dict) and watching["release"] == hung and str(watching["deadline"]).endswith("Z")
