@@ -300,7 +300,9 @@ def _deploy_steps(
     if guard and choice.rollback_to is not None:
         reason = f"deploy of {release_id} failed: {cmds.CAUSE_PLACEHOLDER}"
         blame = blame_for_failed_gates(choice.config)
-        marking = f"{release_id} marked bad" if blame.marks_bad else f"{release_id} NOT marked bad ({blame.reason})"
+        marking = (f"{release_id} marked bad, unless the engine's journal names a fault of the host (then nothing is "
+                   "marked, and the rollback runs only to a release verified on this environment)" if blame.marks_bad
+                   else f"{release_id} NOT marked bad ({blame.reason})")  # fmt: skip
         steps.append(Step("rollback", f"roll back to {choice.rollback_to.id} with its unit and env file, then the "
                           f"same gates; {marking}", tuple(cmds.rollback_commands(spec, choice.rollback_to.id, reason,
                           drain_s, not blame.marks_bad)), failed, phase="rollback"))  # fmt: skip
