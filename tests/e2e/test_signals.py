@@ -4,7 +4,7 @@ free, the last lines name what serves, and the audit log has a line with outcome
 
 A streaming request keeps the old engine draining (15 s at 100 tokens/s, a 120 s budget), so the signal lands
 while the engine is being stopped. The other phases get one signal each, rotated (the handling is the same for
-all three). All scenarios share one test host: each ends with a verified release serving and the lock free.
+all three), and share one test host: each ends with a verified release serving and the lock free.
 """
 
 from __future__ import annotations
@@ -32,9 +32,18 @@ SIGNALS = [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)]
 
 @pytest.fixture
 def scene(
+    testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Scene:  # fmt: skip
+    return _scene(testhost, host_venv, tmp_path, capsys, monkeypatch, drain_s=120)
+
+
+@pytest.fixture
+def shared(
     module_testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> Scene:  # fmt: skip
+    """One test host for the scenarios of one phase each: each ends with a verified release serving, lock free."""
     return _scene(module_testhost, host_venv, tmp_path, capsys, monkeypatch, drain_s=120)
 
 
@@ -68,39 +77,39 @@ def _last_audit(scene: Scene, action: str) -> dict[str, Any]:
     ("switch", "SIGHUP", True), ("smoke", "SIGTERM", True),
 ])  # fmt: skip
 def test_a_signal_in_a_deploy_phase_leaves_a_verified_release_serving(
-    scene: Scene, phase: str, name: str, switched: bool
+    shared: Scene, phase: str, name: str, switched: bool
 ) -> None:
-    first, good = scene.deploy()
+    first, good = shared.deploy()
     assert first.code == 0, first.out + first.err
-    process = _deploy_process(scene, "--patch", str(RENUMBER_PATCH), "--force")
-    said = _interrupted(scene, process, name, dict(SIGNALS)[name], phase)
+    process = _deploy_process(shared, "--patch", str(RENUMBER_PATCH), "--force")
+    said = _interrupted(shared, process, name, dict(SIGNALS)[name], phase)
     guard = f"is unverified: the host-side guard rolls back to {good['release']} by "
-    before = f"error: {scene.host.name}: {good['release']} serves (verified)"  # started again from the switch on
+    before = f"error: {shared.host.name}: {good['release']} serves (verified)"  # started again from the switch on
     if phase == "switch":  # the signal may land before the host switched `current` or after: each is named
         assert guard in said or before in said, said
     else:
         assert (guard if switched else f"{before} as before: its engine was not stopped") in said, said
-    assert f"{scene.host.name} done stopped: interrupted ({name})" in said, said
-    audit = _last_audit(scene, "deploy")
+    assert f"{shared.host.name} done stopped: interrupted ({name})" in said, said
+    audit = _last_audit(shared, "deploy")
     assert (audit["outcome"], audit["message"].split(":")[0]) == ("interrupted", f"interrupted ({name})")
-    found = _wait_for_verified_current(scene, str(good["release"]), timeout=180)
+    found = _wait_for_verified_current(shared, str(good["release"]), timeout=180)
     assert found["uses_current"] is True
 
 
 @pytest.mark.parametrize(("phase", "name"), [("readiness", "SIGINT"), ("smoke", "SIGHUP")])
-def test_a_signal_after_a_rollbacks_switch_leaves_its_target_serving(scene: Scene, phase: str, name: str) -> None:
+def test_a_signal_after_a_rollbacks_switch_leaves_its_target_serving(shared: Scene, phase: str, name: str) -> None:
     """Its restart (readiness) or its gates (smoke): the target is current and verified, and serves."""
-    first, target = scene.deploy()
+    first, target = shared.deploy()
     assert first.code == 0, first.out + first.err
-    second, _ = scene.deploy("--patch", str(RENUMBER_PATCH), "--force")
+    second, _ = shared.deploy("--patch", str(RENUMBER_PATCH), "--force")
     assert second.code == 0, second.out + second.err
-    process = _rollback_process(scene, "-v")  # -v: the readiness polls show, one line each
-    said = _interrupted(scene, process, name, dict(SIGNALS)[name], phase)
+    process = _rollback_process(shared, "-v")  # -v: the readiness polls show, one line each
+    said = _interrupted(shared, process, name, dict(SIGNALS)[name], phase)
     assert "switching current to" in said, said  # the signal came after the rollback's switch
-    assert f"error: {scene.host.name}: {target['release']} serves (verified)" in said, said
-    audit = _last_audit(scene, "rollback")
+    assert f"error: {shared.host.name}: {target['release']} serves (verified)" in said, said
+    audit = _last_audit(shared, "rollback")
     assert (audit["outcome"], audit["message"].split(":")[0]) == ("interrupted", f"interrupted ({name})")
-    found = _wait_for_verified_current(scene, str(target["release"]), timeout=30)  # ready before the exit
+    found = _wait_for_verified_current(shared, str(target["release"]), timeout=30)  # ready before the exit
     assert found["uses_current"] is True
 
 
