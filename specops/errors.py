@@ -33,8 +33,9 @@ class ExitCode(IntEnum):
     @staticmethod
     def cause(error: BaseException) -> str:
         """Why a run stopped, in words for a person (never an exception's class name)."""
-        if isinstance(error, KeyboardInterrupt):
-            return EXIT_CODE_MEANINGS[ExitCode.INTERRUPTED]
+        if isinstance(error, KeyboardInterrupt):  # SIGTERM and SIGHUP arrive as one that carries their name
+            name = getattr(error, "name", None)
+            return f"interrupted ({name})" if isinstance(name, str) else EXIT_CODE_MEANINGS[ExitCode.INTERRUPTED]
         if isinstance(error, SpecopsError):
             return EXIT_CODE_MEANINGS[error.exit_code]
         return "internal error in specops"

@@ -120,8 +120,10 @@ class HostOutcome:
 
     def after_interruption(self, restoration: Restoration, spec: HostSpec) -> str:
         """What serves after an interruption; the unverified new release under an armed guard: to what it rolls
-        back, and by when (the lock is released right after this, and the guard acts at its next tick)."""
-        if self.guard_to and self.switched and restoration.restored is None and restoration.dark is None:
+        back, and by when (the lock is released right after this, and the guard acts at its next tick). The host's
+        `current` counts: a signal during the switch may land after the host switched, before the reply came."""
+        switched = self.switched or (self.attempted is not None and restoration.unverified == self.attempted)
+        if self.guard_to and switched and restoration.restored is None and restoration.dark is None:
             return f"{self.host}: {interrupted_line(self.attempted, self.guard_to)}"
         return restoration.said(spec)
 

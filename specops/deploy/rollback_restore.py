@@ -38,6 +38,7 @@ class Restoration:
     restored: str | None
     dark: str | None
     line: str = ""  # after an interruption: what serves now, or who puts a verified release back
+    unverified: str | None = None  # after an interruption: the unverified release read as `current`
 
     def said(self, spec: HostSpec) -> str:
         """One line naming what serves on the host (the interruption's message and audit line)."""
@@ -106,7 +107,7 @@ def serve_after_interruption(host: Host, spec: HostSpec, profile_for: ProfileFor
             listing = read_listing(host, spec)
             current = next((r for r in listing.releases if r.id == listing.current), None)
             if current is None or not current.verified:
-                return Restoration(None, None, _guard_line(spec, listing.current, guarded))
+                return Restoration(None, None, _guard_line(spec, listing.current, guarded), listing.current)
             if not stopped:  # its unit file may be a deploy's new one by now: the running release's back in place
                 restore_config(host, spec)
                 return _untouched(host, spec, current.id, action)
@@ -131,7 +132,9 @@ class _Heedless:
 def _untouched(host: Host, spec: HostSpec, current: str, action: str) -> Restoration:
     """Interrupted before the stop: what ran still runs; an engine that was not running was not started."""
     if unit_running(host, spec):
-        return Restoration(current, None, f"{spec.name}: {current} serves as before (its engine was not stopped)")
+        return Restoration(
+            current, None, f"{spec.name}: {current} serves (verified) as before: its engine was not stopped"
+        )
     return Restoration(None, f"NOTHING SERVES on {spec.name}: {spec.unit_name} was not running before the {action} "
                              f"and was not started; {start_hint(spec)}")  # fmt: skip
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from specops.commands import journal
 from specops.engine.signatures import JournalScanner, Match, primary_cause
+from specops.errors import CommandFailed
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -115,7 +116,12 @@ class _Wait:
 
     def poll_host(self) -> Match | None:
         """One round trip: unit state + new journal lines; returns the first fatal match among them."""
-        result = self.host.run(journal.poll_argv(self.spec.unit_name, self.position), timeout=POLL_COMMAND_TIMEOUT_S)
+        # journalctl exits 1, silently, when the unit logged nothing after the cursor (an engine that kept running
+        # through an interrupted stop): the unit's state, before the marker, is still the answer
+        argv = journal.poll_argv(self.spec.unit_name, self.position)
+        result = self.host.run(argv, timeout=POLL_COMMAND_TIMEOUT_S, check=False)
+        if result.exit_code != 0 and journal.POLL_MARKER not in result.text:
+            raise CommandFailed(result, self.host.name)
         self.state, lines, cursor = journal.parse_poll(result.text)
         self.position = cursor or self.position
         self.first = self.first or self.state

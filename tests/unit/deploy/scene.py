@@ -70,6 +70,7 @@ class DeployScene:
     lock_holder: str | None = None  # holder.json of a deploy holding the lock when this one starts
     engine: str = "ActiveState=active\nSubState=running\nInactiveEnterTimestamp=\n"  # the unit before the deploy
     env: str | None = None  # the current release's own env file (None: it has none, nor is there a live one)
+    unit_state: str = "ActiveState=inactive\nSubState=dead\nMainPID=0\n"  # the engine's, as its stop sees it
 
     def host(self) -> RecordingHost:
         spec, script = self.spec, release_cmd.script_argv(self.spec, "x")[:4]
@@ -105,7 +106,7 @@ class DeployScene:
             journal.last_entry_argv(spec.unit_name), reply("2026-12-02T07:01:02+00:00 gpu1 systemd[1]: Stopped\n")
         )
         # the stop before a restart: the engine already stopped, its GPUs free (ops/engine_stop.py has its own tests)
-        host.script(engine_stop.state_argv(spec.unit_name), reply("ActiveState=inactive\nSubState=dead\nMainPID=0\n"))
+        host.script(engine_stop.state_argv(spec.unit_name), reply(self.unit_state))
         host.script(self._hooked("gpus", engine_stop.inspect_argv(spec.unit_name)),
                     reply("@gpus\n0, GPU-0, 0\n@apps\n@unit\n@end\n"))  # fmt: skip
         fragment = (
@@ -152,13 +153,16 @@ class DeployScene:
         restored = {"ok": True, "release": self.current, "unit_restored": False, "env": "same"}
         host.script([*script, "restore-config"], reply(json.dumps(restored)))
         back = self.rollback_reply or {"ok": True, "previous": "new", "current": self.current or "none"}
-        host.script([*script, "rollback"], reply(json.dumps(back), exit_code=0 if back["ok"] else 3))
+        host.script(
+            self._hooked("rollback", [*script, "rollback"]), reply(json.dumps(back), exit_code=0 if back["ok"] else 3)
+        )
 
     def _script_gates(self, host: RecordingHost) -> None:
         host.script(journal.cursor_argv(), reply("-- cursor: s=1;i=1\n"))
-        host.script(["systemctl", "restart"], reply())
+        host.script(self._hooked("restart", ["systemctl", "restart"]), reply())
         polls = [reply((READY if ok else EXITED) + journal.POLL_MARKER + "\n-- cursor: s=1;i=2\n") for ok in self.ready]
-        host.script(lambda argv: argv[:2] == ("sh", "-c") and journal.POLL_MARKER in argv[2], *polls)
+        poll = self._hooked("ready", ["sh", "-c"])  # a readiness poll
+        host.script(lambda argv: len(argv) > 2 and journal.POLL_MARKER in argv[2] and poll(argv), *polls)
         host.script(lambda argv: argv[:2] == ("sh", "-c") and argv[3:4] == ("specops-journal",), reply())
 
     def check_results(self) -> list[CheckResult]:

@@ -179,3 +179,23 @@ def test_a_start_refused_by_the_start_limit_is_named_as_such_not_as_an_exit_stat
     )
     assert "`systemctl reset-failed sglang.service`" in result.reason
     assert "status 15" not in result.reason and result.seconds == 0.0
+
+
+def test_a_journal_with_nothing_new_for_the_unit_still_answers_with_the_units_state(spec, ddtree) -> None:
+    """journalctl exits 1 with no output when the unit logged nothing after the cursor (an engine that kept
+    running): the poll's unit state still counts, and the engine that answers 200 is ready."""
+    quiet = poll(cursor=None)
+    host = RecordingHost("llm-one")
+    host.script(lambda argv: argv[:2] == ("sh", "-c") and "systemctl show" in argv[2], reply(quiet, exit_code=1))
+    result, _ = run(host, spec, ddtree, healths(200), FakeTime())
+    assert result.ok, result.reason
+    assert host.commands[-1][-2:] == ("--after-cursor", "s=start;i=0")  # the position stays where it was
+
+
+def test_a_poll_that_fails_before_the_units_state_is_an_error(spec, ddtree) -> None:
+    from specops.errors import CommandFailed
+
+    host = RecordingHost("llm-one")
+    host.script(lambda argv: argv[:2] == ("sh", "-c"), reply(stderr="sh: systemctl: not found", exit_code=127))
+    with pytest.raises(CommandFailed, match="exited with 127"):
+        run(host, spec, ddtree, healths(200), FakeTime())
