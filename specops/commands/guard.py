@@ -25,6 +25,12 @@ def guard_state_path(spec: HostSpec) -> str:
     return f"{spec.service_dir}/.specops-guard.json"  # GUARD_STATE_FILE of the host-side hostdata.py
 
 
+def watch_stop_path(spec: HostSpec) -> str:
+    """Written by the disarm before it stops the watch: the watch then records "stopped" (a deploy replaced it),
+    and any other stop (a shutdown, a reboot, `systemctl stop`) as cut short."""
+    return f"{spec.service_dir}/.specops-watch-stop"  # WATCH_STOP_FILE of the host-side script.py
+
+
 def schema_argv(spec: HostSpec) -> list[str]:
     """The guard script's first line, `# specops rollback guard, schema N`: a guard a newer specops armed is
     left alone. Exits non-zero when there is no guard script (nothing to check)."""
@@ -100,9 +106,10 @@ def disarm_argvs(spec: HostSpec) -> list[list[str]]:
     non-zero when there is no guard: not an error). The caller holds the lock, and a guard rolls back only
     under it, so the guard run stopped here is at most a check, or one that has just let the lock go: left
     running, it would make the next `systemd-run --unit=` fail ("already loaded"). Its state goes too: no
-    planned target is shown, or used, once no guard runs."""
+    planned target is shown, or used, once no guard runs. The watch's stop is announced first (watch_stop_path)."""
     unit, watch = guard_unit(spec), watch_unit(spec)
     return [
+        ["touch", "--", watch_stop_path(spec)],
         ["systemctl", "stop", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
         ["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
         ["rm", "-f", "--", guard_state_path(spec)],

@@ -70,7 +70,7 @@ def test_status_after_a_reboot_mid_watch_says_the_watch_was_cut_short(
     assert (found["current"], watch["release"], watch["state"]) == (watched, watched, "cut-short")
     assert str(watch["reason"]).startswith("cut short by a ")
     text = scene.cli("status", testhost.name).out
-    assert f"current: {watched} (verified, watch cut short, profile ddtree)" in text
+    assert f"current: {watched} (verified, watch cut short, profile ddtree, build " in text
     assert "guard (cut-short): cut short by a " in text
     assert "verified, watching" not in text
     audit = scene.cli("audit", testhost.name).out

@@ -46,6 +46,7 @@ MANIFEST = "manifest.json"
 UNFINISHED = "unfinished"
 RELEASE_ENV = ".specops-env"  # the release's env file, 0600 (relconfig.py): secrets, so outside the tree hash
 WATCH_FILE = ".specops-watch.json"  # the guard's watch after "verified" (watch.py); `list` reports it
+WATCH_STOP_FILE = ".specops-watch-stop"  # written by a deploy's disarm before it stops the watch (watch.py)
 NOT_HASHED = (MANIFEST, UNFINISHED, RELEASE_ENV)
 CHUNK = 1 << 20
 MODES_IN_HASH = 2  # the manifest schema from which a file's line carries its full mode, not only the exec bit

@@ -33,7 +33,7 @@ from specops.remote.release.hostblame import host_fault_since
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, checked_release_id, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.rollback import append_audit, op_rollback, rollback_target
-from specops.remote.release.script import WATCH_FILE, current_id, write_json_atomic
+from specops.remote.release.script import WATCH_FILE, WATCH_STOP_FILE, current_id, write_json_atomic
 from specops.remote.release.session import OPS
 
 
@@ -139,6 +139,8 @@ def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[
     import signal
 
     watch = Watch(service_dir, unit, release, *settings)
+    stop_file = os.path.join(service_dir, WATCH_STOP_FILE)
+    _remove(stop_file)  # an earlier disarm's, with no watch to stop then: not this watch's
     watch.save()
     # `systemctl stop` (the next deploy's disarm) ends the watch through the `finally` that records it
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
@@ -147,13 +149,33 @@ def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[
         state, reason = watch.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if state == "stopped" and shutting_down():  # the host goes down, no deploy replaces the watch
-            state, reason = "cut-short", SHUTDOWN_REASON + " (" + str(watch.record["deadline"]) + ")"
+        if state == "stopped":
+            state, reason = _why_stopped(stop_file, str(watch.record["deadline"]))
         watch.save(state=state, reason=reason)
         if state not in ("rolled-back", "stopped"):  # a rollback audits itself (this reason); a stop, its deploy
             append_audit(service_dir, {"when": utc_text(time.time()), "who": "specops guard", "action": "watch",
                                        "to": release, "outcome": state, "message": reason})  # fmt: skip
     return {"state": state, "reason": reason}
+
+
+def _why_stopped(stop_file: str, deadline: str) -> tuple[str, str]:
+    """A stop a deploy's disarm announced (its stop file) replaced the watch; any other stop cut it short. Asking
+    systemd whether it is shutting down alone is not enough: late in a shutdown it may not answer."""
+    if _remove(stop_file):
+        return "stopped", "stopped before its deadline (a later deploy or rollback replaces the watch)"
+    if shutting_down():
+        return "cut-short", SHUTDOWN_REASON + " (" + deadline + ")"
+    return "cut-short", ("cut short by a stop no deploy asked for (a shutdown, a reboot or `systemctl stop`): the "
+                         "guard stopped watching it before its deadline (" + deadline + ")")  # fmt: skip
+
+
+def _remove(path: str) -> bool:
+    """Remove `path`; whether it was there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 OPS["watch"] = op_watch

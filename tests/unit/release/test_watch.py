@@ -188,3 +188,30 @@ def test_the_listing_reports_the_window_with_the_time_left(service: Path) -> Non
     assert op_list(str(service))["watch"] is None  # unreadable: no window, never an error
     os.unlink(service / WATCH_FILE)
     assert op_list(str(service))["watch"] is None
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["a-deploys-disarm", "a-stop-nobody-announced"])
+def test_a_stopped_watch_says_whether_a_deploy_replaced_it_or_it_was_cut_short(
+    service: Path, engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, announced: bool
+) -> None:
+    """systemd stops the watch with SIGTERM both for a deploy's disarm and on the way down; only the disarm writes
+    the stop file first (commands/guard.py), so a reboot is never taken for a deploy even when systemd, late in
+    its shutdown, no longer says it is stopping."""
+    import signal
+
+    monkeypatch.setattr(watch, "shutting_down", lambda: False)
+    (service / watch.WATCH_STOP_FILE).write_text("")  # an earlier disarm's, with no watch running: ignored
+
+    def stop() -> None:
+        time.sleep(0.5)
+        if announced:
+            (service / watch.WATCH_STOP_FILE).write_text("")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=stop, daemon=True).start()
+    with pytest.raises(SystemExit):
+        _watch(service, engine, tmp_path / "lock", "30")
+    record = _record(service)
+    assert record["state"] == ("stopped" if announced else "cut-short")
+    assert str(record["reason"]).startswith("stopped before its deadline" if announced else "cut short by a stop")
+    assert not (service / watch.WATCH_STOP_FILE).exists()
