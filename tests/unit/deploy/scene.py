@@ -96,7 +96,7 @@ class DeployScene:
         host.script(["cat", "--"], reply(stderr="cat: manifest.json: No such file or directory\n", exit_code=1))
         self._script_release_ops(host, script)
         self._script_gates(host)
-        for prefix in (["mkdir"], ["rm"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
+        for prefix in (["mkdir"], ["rm"], ["touch"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"], [PYTHON, "-IS", "-c"],
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())
