@@ -1,6 +1,7 @@
 """A deploy to a real test host whose engine is protected by SGLang's --api-key (api_key_secret): the gates
-pass because specops sends the key, and the key is only in the 0600 env file (and, as SGLang reads it, the
-engine's own command line), never in specops's output, the unit file, the manifest or the audit log."""
+pass because specops sends the key, and the key is only in the 0600 env files (the live one and the release's
+own, which a rollback restores) and, as SGLang reads it, the engine's own command line; never in specops's output,
+the unit file, the manifest or the audit log."""
 
 from __future__ import annotations
 
@@ -60,7 +61,11 @@ def test_a_protected_engine_deploys_verified_and_the_key_stays_in_the_env_file(s
     mode = scene.host.exec(["stat", "-c", "%a %U", f"{SERVICE_DIR}/env"]).stdout.decode().split()
     assert mode == ["600", "root"] and f'SGLANG_API_KEY="{KEY}"' in scene.host.read_file(f"{SERVICE_DIR}/env").decode()
     found = scene.host.exec(["grep", "-rlF", KEY, SERVICE_DIR, "/etc/systemd/system"], check=False).stdout.decode()
-    assert found.split() == [f"{SERVICE_DIR}/env"]  # not in a manifest, a summary, the audit log or a unit
+    release = json.loads(result.out)["hosts"][scene.host.name]["release"]
+    kept = f"{SERVICE_DIR}/releases/{release}/.specops-env"  # the release's own env file, restored by a rollback
+    assert sorted(found.split()) == sorted([f"{SERVICE_DIR}/env", kept])  # not in a manifest, the audit log, a unit
+    kept_mode = scene.host.exec(["stat", "-c", "%a %U", kept]).stdout.decode().split()
+    assert kept_mode == ["600", "root"]
 
     pid = scene.host.exec(["systemctl", "show", "-p", "MainPID", "--value", "sglang"]).stdout.decode().strip()
     argv = scene.host.read_file(f"/proc/{pid}/cmdline").split(b"\0")
