@@ -126,6 +126,12 @@ def _local_files(root: Path) -> dict[str, str]:
     return found
 
 
+def _is_release_env_file(path: str, service_dir: str) -> bool:
+    """A release's own env file (`releases/<id>/.specops-env`, 0600 root): the one other place the secret belongs."""
+    parent, _, name = path.rpartition("/")
+    return name == ".specops-env" and parent.rpartition("/")[0] == f"{service_dir}/releases"
+
+
 def sweep_one(command: Command, mode: tuple[str, ...], folder: Path, capsys: pytest.CaptureFixture[str],
               monkeypatch: pytest.MonkeyPatch) -> Seen:  # fmt: skip
     """Run one command line in a fresh state folder; collect every text the secret could have reached."""
@@ -137,7 +143,7 @@ def sweep_one(command: Command, mode: tuple[str, ...], folder: Path, capsys: pyt
     spec = load_config(folder / "specops.toml", folder).host(HOST)
     scene = DeployScene(spec, releases=[release(CURRENT, "0" * 64)], current=CURRENT)
     hosts: list[RecordingHost] = [_with_views(scene.host(), spec.service_dir)]
-    use_scene(monkeypatch, scene, hosts, [command.smoke_passes])
+    use_scene(monkeypatch, scene, hosts, [command.smoke_passes, True])  # a failed gate's rollback passes
     if command.host == "unreachable":
 
         def refuse(spec: object) -> RecordingHost:
@@ -154,7 +160,7 @@ def sweep_one(command: Command, mode: tuple[str, ...], folder: Path, capsys: pyt
     for host in hosts:
         for path, data in host.files.items():
             mode_of = next((c.mode for c in reversed(host.calls) if c.kind == "put" and c.path == path), None)
-            if path == spec.env_file:
+            if path == spec.env_file or _is_release_env_file(path, spec.service_dir):
                 seen.env_files.append((mode_of or 0, data))
             else:
                 seen.texts[f"host file {path}"] = data.decode("utf-8", "replace")
