@@ -44,7 +44,7 @@ def _kill_at(
         seen.append(line.rstrip())
         if f" {phase} " in line:
             os.kill(process.pid, signum)
-            process.wait(timeout=30)
+            process.wait(timeout=180)  # a handled signal may start what served before it exits (gates included)
             return seen
     process.kill()
     raise AssertionError(f"phase {phase!r} never started; saw: {seen}")

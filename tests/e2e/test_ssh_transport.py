@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -188,8 +189,10 @@ def test_open_tunnel_reaches_a_server_on_the_hosts_loopback(host: SshHost, modul
 
 
 def test_figures_connect_and_round_trip(ssh_config: Path, module_testhost: TestHost) -> None:
-    """Print the numbers the report quotes; the bound only catches a lost TCP_NODELAY (~40 ms per command)."""
+    """Print the numbers the report quotes (no time bound: a loaded machine is slow); what keeps a round trip at a
+    few ms instead of ~40 ms is TCP_NODELAY on the connection's socket, checked as such."""
     connects, trips = [], []
+    nodelay = []
     bashrc = module_testhost.exec(["cat", "/root/.bashrc"], check=False)
     module_testhost.write_file(
         "/root/.bashrc", b""
@@ -199,6 +202,7 @@ def test_figures_connect_and_round_trip(ssh_config: Path, module_testhost: TestH
             began = time.monotonic()
             with connect(_spec(), ssh_config=ssh_config, known_hosts=[]) as fresh:
                 connects.append(time.monotonic() - began)
+                nodelay.append(fresh._transport_.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
                 for _ in range(10):
                     began = time.monotonic()
                     fresh.run(["true"])
@@ -208,7 +212,7 @@ def test_figures_connect_and_round_trip(ssh_config: Path, module_testhost: TestH
             module_testhost.write_file("/root/.bashrc", bashrc.stdout)
     connect_ms, trip_ms = statistics.median(connects) * 1000, statistics.median(trips) * 1000
     print(f"\n[ssh] connect+auth median {connect_ms:.1f} ms; run(['true']) median {trip_ms:.1f} ms")
-    assert trip_ms < 35
+    assert nodelay and all(nodelay), f"TCP_NODELAY off on a connection: {nodelay}"
 
 
 def test_unknown_host_key_is_refused(

@@ -237,7 +237,7 @@ def start_host(
     except BaseException as exc:
         console = _console_tail(state_dir)
         with contextlib.suppress(Exception):
-            teardown_record(record, state_dir)
+            teardown_record(record, state_dir, harness_lock)
         if isinstance(exc, Exception):
             raise TestHostError(f"test host {record.name} did not start: {exc}\n--- console:\n{console}") from exc
         raise
@@ -262,13 +262,14 @@ def stop_state_dir(state_dir: Path, incarnation: str | None = None) -> None:
     if record is None:
         known = [r for r, d in started_records() if d == state_dir and r.incarnation == incarnation]
         if known:  # ours, already stopped: still insist that it left nothing behind
-            found = host_leftovers(known[-1], state_dir)
+            with harness_lock():  # no reservation of the same name while we look
+                found = host_leftovers(known[-1], state_dir)
             if found:
                 raise LeftoverError(f"test host {known[-1].name} left things behind:\n  " + "\n  ".join(found))
         elif incarnation is None and state_dir.exists() and not mounts_mentioning(state_dir):
             shutil.rmtree(state_dir)  # reserved but never launched
         return
-    teardown_record(record, state_dir)
+    teardown_record(record, state_dir, harness_lock)
 
 
 def stop_owned_hosts() -> list[str]:

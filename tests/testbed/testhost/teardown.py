@@ -15,6 +15,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from tests.testbed.testhost import network, procs
@@ -84,18 +86,32 @@ def reap_launcher(record: HostRecord, state_dir: Path) -> None:
         procs.wait_gone(record.launcher_pid, record.launcher_start, 5)
 
 
-def teardown_record(record: HostRecord, state_dir: Path) -> None:
-    """Undo everything start did, from whatever step it reached; then check nothing is left."""
+def teardown_record(
+    record: HostRecord, state_dir: Path, lock: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+) -> None:
+    """Undo everything start did, from whatever step it reached; then check nothing is left.
+
+    `lock`: the harness lock, for a caller that does not hold it already. The last steps (the state dir's
+    removal and the check) run under it: the moment the folder is gone, another session may reserve the same
+    name and index, and a check made while it does so would take the newcomer's folder or cgroup for ours.
+    """
     procs.kill_if_same(record.systemd_pid, record.systemd_start)
     procs.wait_gone(record.systemd_pid, record.systemd_start)
     reap_launcher(record, state_dir)
     kill_cgroup(Path(record.cgroup))
     network.unplug(record.link)
-    remove_cgroup(Path(record.cgroup))
-    if state_dir.exists():
-        if mounts_mentioning(state_dir):  # never delete through a live overlay
-            raise LeftoverError(f"{state_dir} is still mounted somewhere; not removing it")
-        shutil.rmtree(state_dir)
-    found = host_leftovers(record, state_dir)
+    with lock():
+        remove_cgroup(Path(record.cgroup))
+        if state_dir.exists() and _same_incarnation(record, state_dir):
+            if mounts_mentioning(state_dir):  # never delete through a live overlay
+                raise LeftoverError(f"{state_dir} is still mounted somewhere; not removing it")
+            shutil.rmtree(state_dir)
+        found = host_leftovers(record, state_dir)
     if found:
         raise LeftoverError(f"test host {record.name} left things behind:\n  " + "\n  ".join(found))
+
+
+def _same_incarnation(record: HostRecord, state_dir: Path) -> bool:
+    """The folder is still this host's (or a record-less leftover of it), not a newer host's of the same name."""
+    current = HostRecord.load(state_dir)
+    return current is None or current.incarnation == record.incarnation
