@@ -7,7 +7,9 @@ The host copy (`<service_dir>/audit.jsonl`) answers "who changed this box, when,
 whoever logs in next, whatever laptop did it (Kamal's and Capistrano's per-host logs). The local copy
 (`$XDG_STATE_HOME/specops/audit.jsonl`, with the host's name) survives a host that is reinstalled.
 Each line is appended with ONE write(2) on an O_APPEND descriptor, so concurrent writers never interleave
-inside a line. Entries are built from non-secret data only, and `record` refuses a `Secret` anywhere in one.
+inside a line. Entries are built from non-secret data only, and `record` refuses a `Secret` anywhere in one;
+what a host said (an error's text may quote a command line or a journal line) is written with its credentials
+masked (config.redact), in both copies.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specops.config.redact import mask_secrets
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
 from specops.host.base import cut_message
@@ -93,7 +96,7 @@ def record(host: Host, spec: HostSpec, entry: Mapping[str, Any], *, local: bool 
     """Append `entry` to the host's log, then (always, even if the host failed) to the local one; `local=False`
     for a second try on the host whose first try already wrote the local line."""
     refuse_secrets(entry)
-    full = {SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry}
+    full = masked({SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry})
     line = encode_line(full)
     try:
         append_on_host(host, host_audit_path(spec), line, spec.python)
@@ -121,6 +124,17 @@ def refuse_secrets(value: object, where: str = "entry") -> None:
     elif isinstance(value, list | tuple | set | frozenset):
         for index, item in enumerate(value):
             refuse_secrets(item, f"{where}[{index}]")
+
+
+def masked(value: Any) -> Any:
+    """The entry with every string in it through mask_secrets: an error's text can quote what a host printed."""
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, Mapping):
+        return {key: masked(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(item) for item in value]
+    return value
 
 
 def append_on_host(host: Host, path: str, line: bytes, python: str | None = None) -> None:
