@@ -164,7 +164,8 @@ def append_locally(path: Path, line: bytes) -> None:
 def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
     """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}.
     Lines without a version (written before versions existed) read as they are; a line from a newer specops is
-    HostDataTooNew (exit 5): its fields may not mean what this specops would show."""
+    HostDataTooNew (exit 5): its fields may not mean what this specops would show. Credentials in a line are
+    shown masked, as they are written now: a line an older specops wrote may still hold one."""
     if limit <= 0:
         return []
     path = host_audit_path(spec)
@@ -172,7 +173,7 @@ def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
     result = host.run(argv, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not read the audit log {path}")
-    return [parse_line(line, host.name, path) for line in result.text.splitlines() if line.strip()]
+    return [masked(parse_line(line, host.name, path)) for line in result.text.splitlines() if line.strip()]
 
 
 def parse_line(line: str, host: str = "", path: str = AUDIT_FILE) -> dict[str, Any]:

@@ -108,3 +108,15 @@ def test_both_audit_logs_mask_a_key_that_a_message_quotes(tmp_path: Path, monkey
     (on_host,) = inputs
     for line in (local, on_host.decode()):
         assert KEY not in line and "--api-key=***" in json.loads(line)["message"]
+
+
+def test_specops_audit_masks_a_key_an_older_specops_wrote_into_the_hosts_log(
+    capsys: pytest.CaptureFixture[str], recorded: RecordingHost
+) -> None:
+    old = {"v": 1, "when": "2026-11-29T00:00:00Z", "action": "deploy", "outcome": "failed",
+           "message": f"its GPUs are not free: pid 42 ({JOURNAL[1]}) is still in sglang.service's cgroup"}  # fmt: skip
+    recorded.script(["sh", "-c", audit.READ_SCRIPT], reply(json.dumps(old) + "\n"))
+    for mode in ((), ("--json",)):
+        shown = run_cli(capsys, *mode, "audit", "llm-two")
+        assert shown.code == 0, shown.err
+        assert KEY not in shown.out + shown.err and "--api-key=***" in shown.out

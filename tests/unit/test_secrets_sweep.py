@@ -118,7 +118,14 @@ def _with_views(host: RecordingHost, service_dir: str) -> RecordingHost:
     from specops.ops import audit
 
     state = "ActiveState=active\nSubState=running\nMainPID=42\nNRestarts=0\nLoadState=loaded\n"
-    entry = {"v": 1, "at": "2026-11-29T00:00:00Z", "op": "deploy", "user": "ops", "result": "ok"}
+    entry = {
+        "v": 1,
+        "at": "2026-11-29T00:00:00Z",
+        "op": "deploy",
+        "user": "ops",
+        "result": "ok",
+        "message": f"pid 42 (python -m sglang.launch_server --api-key {API_KEY}) held GPU 0",
+    }  # an older line
     host.script(["systemctl", "show"], reply(state))
     host.script(["sh", "-c", audit.READ_SCRIPT], reply(json.dumps(entry) + "\n"))
     said = f"server_args=ServerArgs(api_key='{API_KEY}')\nargv: --api-key={API_KEY}\nGET https://u:{API_KEY}@hub/m\n"
