@@ -11,8 +11,9 @@ run's lines (a timestamp can: two runs within the same second). Where no cursor 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from specops.config.redact import mask_secrets
 
 SHOW_PROPERTIES = (
     "ActiveState", "SubState", "NRestarts", "ExecMainStatus", "ExecMainPID", "MainPID",
@@ -22,8 +23,6 @@ START_LIMIT_HIT = "start-limit-hit"
 CURSOR_PREFIX = "-- cursor: "
 POLL_MARKER = "--specops-journal-follows--"
 CURSOR_PLACEHOLDER = "<cursor>"  # the cursor read right before a restart, in a command shown before it runs
-# SGLang logs its server_args at start (`api_key='...'`): a journal line specops shows must never carry the key
-_API_KEY_IN_LOG = re.compile(r"""(api_key=)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(--api-key[= ])(\S+)""")
 
 
 def show_argv(unit: str) -> list[str]:
@@ -120,17 +119,16 @@ def parse_show(text: str) -> UnitState:
 
 def split_journal(text: str) -> tuple[list[str], str | None]:
     """journalctl --show-cursor output -> (message lines, the cursor or None when there were no entries)."""
-    lines = [mask_api_key(line) for line in text.splitlines()]
+    lines = journal_lines(text)
     if lines and lines[-1].startswith(CURSOR_PREFIX):
         return lines[:-1], lines[-1][len(CURSOR_PREFIX) :].strip()
     return lines, None
 
 
-def mask_api_key(line: str) -> str:
-    """The line with any SGLang API key in it (`api_key='...'`, `--api-key ...`) shown as ***."""
-    if "api" not in line:
-        return line
-    return _API_KEY_IN_LOG.sub(lambda m: (m.group(1) + "'***'") if m.group(1) else (m.group(3) + "***"), line)
+def journal_lines(text: str) -> list[str]:
+    """The lines of journalctl's output with every credential masked: SGLang logs its server_args at start
+    (`api_key='...'`), so a journal line specops shows, quotes or scans must never carry the key as read."""
+    return [mask_secrets(line) for line in text.splitlines()]
 
 
 def parse_poll(text: str) -> tuple[UnitState, list[str], str | None]:

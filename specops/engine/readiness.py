@@ -85,7 +85,7 @@ def unit_problems(host: Host, spec: HostSpec, timeout: float = POLL_COMMAND_TIME
     """Fatal/error/warning signatures in the journal of the unit's current run (to explain a failed smoke)."""
     argv = journal.invocation_journal_argv(spec.unit_name)
     result = host.run(argv, timeout=timeout, check=False)  # not running (no InvocationID): nothing to explain
-    found = JournalScanner().feed(result.text.splitlines())
+    found = JournalScanner().feed(journal.journal_lines(result.text))
     return [match for match in found if match.signature.kind in ("fatal", "error", "warning")]
 
 

@@ -7,7 +7,9 @@ The host copy (`<service_dir>/audit.jsonl`) answers "who changed this box, when,
 whoever logs in next, whatever laptop did it (Kamal's and Capistrano's per-host logs). The local copy
 (`$XDG_STATE_HOME/specops/audit.jsonl`, with the host's name) survives a host that is reinstalled.
 Each line is appended with ONE write(2) on an O_APPEND descriptor, so concurrent writers never interleave
-inside a line. Entries are built from non-secret data only, and `record` refuses a `Secret` anywhere in one.
+inside a line. Entries are built from non-secret data only, and `record` refuses a `Secret` anywhere in one;
+what a host said (an error's text may quote a command line or a journal line) is written with its credentials
+masked (config.redact), in both copies.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specops.config.redact import mask_secrets
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
 from specops.host.base import cut_message
@@ -93,7 +96,7 @@ def record(host: Host, spec: HostSpec, entry: Mapping[str, Any], *, local: bool 
     """Append `entry` to the host's log, then (always, even if the host failed) to the local one; `local=False`
     for a second try on the host whose first try already wrote the local line."""
     refuse_secrets(entry)
-    full = {SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry}
+    full = masked({SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry})
     line = encode_line(full)
     try:
         append_on_host(host, host_audit_path(spec), line, spec.python)
@@ -123,6 +126,17 @@ def refuse_secrets(value: object, where: str = "entry") -> None:
             refuse_secrets(item, f"{where}[{index}]")
 
 
+def masked(value: Any) -> Any:
+    """The entry with every string in it through mask_secrets: an error's text can quote what a host printed."""
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, Mapping):
+        return {key: masked(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(item) for item in value]
+    return value
+
+
 def append_on_host(host: Host, path: str, line: bytes, python: str | None = None) -> None:
     """One O_APPEND write on the host, by `python` (the host's interpreter) or dd when it is missing."""
     result = None
@@ -150,7 +164,8 @@ def append_locally(path: Path, line: bytes) -> None:
 def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
     """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}.
     Lines without a version (written before versions existed) read as they are; a line from a newer specops is
-    HostDataTooNew (exit 5): its fields may not mean what this specops would show."""
+    HostDataTooNew (exit 5): its fields may not mean what this specops would show. Credentials in a line are
+    shown masked, as they are written now: a line an older specops wrote may still hold one."""
     if limit <= 0:
         return []
     path = host_audit_path(spec)
@@ -158,7 +173,7 @@ def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
     result = host.run(argv, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not read the audit log {path}")
-    return [parse_line(line, host.name, path) for line in result.text.splitlines() if line.strip()]
+    return [masked(parse_line(line, host.name, path)) for line in result.text.splitlines() if line.strip()]
 
 
 def parse_line(line: str, host: str = "", path: str = AUDIT_FILE) -> dict[str, Any]:

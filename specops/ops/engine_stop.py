@@ -30,6 +30,7 @@ from specops.commands.engine_stop import (
 from specops.commands.units import parse_show
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
+from specops.config.redact import mask_secrets
 from specops.engine.request_gauges import RequestGauges, parse_request_gauges
 from specops.errors import ExitCode, SpecopsError
 from specops.events import Event, Reporter
@@ -244,7 +245,7 @@ def _wait_free(host: Host, spec: HostSpec, result: FreeResult, clock: _Clock) ->
 
 def _busy(spec: HostSpec, verdict: GpuVerdict, reap: bool) -> GpusBusy:
     lines = [holder.describe() for holder in verdict.holders]
-    lines += [f"pid {proc.pid} ({proc.cmdline or '?'}) is still in {spec.unit_name}'s cgroup"
+    lines += [f"pid {proc.pid} ({mask_secrets(proc.cmdline) or '?'}) is still in {spec.unit_name}'s cgroup"
               for proc in verdict.unit_left]  # fmt: skip
     lines += verdict.unexplained
     orphans = [holder for holder in verdict.holders if holder.orphan]

@@ -54,7 +54,7 @@ def read_unit_and_journal(host: Host, spec: HostSpec) -> tuple[journal.UnitState
     unit = journal.parse_show(host.run(journal.show_argv(spec.unit_name), timeout=READ_TIMEOUT_S).text)
     lines = host.run(journal.invocation_journal_argv(spec.unit_name, JOURNAL_LINES), timeout=READ_TIMEOUT_S,
                      check=False)  # fmt: skip
-    found = lines.text.splitlines() if lines.ok else []
+    found = journal.journal_lines(lines.text) if lines.ok else []
     if not found:
         tail = host.run(journal.journal_argv(spec.unit_name, None, 300), timeout=READ_TIMEOUT_S, check=False)
         found, _cursor = journal.split_journal(tail.text)

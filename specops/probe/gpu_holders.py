@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.config.redact import mask_secrets
+
 BASELINE_SLACK_MIB = 1024  # memory a GPU reports used with no process listed (driver, a kill being cleaned up)
 
 
@@ -39,7 +41,8 @@ class GpuSnapshot:
 
 @dataclass(frozen=True)
 class Holder:
-    """A process holding memory on one of the unit's GPUs."""
+    """A process holding memory on one of the unit's GPUs. `command` is its /proc cmdline as read (the engine's
+    holds the expanded --api-key): every text made from it for output masks it (config.redact)."""
 
     pid: int
     start: str
@@ -51,11 +54,11 @@ class Holder:
 
     def describe(self) -> str:
         kind = "orphan of the old engine" if self.orphan else "not the unit's"
-        on = ",".join(str(gpu) for gpu in self.gpus)
-        return f"pid {self.pid} ({self.command or '?'}) holds {self.mib} MiB on GPU {on}: {kind} ({self.why})"
+        on, command = ",".join(str(gpu) for gpu in self.gpus), mask_secrets(self.command)
+        return f"pid {self.pid} ({command or '?'}) holds {self.mib} MiB on GPU {on}: {kind} ({self.why})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"pid": self.pid, "command": self.command, "mib": self.mib, "gpus": list(self.gpus),
+        return {"pid": self.pid, "command": mask_secrets(self.command), "mib": self.mib, "gpus": list(self.gpus),
                 "orphan": self.orphan, "why": self.why}  # fmt: skip
 
 

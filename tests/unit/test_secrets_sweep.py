@@ -1,5 +1,7 @@
 """The secrets sweep: every command, plain, --json, -v and both, on success and on failure, with a secret set
-in the environment. The secret's value must appear in no stdout, stderr, argv word, command input (the audit
+in the environment, and the engine's API key (api_key_secret) that the host hands back: in the engine's command line
+that a deploy reads from /proc when an orphan holds the GPUs (refused, or reaped), and in journal lines. The
+secrets' values must appear in no stdout, stderr, argv word, command input (the audit
 log's lines), file put on the host (unit, manifest) or file left on this machine - only in the env file,
 written with mode 0600.
 
@@ -17,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from specops.commands.engine_stop import REAP_SCRIPT, inspect_argv
+from specops.config.inventory import HostSpec
 from specops.errors import ConnectError
 from specops.host.process import FinishedPipe
 from specops.host.recording import RecordingHost, reply
@@ -26,6 +30,7 @@ from tests.unit.deploy.scene import HOST, PYTHON, DeployScene, release, use_scen
 pytestmark = pytest.mark.corpus  # the whole-product sweeps: outside the fast suite (pytest -m "not corpus"), run by CI
 
 SECRET = "hf_S3cr3tV4lue9QzK7pL2xW"
+API_KEY = "sk-Sw33pK3y7rQ2mZ"
 CURRENT = "20261129T000000Z-aaaaaaaaaaaa"
 CONFIG = f"""
 [hosts.{HOST}]
@@ -33,7 +38,8 @@ ssh = "{HOST}"
 python = "{PYTHON}"
 model_path = "/srv/models/target"
 profile = "nextn"
-secrets = ["HF_TOKEN"]
+secrets = ["HF_TOKEN", "SGLANG_API_KEY"]
+api_key_secret = "SGLANG_API_KEY"
 env = {{ LOG_LEVEL = "info" }}
 """
 BROKEN = CONFIG + "port = 0\n"
@@ -49,6 +55,7 @@ class Command:
     host: str = "scene"
     smoke_passes: bool = True
     config: str = "specops.toml"
+    held: tuple[str, ...] = ()  # the stop's GPU inspections in turn ("busy": an orphan with the key in its argv)
 
 
 COMMANDS = [
@@ -61,6 +68,8 @@ COMMANDS = [
     Command("deploy --dry-run", ("deploy", HOST, "--build", "build", "--dry-run")),
     Command("deploy", ("deploy", HOST, "--build", "build")),
     Command("deploy, failing gate", ("deploy", HOST, "--build", "build"), smoke_passes=False),
+    Command("deploy, GPUs held by an orphan", ("deploy", HOST, "--build", "build"), held=("busy",)),
+    Command("deploy --reap of an orphan", ("deploy", HOST, "--build", "build", "--reap"), held=("busy", "free")),
     Command("deploy, unreachable host", ("deploy", HOST, "--build", "build"), host="unreachable"),
     Command("status", ("status", HOST)),
     Command("status, unreachable host", ("status", HOST), host="unreachable"),
@@ -81,7 +90,7 @@ class Seen:
     env_files: list[tuple[int, bytes]] = field(default_factory=list)
 
     def leaks(self) -> list[str]:
-        return [where for where, text in self.texts.items() if SECRET in text]
+        return [where for where, text in self.texts.items() if SECRET in text or API_KEY in text]
 
 
 def _record_inputs(monkeypatch: pytest.MonkeyPatch, inputs: list[bytes]) -> None:
@@ -109,12 +118,35 @@ def _with_views(host: RecordingHost, service_dir: str) -> RecordingHost:
     from specops.ops import audit
 
     state = "ActiveState=active\nSubState=running\nMainPID=42\nNRestarts=0\nLoadState=loaded\n"
-    entry = {"v": 1, "at": "2026-11-29T00:00:00Z", "op": "deploy", "user": "ops", "result": "ok"}
+    entry = {
+        "v": 1,
+        "at": "2026-11-29T00:00:00Z",
+        "op": "deploy",
+        "user": "ops",
+        "result": "ok",
+        "message": f"pid 42 (python -m sglang.launch_server --api-key {API_KEY}) held GPU 0",
+    }  # an older line
     host.script(["systemctl", "show"], reply(state))
     host.script(["sh", "-c", audit.READ_SCRIPT], reply(json.dumps(entry) + "\n"))
-    host.script(["journalctl"], reply("engine says hello\n-- cursor: s=1;i=9\n"))
+    said = f"server_args=ServerArgs(api_key='{API_KEY}')\nargv: --api-key={API_KEY}\nGET https://u:{API_KEY}@hub/m\n"
+    host.script(["journalctl"], reply(said + "-- cursor: s=1;i=9\n"))
     host.script(["readlink"], reply(f"{service_dir}/releases/{CURRENT}\n"))
     host.script(["du"], reply(f"4096\t{service_dir}/cache\n"))  # status: the compile cache's size
+    return host
+
+
+def _holding(host: RecordingHost, spec: HostSpec, held: tuple[str, ...]) -> RecordingHost:
+    """The stop before the restart finds an orphan of the old engine (its argv with the expanded key) on GPU 0."""
+    if not held:
+        return host
+    stat = "4242 (python3) S 1 " + " ".join(["0"] * 17) + " 4711 0"
+    orphan = (f"@gpus\n0, GPU-0, 60000\n@apps\n4242, 60000, GPU-0\n@unit\n@proc 4242\nstat {stat}\n"
+              f"exe {PYTHON}\ncwd {spec.service_dir}/releases/{CURRENT}\ncgroup 0::/escaped;\n"
+              f"cmdline {PYTHON} -m sglang.launch_server --api-key {API_KEY} --port 30000\n@end\n")  # fmt: skip
+    free = "@gpus\n0, GPU-0, 0\n@apps\n@unit\n@end\n"
+    host.script(inspect_argv(spec.unit_name), *(reply(orphan if one == "busy" else free) for one in held))
+    host.script(["sh", "-c", REAP_SCRIPT], reply("stopped 4242\n"))
+    host._rules[:0] = [host._rules.pop(), host._rules.pop()]  # first match wins: ahead of the scene's own
     return host
 
 
@@ -142,7 +174,7 @@ def sweep_one(command: Command, mode: tuple[str, ...], folder: Path, capsys: pyt
         monkeypatch.setenv(variable, str(run_folder / name))
     spec = load_config(folder / "specops.toml", folder).host(HOST)
     scene = DeployScene(spec, releases=[release(CURRENT, "0" * 64)], current=CURRENT)
-    hosts: list[RecordingHost] = [_with_views(scene.host(), spec.service_dir)]
+    hosts: list[RecordingHost] = [_holding(_with_views(scene.host(), spec.service_dir), spec, command.held)]
     use_scene(monkeypatch, scene, hosts, [command.smoke_passes, True])  # a failed gate's rollback passes
     if command.host == "unreachable":
 
@@ -172,6 +204,7 @@ def sweep_one(command: Command, mode: tuple[str, ...], folder: Path, capsys: pyt
 def sweep_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_TOKEN", SECRET)
+    monkeypatch.setenv("SGLANG_API_KEY", API_KEY)
     monkeypatch.delenv("SPECOPS_CONFIG", raising=False)
     (tmp_path / "specops.toml").write_text(CONFIG)
     (tmp_path / "broken.toml").write_text(BROKEN)
@@ -186,6 +219,10 @@ def test_no_secret_leaks(command: Command, mode: str, sweep_folder: Path, capsys
     seen = sweep_one(command, MODES[mode], sweep_folder, capsys, monkeypatch)
     assert seen.code != 70, seen.texts["stderr"] + seen.texts["stdout"]
     assert not seen.leaks(), f"the secret leaked into: {seen.leaks()}"
+    if command.held:  # the orphan's command line, with the key in it, was read and shown (masked)
+        assert (
+            "4242" in seen.texts["stdout"] + seen.texts["stderr"] + seen.texts["local file state/specops/audit.jsonl"]
+        )
     for file_mode, content in seen.env_files:
         assert file_mode == 0o600 and SECRET.encode() in content
 
