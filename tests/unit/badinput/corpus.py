@@ -52,6 +52,7 @@ draft_model_path = "/models/draft"
 profile = "ddtree"
 """
 
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 WRITING_WORDS = ("receive", "switch", "restart", "start", "stop", "daemon-reload", "enable", "reset-failed")
 
 
@@ -216,6 +217,8 @@ def judge(case: Case, outcome: Outcome, writes: list[str]) -> list[str]:
         problems.append("internal error")
     if "Traceback" in shown:
         problems.append("traceback shown")
+    if (raw := RAW_CONTROL.search(shown)) is not None:  # the input's ESC or line break as it is: a terminal obeys it
+        problems.append(f"raw control character shown: {raw.group()!r}")
     if not re.search(case.error, shown, re.MULTILINE):
         problems.append(f"no line matches {case.error!r}")
     if outcome.code not in (0, 1) and not _error_and_hint(outcome):
