@@ -3,14 +3,27 @@ not the release's own."""
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import os
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from specops.build.stage import stage_build
 from specops.errors import BuildError
-from specops.remote.release.script import Refused, scan_release_dir
+from specops.remote.release import receive
+from specops.remote.release.script import (
+    MANIFEST_SCHEMA,
+    Refused,
+    manifest_entry,
+    scan_release_dir,
+    tree_hash,
+    tree_line,
+)
 
 
 def _hard_linked_file(folder: Path) -> tuple[Path, os.stat_result]:
@@ -73,3 +86,36 @@ def test_links_that_stay_inside_the_release_are_kept(tmp_path: Path) -> None:
     (release / "top").symlink_to("sglang/x/x")
     entries = scan_release_dir(str(release))
     assert entries["sglang/sub/up"] == ("l", "../x/x/sub") and entries["top"] == ("l", "sglang/x/x")
+
+
+def _tar(manifest: dict[str, object], links: list[tuple[str, str]], files: dict[str, bytes]) -> bytes:
+    """A push's stream: manifest.json first, then the members in the order given."""
+    stream = io.BytesIO()
+    with tarfile.open(fileobj=stream, mode="w") as archive:
+        for name, data in [("manifest.json", json.dumps(manifest).encode()), *files.items()]:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            archive.addfile(info, io.BytesIO(data))
+        for name, target in links:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            archive.addfile(info)
+    return stream.getvalue()
+
+
+def test_a_received_release_whose_link_escapes_once_resolved_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push that bypassed the local checks (a hand-made stream): `y` arrives before `x`, so when it is
+    written it still resolves inside; the host's final scan, every link in place, refuses the release."""
+    links = [("sglang/y", "x/x/../.."), ("sglang/x", ".")]  # y: inside as written, releases/ once resolved
+    files = {"sglang/__init__.py": b""}
+    entries = {name: {"link": target} for name, target in links}
+    entries["sglang/__init__.py"] = {"size": 0, "mode": 0o644, "sha256": hashlib.sha256(b"").hexdigest()}
+    lines = [tree_line(name, *manifest_entry(entry)) for name, entry in entries.items()]
+    manifest = {"schema": MANIFEST_SCHEMA, "id": "r-01", "tree_hash": tree_hash(lines), "files": entries}
+    stream = io.TextIOWrapper(io.BytesIO(_tar(manifest, links, files)))
+    monkeypatch.setattr(sys, "stdin", stream)
+    with pytest.raises(Refused, match=r"refusing symlink 'sglang/y' -> 'x/x/../..': points outside"):
+        receive.op_receive(str(tmp_path), "r-01", "", manifest["tree_hash"], extractor="python")
+    assert os.listdir(tmp_path / "releases") == ["r-01"] and (tmp_path / "releases" / "r-01" / "unfinished").exists()
