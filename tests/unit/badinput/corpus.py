@@ -4,8 +4,9 @@ A case writes a scene (specops.toml, profiles, patches, build folders) into a fr
 `specops ARGS...` in-process with every host reached as a strict RecordingHost, and is *clean* when:
 the exit code is the documented one, a line of the output matches the expected path-qualified message,
 a refusal (any exit but 0 and 1) shows its `error:` and `hint:` lines, no traceback, no "internal error" and
-no raw control character (ESC, C1, U+2028: the input's own, which a terminal would obey) is shown, and no host saw a command that writes (a put, the release script, a systemctl start/restart/stop,
-a unit or env-file write).
+no raw control character (ESC, C1, U+2028: the input's own, which a terminal would obey) is shown, and no
+host saw a command that writes (a put, the release script, a systemctl start/restart/stop, a unit or env-file
+write).
 
 Case file format (one file per family):
 
