@@ -1,8 +1,10 @@
 """The local file-hash cache: re-staging an unchanged 126 MB tree must not re-read it.
 
-Keyed by (path, size, mtime_ns, inode) like git's index: the stage hard-links the build's files, so an
-unchanged source file keeps its inode and mtime from one deploy to the next. A file modified less than
-RACY_WINDOW_S ago is hashed but not cached: a write in the same timestamp tick could otherwise go unseen.
+Keyed by (path, size, mtime_ns, ctime_ns, device, inode), like git's index. ctime is what catches an in-place
+rewrite that keeps the inode, the size and the mtime (`cp -p` or `rsync --inplace -t` over a build file): without
+it the cache would hand back the old content's sha, and the host would link the old file under a tree hash that
+verifies. A file modified less than RACY_WINDOW_S ago is hashed but not cached: a write in the same timestamp tick
+could otherwise go unseen.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class HashCache:
         self._used: dict[str, str] = {}
 
     def sha256(self, path: str, info: os.stat_result) -> str:
-        key = f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}"
+        key = f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_dev}\0{info.st_ino}"
         cached = self._used.get(key) or self._old.get(key)
         if cached is not None:
             self.hits += 1

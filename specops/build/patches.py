@@ -62,9 +62,10 @@ def apply_patch(stage: Path, patch: Path) -> None:
     text = patch.read_text(encoding="utf-8", errors="replace")
     if not patch_targets(text):  # GNU patch accepts an empty file as "nothing to do": a wrong file, silently
         raise BuildError(f"--patch {patch}: names no file to change (empty, or not a diff)")
+    _refuse_outside(patch, patch_targets(text))
     level = strip_level(stage, patch_targets(text))
     for relpath in _stripped(patch_targets(text), level):
-        _unshare(stage / relpath)
+        _unshare(stage, stage / relpath)
     argv = ["patch", f"-p{level}", "--forward", "--batch", "--no-backup-if-mismatch", "-i", str(patch.resolve())]
     try:
         done = subprocess.run(argv, cwd=stage, capture_output=True, text=True, timeout=PATCH_TIMEOUT_S)
@@ -74,8 +75,24 @@ def apply_patch(stage: Path, patch: Path) -> None:
         raise BuildError(_rejection_message(stage, patch, level, done.stdout + done.stderr), hint=_hint(done.stdout))
 
 
-def _unshare(path: Path) -> None:
-    """Replace a hard-linked staged file by a private copy, so patching it cannot touch the source."""
+def _refuse_outside(patch: Path, targets: list[str]) -> None:
+    """A diff that names an absolute path or `..` could only mean a file outside the build: refused before any
+    file is touched (the unsharing below would otherwise replace that file by a copy, breaking its hard links,
+    whatever `patch` then decides)."""
+    for target in targets:
+        if target.startswith("/") or ".." in target.split("/"):
+            raise BuildError(
+                f"--patch {patch}: names {target!r}, a path outside the build (absolute, or with '..'); "
+                "refusing it before any file is touched",
+                hint="a patch names files as a/sglang/... (git diff) or sglang/...: make it from the build's folder",
+            )
+
+
+def _unshare(stage: Path, path: Path) -> None:
+    """Replace a hard-linked staged file by a private copy, so patching it cannot touch the source. Only a file
+    really inside the stage (a staged symlink to a folder is no way out)."""
+    if not path.resolve().is_relative_to(stage.resolve()):
+        return
     if path.is_file() and not path.is_symlink() and path.stat().st_nlink > 1:
         private = path.with_name(path.name + ".specops-copy")
         shutil.copy2(path, private)

@@ -216,9 +216,10 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def _copy_symlink(root: Path, link: Path, target: Path) -> None:
-    """Keep a symlink only if it points inside the tree (the release must be self-contained)."""
+    """Keep a symlink only if it points inside the tree (the release must be self-contained), once resolved:
+    `y -> x/x/../..` with `x -> .` leaves the tree though it reads as staying in."""
     destination = os.readlink(link)
-    resolved = os.path.normpath(link.parent / destination)
+    resolved = os.path.realpath(link.parent / destination)
     if os.path.isabs(destination) or not resolved.startswith(str(root) + os.sep):
         raise BuildError(
             f"{link}: symlink to {destination!r} points outside the build",

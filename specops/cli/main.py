@@ -169,7 +169,7 @@ def _run(args: list[str]) -> int:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except SpecopsError as error:
         if debug:
-            raise
+            _print_traceback()
         from specops.cli.output import report_error
 
         report_error(_with_command_help(error, command_named(args)), as_json)
@@ -180,11 +180,21 @@ def _run(args: list[str]) -> int:
         if (unwinding := _while_interrupted(error)) is not None:  # a cleanup failed while Ctrl-C unwound
             return _interrupted(unwinding, as_json)
         if debug:
-            raise
+            _print_traceback()
         from specops.cli.output import report_internal_error
 
         return report_internal_error(error)
     return 0
+
+
+def _print_traceback() -> None:
+    """--debug: the traceback on stderr before the usual error lines, and the exit code stays the error's own (a
+    script that runs with --debug must still tell exit 2 from exit 3)."""
+    import traceback
+
+    from specops.cli.output import visible
+
+    sys.stderr.write("\n".join(visible(line) for line in traceback.format_exc().split("\n")))
 
 
 def _with_command_help(error: SpecopsError, command: str | None) -> SpecopsError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import IO, TYPE_CHECKING, Any, Literal, TextIO, cast
 
@@ -78,6 +79,23 @@ def stderr_console() -> Console:
     return _console(sys.stderr, stderr=True)
 
 
+# What a terminal would act on rather than show: C0 controls but tab, DEL, C1 controls (U+0080..U+009F), the
+# line and paragraph separators, and the bidirectional overrides that reorder what is shown.
+_UNSHOWABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character spelled out (`\\x1b`, `\\u2028`): an error quotes what the operator
+    wrote (a config key, a value, a path), and an ESC from there must never reach the terminal as a command (set
+    the title, move the cursor, hide the line that follows)."""
+    return _UNSHOWABLE.sub(_spelled, text)
+
+
+def _spelled(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def escape(text: str) -> str:
     """Text shown as-is inside rich markup (a journal line with `[brackets]` is not a style)."""
     from rich.markup import escape as rich_escape
@@ -111,10 +129,11 @@ def report_error(error: SpecopsError, as_json: bool) -> None:
     from rich.markup import escape
 
     console = stderr_console()
-    for line in error.message.splitlines() or [ExitCode.cause(error)]:
-        console.print(f"[bold red]error:[/] {escape(line)}")
+    lines = error.message.rstrip("\n").split("\n")  # only \n ends a line: U+2028 or \x85 is shown, not obeyed
+    for line in lines if error.message else [ExitCode.cause(error)]:
+        console.print(f"[bold red]error:[/] {escape(visible(line))}")
     if error.hint:
-        console.print(f"[yellow]hint:[/] {escape(error.hint)}")
+        console.print(f"[yellow]hint:[/] {escape(visible(error.hint))}")
 
 
 def report_internal_error(error: BaseException) -> int:
@@ -122,7 +141,7 @@ def report_internal_error(error: BaseException) -> int:
     from rich.markup import escape
 
     stderr_console().print(
-        f"[bold red]internal error:[/] {escape(type(error).__name__)}: {escape(str(error))}\n"
+        f"[bold red]internal error:[/] {escape(type(error).__name__)}: {escape(visible(str(error)))}\n"
         "[yellow]hint:[/] re-run with --debug for the traceback, and report it"
     )
     return int(ExitCode.INTERNAL)

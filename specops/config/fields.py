@@ -14,7 +14,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 controls, DEL, C1 controls (U+0085 NEL among them) and the Unicode line and paragraph separators: each is
+# a line break to something (Python's splitlines, an editor, a terminal) or a terminal command.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _PATH = re.compile(r"/[A-Za-z0-9_.+@=,:/-]*")

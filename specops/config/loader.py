@@ -212,6 +212,8 @@ def _validate_hosts(raw: Any, defaults: dict[str, Any], display: str, lines: lis
         if not isinstance(settings, dict):
             lines.append(f"{display}: hosts.{name}: expected a table with at least ssh, python and model_path")
             continue
+        if "name" in settings:  # the table's own name is the host's: a `name` key would be silently replaced
+            lines.append(f"{display}: hosts.{name}.name: unknown key (a host's name is its table's: [hosts.{name}])")
         merged = {**defaults, **settings, "name": name}
         if isinstance(settings.get("env", {}), dict):  # otherwise validation names the wrong type
             merged["env"] = {**defaults.get("env", {}), **settings.get("env", {})}

@@ -44,7 +44,7 @@ class HostPlan:
 
     target: Target
     unit_text: str
-    env_text: str  # secrets revealed: written to the host, never printed
+    env_text: str = field(repr=False)  # secrets revealed: written to the host, never printed (nor in a repr)
     flag_spellings: Mapping[str, str] = field(default_factory=dict)  # renamed flags, in the build's older names
 
     @property

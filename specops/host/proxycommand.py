@@ -21,6 +21,7 @@ from specops.host.target import SshTarget
 SHELL_SYNTAX = re.compile(r"""[|&;<>()$`\\"'*?\[\]#~={}!\n]""")
 _TOKEN = re.compile(r"%(.)")
 STDERR_KEPT = 2000
+EXIT_WAIT_S = 0.5  # after a failed handshake: how long a ProxyCommand that is ending gets to finish
 
 
 def proxy_argv(target: SshTarget) -> list[str]:
@@ -49,6 +50,7 @@ class ProxySocket(socket.socket):
 
     process: subprocess.Popen[bytes] | None = None
     stderr_tail: bytearray
+    stderr_reader: threading.Thread | None = None
 
     def close(self) -> None:
         super().close()
@@ -60,6 +62,21 @@ class ProxySocket(socket.socket):
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+    def exit_status(self, wait_s: float = EXIT_WAIT_S) -> int | None:
+        """The command's exit status if it ended by itself (waiting up to `wait_s` for it), its stderr then read to
+        the end; None while it runs. Asked before `close`, which would end it: a ProxyCommand that exits at once
+        (a wrong host, a bastion that refuses) must be reported as that, not as a server that did not answer."""
+        process = self.process
+        if process is None:
+            return None
+        try:
+            status = process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+        if self.stderr_reader is not None:
+            self.stderr_reader.join(timeout=wait_s)
+        return status
 
     def errors(self) -> str:
         """What the command wrote to stderr (its last lines), for the error message."""
@@ -80,7 +97,8 @@ def start_proxy(argv: list[str]) -> ProxySocket:
         raise
     finally:
         theirs.close()
-    threading.Thread(target=_keep_stderr, args=(sock,), daemon=True).start()
+    sock.stderr_reader = threading.Thread(target=_keep_stderr, args=(sock,), daemon=True)
+    sock.stderr_reader.start()
     return sock
 
 

@@ -158,9 +158,9 @@ def _handshake(
         transport.close()
         raise
     except (paramiko.SSHException, OSError, EOFError) as error:
-        cause = transport.get_exception() or error
+        failure = _connect_error(transport.get_exception() or error, target, sock, timeout)  # before close ends it
         transport.close()
-        raise _connect_error(cause, target, sock, timeout) from None
+        raise failure from None
     if not transport.is_authenticated():
         transport.close()
         raise ssh_errors.auth_failed(target, keys)
@@ -369,6 +369,8 @@ def _decrypt(path: str, passphrase: str) -> paramiko.PKey:
 
 def _connect_error(error: BaseException, target: SshTarget, sock: Any, timeout: float) -> ConnectError:
     """Every other way connect can fail, as the one ConnectError that tells the operator what happened."""
+    if isinstance(sock, ProxySocket) and (status := sock.exit_status()) is not None:
+        return ssh_errors.proxy_command_exited(target, status, sock.errors())
     if isinstance(sock, ProxySocket) and sock.errors():
         return ssh_errors.proxy_command_failed(target, sock.errors())
     if isinstance(error, paramiko.BadAuthenticationType) or "No authentication methods" in str(error):

@@ -65,7 +65,21 @@ def hop_refused(name: str, target: SshTarget, hop: SshTarget, reason: str) -> Co
 def proxy_command_failed(target: SshTarget, detail: str) -> ConnectError:
     return ConnectError(
         f"{target.address}: ProxyCommand failed: {detail}",
-        hint=f"run the ProxyCommand of ~/.ssh/config by hand, or `{_ssh_command(target)}`",
+        hint=_proxy_hint(target),
+    )
+
+
+def _proxy_hint(target: SshTarget) -> str:
+    return f"run the ProxyCommand of ~/.ssh/config by hand, or `{_ssh_command(target)}`"
+
+
+def proxy_command_exited(target: SshTarget, status: int, stderr: str) -> ConnectError:
+    """The ProxyCommand ended by itself before the SSH handshake: it, not the server, is what failed."""
+    ended = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+    said = f": {stderr}" if stderr else " (it wrote nothing to stderr)"
+    return ConnectError(
+        f"{target.address}: ProxyCommand `{target.proxy_command}` {ended}{said}",
+        hint=_proxy_hint(target),
     )
 
 

@@ -135,9 +135,21 @@ def scan_release_dir(
 
 
 def check_symlink(root: str, name: str, target: str) -> None:
-    resolved = os.path.normpath(os.path.join(root, os.path.dirname(name), target))
-    if target.startswith("/") or not (resolved + "/").startswith(root.rstrip("/") + "/"):
+    """A symlink must stay inside the release, lexically AND once resolved: `x -> .` then `y -> x/x/../..` passes
+    a lexical check yet leaves. Links not created yet resolve lexically here; the final scan, when every link
+    exists, decides."""
+    where = os.path.join(root, os.path.dirname(name), target)
+    real_root = os.path.realpath(root)
+    if (
+        target.startswith("/")
+        or not _link_inside(os.path.normpath(where), root)
+        or not _link_inside(os.path.realpath(where), real_root)
+    ):
         raise Refused("unsafe", "refusing symlink " + repr(name) + " -> " + repr(target) + ": points outside")
+
+
+def _link_inside(path: str, root: str) -> bool:
+    return (path + "/").startswith(root.rstrip("/") + "/")
 
 
 def entries_hash(entries: dict[str, tuple[str, str]]) -> str:

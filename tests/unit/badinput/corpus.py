@@ -3,9 +3,10 @@
 A case writes a scene (specops.toml, profiles, patches, build folders) into a fresh folder, runs
 `specops ARGS...` in-process with every host reached as a strict RecordingHost, and is *clean* when:
 the exit code is the documented one, a line of the output matches the expected path-qualified message,
-a refusal (any exit but 0 and 1) shows its `error:` and `hint:` lines, no traceback and no "internal error"
-is shown, and no host saw a command that writes (a put, the release script, a systemctl start/restart/stop,
-a unit or env-file write).
+a refusal (any exit but 0 and 1) shows its `error:` and `hint:` lines, no traceback, no "internal error" and
+no raw control character (ESC, C1, U+2028: the input's own, which a terminal would obey) is shown, and no
+host saw a command that writes (a put, the release script, a systemctl start/restart/stop, a unit or env-file
+write).
 
 Case file format (one file per family):
 
@@ -52,6 +53,7 @@ draft_model_path = "/models/draft"
 profile = "ddtree"
 """
 
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 WRITING_WORDS = ("receive", "switch", "restart", "start", "stop", "daemon-reload", "enable", "reset-failed")
 
 
@@ -216,6 +218,8 @@ def judge(case: Case, outcome: Outcome, writes: list[str]) -> list[str]:
         problems.append("internal error")
     if "Traceback" in shown:
         problems.append("traceback shown")
+    if (raw := RAW_CONTROL.search(shown)) is not None:  # the input's ESC or line break as it is: a terminal obeys it
+        problems.append(f"raw control character shown: {raw.group()!r}")
     if not re.search(case.error, shown, re.MULTILINE):
         problems.append(f"no line matches {case.error!r}")
     if outcome.code not in (0, 1) and not _error_and_hint(outcome):

@@ -97,7 +97,7 @@ def render(figures: Figures, shape: dict[str, Any]) -> str:
     lines = [
         BEGIN,
         f"- **{total} bad inputs: {clean} clean** (the documented exit code, a path-qualified message, no "
-        "traceback, no internal error, no writing command on any host)",
+        "traceback, no internal error, no raw control character, no writing command on any host)",
         f"- **{len(figures.properties_held)} of {len(figures.properties)} injection properties held over "
         f"{figures.examples} examples**",
         f"- **secrets sweep: {shape['commands']} commands × {shape['modes']} modes: {verdict}**",

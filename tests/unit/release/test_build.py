@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -104,14 +105,18 @@ def test_restaging_an_unchanged_tree_reads_nothing(build: Path, tmp_path: Path, 
     assert (cache.hits, cache.misses) == (len(files), 0)
 
 
-def test_hash_cache_misses_when_size_or_mtime_change(tmp_path: Path) -> None:
+@pytest.mark.parametrize("content", ["a = 22\n", "a = 2\n"])
+def test_hash_cache_misses_a_rewrite_even_in_place_with_the_same_size_and_mtime(tmp_path: Path, content: str) -> None:
+    """`cp -p` or `rsync --inplace -t` over a build file keeps its inode, size and mtime, only ctime moves: the
+    cache must not hand back the old content's sha (the host would link the OLD file, and the tree hash verify)."""
     path = tmp_path / "f.py"
     path.write_text("a = 1\n")
     os.utime(path, (1_000_000, 1_000_000))
     cache = HashCache(tmp_path / "cache.json")
     first = cache.sha256(str(path), path.stat())
     cache.save()
-    path.write_text("a = 22\n")
+    time.sleep(0.05)  # past the kernel's coarse timestamp tick, as any real later rewrite is
+    path.write_text(content)  # the same inode
     os.utime(path, (1_000_000, 1_000_000))
     again = HashCache(tmp_path / "cache.json")
     assert again.sha256(str(path), path.stat()) != first and again.misses == 1
