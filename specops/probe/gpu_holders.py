@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.commands.engine_stop import INVOCATION_ID
+
 BASELINE_SLACK_MIB = 1024  # memory a GPU reports used with no process listed (driver, a kill being cleaned up)
 
 
@@ -140,8 +142,9 @@ def _proc(pid: int, values: dict[str, str]) -> Proc:
     after = stat.rsplit(")", 1)[-1].split()
     ppid = int(after[1]) if len(after) > 1 and after[1].isdigit() else 0
     start = after[19] if len(after) > 19 and after[19].isdigit() else ""
+    invocation = values["invocation"] if INVOCATION_ID.fullmatch(values["invocation"]) else ""
     return Proc(pid, ppid, start, values["exe"], values["cwd"], _v2_cgroup(values["cgroup"]),
-                values["cmdline"].strip(), values["uid"].strip(), values["invocation"], values["run"])  # fmt: skip
+                values["cmdline"].strip(), values["uid"].strip(), invocation, values["run"])  # fmt: skip
 
 
 def _v2_cgroup(lines: str) -> str:
