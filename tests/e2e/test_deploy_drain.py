@@ -198,6 +198,20 @@ def test_an_orphan_on_the_units_gpu_stops_the_start_and_reap_frees_it_never_touc
     assert outcome["outcome"] == "failed"
     assert f"pid {scheduler['pid']} (" in outcome["cause"] and "orphan of the old engine" in outcome["cause"]
     assert "reparented to PID 1" in outcome["cause"] and "/opt/specops/sglang/releases/" in outcome["cause"]
+    invocation = outcome["cause"].split("; invocation ", 1)[1].split(" ", 1)[0]  # its run, from its environment
+    assert f"invocation {invocation} of sglang.service (its last run)" in outcome["cause"]
+    journal = [
+        "journalctl",
+        "-q",
+        "-n",
+        "1",
+        "-o",
+        "cat",
+        "_PID=1",
+        "UNIT=sglang.service",
+        f"INVOCATION_ID={invocation}",
+    ]
+    assert scene.host.exec(journal).stdout.strip()  # what proves it still once the unit has run again
     assert "--reap" in outcome["hint"]
     assert scene.host.exec(["systemctl", "is-active", "sglang"], check=False).stdout.decode().strip() != "active"
     assert _alive(scene, scheduler["pid"])
