@@ -228,11 +228,12 @@ def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
         run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED,
             note="only when the drain budget runs out: the requests still running are cut"),
         run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL"),
-        run(engine_stop.inspect_argv(unit), times=Times.REPEATED,
+        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.REPEATED,
             note="until the unit's cgroup is empty and its GPUs back to baseline (nvidia-smi)"),
-        run([*engine_stop.reap_argv([]), "PID:START"], times=Times.IF_NEEDED,
+        run([*engine_stop.reap_argv([]), "PID:START:INVOCATION_ID"], times=Times.IF_NEEDED,
             note="only with --reap, and only orphans of this unit's engine (then inspected again)"),
-        run(engine_stop.inspect_argv(unit), times=Times.IF_NEEDED, note="after a reap, until the GPUs are free"),
+        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.IF_NEEDED,
+            note="after a reap, until the GPUs are free"),
     ]  # fmt: skip
 
 

@@ -35,7 +35,7 @@ from specops.engine.request_gauges import RequestGauges, parse_request_gauges
 from specops.errors import ExitCode, SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
-from specops.probe.gpu_holders import GpuVerdict, Holder, gpu_indexes, judge, parse_inspect
+from specops.probe.gpu_holders import GpuVerdict, Holder, InspectError, gpu_indexes, judge, parse_inspect
 
 COMMAND_TIMEOUT_S = 60.0
 POLL_S = 1.0
@@ -205,7 +205,15 @@ def _kill(host: Host, spec: HostSpec, result: DrainResult) -> None:
 
 def inspect_gpus(host: Host, spec: HostSpec) -> tuple[bool, GpuVerdict]:
     """(whether the host has nvidia-smi, the verdict on the unit's cgroup and GPUs) in one round trip."""
-    snapshot = parse_inspect(host.run(inspect_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S).text)
+    text = host.run(inspect_argv(spec.unit_name, spec.run_as), timeout=COMMAND_TIMEOUT_S).text
+    try:
+        snapshot = parse_inspect(text)
+    except InspectError as error:
+        raise GpusBusy(
+            f"{spec.name}: the new engine was not started: the host's process listing could not be read "
+            f"({error}); nothing was stopped",
+            hint="run the check again; if it persists, see `nvidia-smi` and `ps` on the host",
+        ) from None
     return snapshot.has_gpus, judge(snapshot, spec.unit_name, spec.service_dir, gpu_indexes(spec.gpus))
 
 
@@ -218,7 +226,8 @@ def free_gpus(host: Host, spec: HostSpec, reporter: Reporter, *, reap: bool, clo
         for holder in verdict.holders:
             reporter.event(Event(spec.name, "gpus", f"reaping {holder.describe()}", level="warn"))
         confirm("reaping the old engine's orphans")
-        host.run(reap_argv([(holder.pid, holder.start) for holder in verdict.holders]), timeout=COMMAND_TIMEOUT_S)
+        targets = [(holder.pid, holder.start, holder.invocation) for holder in verdict.holders]
+        host.run(reap_argv(targets), timeout=COMMAND_TIMEOUT_S)
         result.reaped = list(verdict.holders)
         verdict = _wait_free(host, spec, result, clock)
     result.seconds = clock.now() - started

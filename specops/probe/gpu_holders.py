@@ -1,11 +1,14 @@
 """Who still holds the unit's GPUs after the engine stopped, and which of them are the old engine's orphans.
 
 Parses what `specops.commands.engine_stop.INSPECT_SCRIPT` prints (nvidia-smi's memory and compute apps, the
-processes in the unit's cgroup, and /proc facts of each) and judges every process on the unit's GPUs. An
-ORPHAN of the old engine (what `--reap` may stop) must prove it on three counts: it was reparented to PID 1
-(its engine is gone), its working directory is a release of this service (systemd started it there, under
-`<base_dir>/<service>/releases/`), and its cgroup is not another service's. Anything else on those GPUs is
-someone else's and is only named, never stopped.
+processes in the unit's cgroup, the engine's user and the unit's invocation, and NUL-separated /proc facts of
+each process) and judges every process on the unit's GPUs. An ORPHAN of the old engine (what `--reap` may stop)
+must prove it on every count: it was reparented to PID 1 (its engine is gone), its cgroup is not another
+service's, it runs as the engine's user, its working directory is a release of this service, and, the tie that
+no other process has, its environment carries the INVOCATION_ID that systemd gave one run of this unit (the
+unit's current one, or one systemd itself logged for this unit). A working directory alone proves nothing: any
+local user may start a process in a release. Anything else on those GPUs is someone else's and is only named,
+never stopped.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.commands.engine_stop import INVOCATION_ID
 from specops.config.redact import mask_secrets
 
 BASELINE_SLACK_MIB = 1024  # memory a GPU reports used with no process listed (driver, a kill being cleaned up)
@@ -27,6 +31,9 @@ class Proc:
     cwd: str
     cgroup: str
     cmdline: str
+    uids: str = ""  # real, effective, saved and filesystem uid
+    invocation: str = ""  # INVOCATION_ID from its environment (32 hex digits), "" without one
+    run: str = ""  # "last": the unit's current invocation; "journal": one PID 1 logged for the unit; "": neither
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,7 @@ class GpuSnapshot:
     apps: list[tuple[int, int, str]]  # (pid, MiB, gpu uuid)
     unit_pids: list[int]
     procs: dict[int, Proc] = field(default_factory=dict)
+    engine_uid: str = ""  # the engine user's uid on the host ("" unknown: no process is proven the engine's)
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class Holder:
     gpus: tuple[int, ...]
     orphan: bool
     why: str  # the evidence, in words
+    invocation: str = ""  # the unit's INVOCATION_ID it carries: the reap checks it again
 
     def describe(self) -> str:
         kind = "orphan of the old engine" if self.orphan else "not the unit's"
@@ -73,15 +82,22 @@ class GpuVerdict:
         return not self.unit_left and not self.holders and not self.unexplained
 
 
+class InspectError(ValueError):
+    """The host's process listing is not in the form the inspect script writes: nothing can be judged from it."""
+
+
+FIELDS = ("stat", "uid", "exe", "cwd", "cgroup", "cmdline", "invocation", "run")
+RECORD = 2 + 2 * len(FIELDS)  # "@proc", pid, then key and value for each field, in this order
+
+
 def parse_inspect(text: str) -> GpuSnapshot:
+    """The line sections, then the NUL-separated process records (InspectError when they are malformed)."""
+    head, has_procs, records = text.partition("@procs\n")
     section, used, uuids, apps, members = "", {}, {}, [], []
-    procs: dict[int, Proc] = {}
-    current: dict[str, str] = {}
+    engine: dict[str, str] = {}
     has_gpus = True
-    for line in text.splitlines():
+    for line in head.splitlines():
         if line.startswith("@"):
-            _close(current, procs)
-            current = {"pid": line.split()[1]} if line.startswith("@proc ") else {}
             section = line.split()[0]
             has_gpus = has_gpus and section != "@nogpu"
             continue
@@ -92,23 +108,45 @@ def parse_inspect(text: str) -> GpuSnapshot:
             apps.append((int(words[0]), int(words[1]), words[2]))
         elif section == "@unit" and line.strip().isdigit():
             members.append(int(line.strip()))
-        elif section == "@proc":
+        elif section == "@engine":
             key, _, value = line.partition(" ")
-            current[key] = value.strip()
-    _close(current, procs)
-    return GpuSnapshot(has_gpus, used, uuids, apps, members, procs)
+            engine[key] = value.strip()
+    procs = _records(records) if has_procs else {}
+    uid = engine.get("uid", "")
+    return GpuSnapshot(has_gpus, used, uuids, apps, members, procs, uid if uid.isdigit() else "")
 
 
-def _close(current: dict[str, str], procs: dict[int, Proc]) -> None:
-    """One @proc block into a Proc; the stat line's fields come after the command name's closing paren."""
-    if "pid" not in current or not current["pid"].isdigit():
-        return
-    after = current.get("stat", "").rsplit(")", 1)[-1].split()
+def _records(text: str) -> dict[int, Proc]:
+    """One Proc per `@proc` record. Every record has every field, in order; a pid listed twice is an error (a
+    later record never replaces an earlier one)."""
+    tokens = text.split("\0")
+    if tokens[-2:] != ["@end", ""]:
+        raise InspectError("the process listing does not end with @end")
+    procs: dict[int, Proc] = {}
+    for at in range(0, len(tokens) - 2, RECORD):
+        record = tokens[at : at + RECORD]
+        keys = tuple(record[2::2])
+        if len(record) < RECORD or record[0] != "@proc" or not record[1].isdigit() or keys != FIELDS:
+            raise InspectError(f"malformed process record {record[:2]!r}")
+        pid, values = int(record[1]), dict(zip(keys, record[3::2], strict=True))
+        if pid in procs:
+            raise InspectError(f"pid {pid} is listed twice")
+        procs[pid] = _proc(pid, values)
+    return procs
+
+
+def _proc(pid: int, values: dict[str, str]) -> Proc:
+    """The stat line's fields come after the command name's closing paren; a process that exited while it was
+    read leaves empty values (no parent, no start time: never an orphan)."""
+    stat = values["stat"]
+    if stat and not stat.startswith(f"{pid} ("):
+        raise InspectError(f"the stat line of pid {pid} names another process")
+    after = stat.rsplit(")", 1)[-1].split()
     ppid = int(after[1]) if len(after) > 1 and after[1].isdigit() else 0
-    start = after[19] if len(after) > 19 else ""
-    pid = int(current["pid"])
-    procs[pid] = Proc(pid, ppid, start, current.get("exe", ""), current.get("cwd", ""),
-                      _v2_cgroup(current.get("cgroup", "")), current.get("cmdline", "").strip())  # fmt: skip
+    start = after[19] if len(after) > 19 and after[19].isdigit() else ""
+    invocation = values["invocation"] if INVOCATION_ID.fullmatch(values["invocation"]) else ""
+    return Proc(pid, ppid, start, values["exe"], values["cwd"], _v2_cgroup(values["cgroup"]),
+                values["cmdline"].strip(), values["uid"].strip(), invocation, values["run"])  # fmt: skip
 
 
 def _v2_cgroup(lines: str) -> str:
@@ -134,7 +172,8 @@ def judge(snapshot: GpuSnapshot, unit: str, service_dir: str, gpus: set[int] | N
         index = snapshot.uuids.get(uuid)
         if index is not None and index in mine:
             held.setdefault(pid, {})[index] = held.get(pid, {}).get(index, 0) + mib
-    holders = [_holder(pid, on, snapshot.procs.get(pid), unit, service_dir) for pid, on in sorted(held.items())]
+    holders = [_holder(pid, on, snapshot.procs.get(pid), unit, service_dir, snapshot.engine_uid)
+               for pid, on in sorted(held.items())]  # fmt: skip
     unexplained = []
     for index in sorted(mine & set(snapshot.used_mib)):
         listed = sum(on.get(index, 0) for on in held.values())
@@ -143,27 +182,37 @@ def judge(snapshot: GpuSnapshot, unit: str, service_dir: str, gpus: set[int] | N
     return GpuVerdict(unit_left, holders, unexplained)
 
 
-def _holder(pid: int, on: dict[int, int], proc: Proc | None, unit: str, service_dir: str) -> Holder:
+def _holder(pid: int, on: dict[int, int], proc: Proc | None, unit: str, service_dir: str, engine_uid: str) -> Holder:
     mib, gpus = sum(on.values()), tuple(sorted(on))
     if proc is None:
         return Holder(pid, "", "", mib, gpus, False, "not visible in this host's /proc: another PID namespace?")
-    orphan, why = is_orphan(proc, unit, service_dir)
-    return Holder(pid, proc.start, proc.cmdline, mib, gpus, orphan, why)
+    orphan, why = is_orphan(proc, unit, service_dir, engine_uid)
+    return Holder(pid, proc.start, proc.cmdline, mib, gpus, orphan, why, proc.invocation if orphan else "")
 
 
-def is_orphan(proc: Proc, unit: str, service_dir: str) -> tuple[bool, str]:
-    """Whether `proc` is a leftover of the managed unit's engine, with the evidence either way."""
+RUNS = {"last": "its last run", "journal": "a run in the journal"}
+
+
+def is_orphan(proc: Proc, unit: str, service_dir: str, engine_uid: str) -> tuple[bool, str]:
+    """Whether `proc` is a leftover of the managed unit's engine, with the evidence either way. `engine_uid`:
+    the uid the engine runs as on the host ("" unknown: nothing is proven)."""
     releases = service_dir.rstrip("/") + "/releases/"
     from_release = proc.cwd.startswith(releases)
     other_service = proc.cgroup.rsplit("/", 1)[-1]
     foreign_unit = other_service.endswith(".service") and not in_unit(proc.cgroup, unit)
+    engine_user = bool(engine_uid) and proc.uids.split() == [engine_uid] * 4
+    of_unit = bool(proc.invocation) and proc.run in RUNS
     facts = [
         "reparented to PID 1" if proc.ppid == 1 else f"parent pid {proc.ppid}",
         f"cwd {proc.cwd or '?'}" + (f" (a release of {unit})" if from_release else ""),
         f"cgroup {proc.cgroup or '?'}" + (" (another service)" if foreign_unit else ""),
+        f"uid {proc.uids.split()[0] if proc.uids else '?'}" + ("" if engine_user else " (not the engine's user)"),
+        f"invocation {proc.invocation} of {unit} ({RUNS[proc.run]})" if of_unit
+        else f"no invocation of {unit} in its environment",
         f"exe {proc.exe or '?'}",
-    ]
-    return proc.ppid == 1 and from_release and not foreign_unit, "; ".join(facts)
+    ]  # fmt: skip
+    orphan = proc.ppid == 1 and from_release and not foreign_unit and engine_user and of_unit
+    return orphan, "; ".join(facts)
 
 
 def gpu_indexes(cuda_visible_devices: str | None) -> set[int] | None:

@@ -166,6 +166,19 @@ def _foreign(scene: Scene, name: str, gpu: int) -> int:
         time.sleep(0.1)
 
 
+def _started_in_the_release(scene: Scene, gpu: int) -> int:
+    """`nohup python3 ... &` from `current` in a root shell: its shell exits, so it is reparented to PID 1."""
+    scene.host.write_file("/run/specops-testbed/manual-run.py", FOREIGN.encode())
+    script = 'cd /opt/specops/sglang/current && python3 "$1" "$2" "$3" >/dev/null 2>&1 & echo $!'
+    argv = ["sh", "-c", script, "sh", "/run/specops-testbed/manual-run.py", str(gpu), HOLDERS]
+    pid = int(scene.host.exec(argv).stdout.decode())
+    deadline = time.monotonic() + 10
+    while not any(holder["pid"] == pid for holder in _holders(scene)):
+        assert time.monotonic() < deadline, "the manual run never registered its GPU memory"
+        time.sleep(0.1)
+    return pid
+
+
 def test_an_orphan_on_the_units_gpu_stops_the_start_and_reap_frees_it_never_touching_others(
     testhost: TestHost, host_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -185,18 +198,37 @@ def test_an_orphan_on_the_units_gpu_stops_the_start_and_reap_frees_it_never_touc
     assert outcome["outcome"] == "failed"
     assert f"pid {scheduler['pid']} (" in outcome["cause"] and "orphan of the old engine" in outcome["cause"]
     assert "reparented to PID 1" in outcome["cause"] and "/opt/specops/sglang/releases/" in outcome["cause"]
+    invocation = outcome["cause"].split("; invocation ", 1)[1].split(" ", 1)[0]  # its run, from its environment
+    assert f"invocation {invocation} of sglang.service (its last run)" in outcome["cause"]
+    journal = [
+        "journalctl",
+        "-q",
+        "-n",
+        "1",
+        "-o",
+        "cat",
+        "_PID=1",
+        "UNIT=sglang.service",
+        f"INVOCATION_ID={invocation}",
+    ]
+    assert scene.host.exec(journal).stdout.strip()  # what proves it still once the unit has run again
     assert "--reap" in outcome["hint"]
     assert scene.host.exec(["systemctl", "is-active", "sglang"], check=False).stdout.decode().strip() != "active"
     assert _alive(scene, scheduler["pid"])
 
     intruder = _foreign(scene, "intruder", gpu=0)  # someone else's process on the unit's GPU
+    stray = _started_in_the_release(scene, gpu=0)  # a manual run in a release: reparented, root, not a service
     refused, outcome = scene.deploy("--patch", str(RENUMBER_PATCH), "--reap")
     assert refused.code == 1, refused.out + refused.err
     assert f"pid {intruder} (" in outcome["cause"] and "not the unit's" in outcome["cause"]
+    named = next(line for line in outcome["cause"].splitlines() if f"pid {stray} (" in line)
+    assert "not the unit's" in named and "no invocation of sglang.service in its environment" in named
+    assert "/opt/specops/sglang/releases/" in named and "reparented to PID 1" in named
     assert "specops never stops it" in outcome["hint"]
-    assert _alive(scene, intruder) and _alive(scene, scheduler["pid"])
+    assert _alive(scene, intruder) and _alive(scene, scheduler["pid"]) and _alive(scene, stray)
 
-    scene.host.exec(["systemctl", "stop", "intruder"])  # its owner frees the GPU
+    scene.host.exec(["systemctl", "stop", "intruder"])  # their owners free the GPU
+    scene.host.exec(["kill", str(stray)])
     reaped, outcome = scene.deploy("--patch", str(RENUMBER_PATCH), "--reap")
     assert reaped.code == 0, reaped.out + reaped.err
     assert outcome["outcome"] == "deployed"

@@ -15,6 +15,7 @@ import pytest
 from specops.build.stage import stage_build
 from specops.commands.release import newest_complete
 from specops.config.inventory import HostSpec
+from specops.errors import ReleaseVerifyFailed
 from specops.host.ssh import SshHost, connect
 from specops.ops import release as push
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, RENUMBER_PATCH
@@ -137,3 +138,27 @@ def test_a_build_with_setuid_and_world_writable_files_lands_0755_and_0644_on_the
         line for line in listing.splitlines() if line.split(" ")[1:] not in (["644", "f"], ["755", "f"], ["755", "d"])
     ]
     assert kinds == {"f", "d"} and unexpected == []
+
+
+def test_a_release_that_did_not_verify_stays_private_to_root(testhost: TestHost, ssh: SshHost, tmp_path: Path) -> None:
+    """A local user of the host (here `nobody`) can read a verified release, never one that is not: the
+    folder stays 0700 while it streams in and after its check failed."""
+    first = push.push_release(ssh, SPEC, stage_build(BUILD_PYTHON, [], tmp_path / "w1"), base=None,
+                              now=datetime(2026, 3, 1, tzinfo=UTC))  # fmt: skip
+    verified = f"{RELEASES}/{first.release_id}"
+    user_reads = ["runuser", "-u", "nobody", "--", "cat", f"{verified}/{SPEC_INFO}"]
+    assert testhost.exec(user_reads, check=False).returncode == 0  # the engine's run_as user reads it
+    testhost.exec(["sh", "-c", f"echo '# changed on the host' >> {verified}/sglang/version.py"])  # spoils the base
+    patched = stage_build(BUILD_PYTHON, [DDTREE_PATCH], tmp_path / "w2")
+    with pytest.raises(ReleaseVerifyFailed):
+        push.push_release(ssh, SPEC, patched, base=newest_complete(push.list_releases(ssh, SPEC)),
+                          now=datetime(2026, 3, 2, tzinfo=UTC))  # fmt: skip
+    (failed,) = [r.id for r in push.list_releases(ssh, SPEC) if r.id != first.release_id]
+    mode = testhost.exec(["stat", "-c", "%a", f"{RELEASES}/{failed}"]).stdout.decode().strip()
+    assert (mode, testhost.exec(["test", "-e", f"{RELEASES}/{failed}/unfinished"], check=False).returncode) == (
+        "700",
+        0,
+    )
+    user_reads[-1] = f"{RELEASES}/{failed}/{SPEC_INFO}"
+    refused = testhost.exec(user_reads, check=False)
+    assert refused.returncode != 0 and b"Permission denied" in refused.stderr

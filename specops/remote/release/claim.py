@@ -16,20 +16,27 @@ import shutil
 from specops.remote.release.hostdata import Refused
 from specops.remote.release.script import MANIFEST, UNFINISHED
 
+PRIVATE = 0o700  # a release folder until it verified (root only)
+
 
 def claim_release_dir(releases: str, release_id: str) -> bool:
-    """Create `releases/<id>` with its `unfinished` marker; True when it replaced an unfinished leftover."""
+    """Create `releases/<id>` (0700: private until verified) with its `unfinished` marker; True when it replaced
+    an unfinished leftover.
+
+    Why 0700: until the receive has normalised every mode and the tree hash verified, the folder may hold what
+    the build had (a 0666 file, a 0777 folder); no local user of the host may open, watch or keep an fd on any
+    of it. The receive makes it 0755 (what the engine's run_as user needs) only once it verified."""
     root = os.path.join(releases, release_id)
     replaced = False
     try:
-        os.mkdir(root)
+        os.mkdir(root, PRIVATE)
     except FileExistsError:
         if not is_unfinished_leftover(root):
             raise Refused("exists", "release " + release_id + " already exists on the host") from None
         trash = os.path.join(releases, ".trash-" + release_id + "-" + str(os.getpid()))
         os.rename(root, trash)  # gone from listings at once, even if rmtree fails below
         shutil.rmtree(trash, ignore_errors=True)
-        os.mkdir(root)
+        os.mkdir(root, PRIVATE)
         replaced = True
     open(os.path.join(root, UNFINISHED), "w").close()
     return replaced

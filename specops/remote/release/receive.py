@@ -300,7 +300,6 @@ def fill_release(service_dir: str, root: str, base_dir: str | None, expected: st
     schema = int(manifest.get(SCHEMA_KEY) or 0)
     stats: dict[str, os.stat_result] = {}
     lookup = known_sha(streamed, written, load_verified(service_dir), files, received)
-    os.chmod(root, 0o755)
     os.chmod(os.path.join(root, MANIFEST), 0o644)
     entries = scan_release_dir(root, lookup, stats, schema, mode_fixer(received, counts))
     actual = entries_hash(entries)
@@ -308,5 +307,6 @@ def fill_release(service_dir: str, root: str, base_dir: str | None, expected: st
         differing = differences(entries, files, schema=schema)
         raise Refused("mismatch", "tree hash mismatch in " + root, expected=expected, actual=actual, files=differing)
     save_verified(service_dir, entries, stats)
+    os.chmod(root, 0o755)  # verified, every mode normalised: now the engine's run_as user may read it
     os.unlink(os.path.join(root, UNFINISHED))
     return {"tree_hash": actual, "received": len(received), **counts}

@@ -158,11 +158,16 @@ def widen_pipe(stream: object) -> None:
 
 def extract_with_tar(root: str, source: IO[bytes]) -> dict[str, tuple[int, int, str]]:
     """GNU tar unpacks `source` into root while the same bytes are hashed here; returns the streamed hashes.
-    tar's own refusals (`..` members, a file twice) fail the receive as unsafe, as before."""
+    tar's own refusals (`..` members, a file twice) fail the receive as unsafe, as before.
+
+    `--no-same-permissions`: as root GNU tar would otherwise give each file the build's mode from the first
+    byte (a 0666 file, a 0777 folder, a setuid file); with it, under the script's umask 022, files land 0644 or
+    0755 and folders 0755, setuid/setgid/sticky dropped, before the final scan normalises anything."""
     import subprocess  # here, not at the top: `list` and the other ops never need them (each exec imports anew)
     import tempfile
 
-    argv = ["tar", "-x", "-f", "-", "-C", root, "--no-same-owner", "--keep-old-files", "--delay-directory-restore"]
+    argv = ["tar", "-x", "-f", "-", "-C", root, "--no-same-owner", "--no-same-permissions", "--keep-old-files",
+            "--delay-directory-restore"]  # fmt: skip
     hasher = TarHasher()
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: tar's complaints can never block it
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors)

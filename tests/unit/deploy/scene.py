@@ -107,7 +107,7 @@ class DeployScene:
         )
         # the stop before a restart: the engine already stopped, its GPUs free (ops/engine_stop.py has its own tests)
         host.script(engine_stop.state_argv(spec.unit_name), reply(self.unit_state))
-        host.script(self._hooked("gpus", engine_stop.inspect_argv(spec.unit_name)),
+        host.script(self._hooked("gpus", engine_stop.inspect_argv(spec.unit_name, spec.run_as)),
                     reply("@gpus\n0, GPU-0, 0\n@apps\n@unit\n@end\n"))  # fmt: skip
         fragment = (
             f"LoadState=loaded\nFragmentPath=/etc/systemd/system/{spec.unit_name}\n"

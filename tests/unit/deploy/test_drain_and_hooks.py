@@ -17,6 +17,7 @@ from specops.ops.hooks import run_hook
 from tests.unit.clirun import run_cli
 from tests.unit.deploy.scene import CONFIG, HOST, DeployScene, release, use_scene
 from tests.unit.deploy.world import OLD_TREE, World
+from tests.unit.probe.inspectfake import inspect_text, record
 
 NEXTN = 'algorithm = "NEXTN"\n[speculative]\nnum_steps = 3\neagle_topk = 1\nnum_draft_tokens = 4\n'
 RELEASE_DIR = "/opt/specops/sglang/releases/20260101T000000Z-old"
@@ -101,9 +102,8 @@ def test_hooks_bracket_a_verified_deploy_and_the_plan_shows_them(world: World) -
 
 def test_an_orphan_on_the_gpu_stops_the_start_and_disarms_the_guard(world: World) -> None:
     scene = _serving(world)
-    stat = "4242 (python3) S 1 " + " ".join(["0"] * 17) + " 4711 0"
-    busy = (f"@gpus\n0, GPU-aaa, 60000\n@apps\n4242, 60000, GPU-aaa\n@unit\n@proc 4242\nstat {stat}\n"
-            f"exe /venv/bin/python3\ncwd {RELEASE_DIR}\ncgroup 0::/escaped;\ncmdline python -m sglang\n@end\n")  # fmt: skip
+    busy = inspect_text(["0, GPU-aaa, 60000"], ["4242, 60000, GPU-aaa"], [],
+                        [record(4242, 1, RELEASE_DIR, "/escaped", "python -m sglang")])  # fmt: skip
     original_host = type(scene).host
 
     def scripted(self: DeployScene) -> RecordingHost:

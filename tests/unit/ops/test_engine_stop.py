@@ -20,6 +20,7 @@ from specops.ops.engine_stop import GpusBusy, _Clock, drain_and_stop, free_gpus,
 from specops.probe.gpu_holders import parse_inspect
 from tests.testbed.gpu import NVIDIA_SMI
 from tests.unit.engine.fakes import CannedServer
+from tests.unit.probe.inspectfake import INVOCATION, inspect_text, record
 
 SPEC = HostSpec(name="gpu1", ssh="gpu1", python="/opt/venv/bin/python", model_path="/srv/m", gpus="0")
 UNIT = SPEC.unit_name
@@ -50,14 +51,13 @@ def metrics(running: int, queued: int = 0) -> tuple[int, bytes]:
 
 
 def holder_block(pid: int, ppid: int, cwd: str, cgroup: str) -> str:
-    stat = f"{pid} (python3) S {ppid} " + " ".join(["0"] * 17) + " 4711 0"
-    return f"@proc {pid}\nstat {stat}\nexe /venv/bin/python3\ncwd {cwd}\ncgroup 0::{cgroup};\ncmdline python -m x\n"
+    return record(pid, ppid, cwd, cgroup)
 
 
 def busy(*blocks: tuple[int, int, str, str]) -> bytes:
-    apps = "".join(f"{pid}, 60000, GPU-aaa\n" for pid, *_ in blocks)
-    procs = "".join(holder_block(*block) for block in blocks)
-    return f"@gpus\n0, GPU-aaa, {60000 * len(blocks)}\n@apps\n{apps}@unit\n{procs}@end\n".encode()
+    apps = [f"{pid}, 60000, GPU-aaa" for pid, *_ in blocks]
+    procs = [holder_block(*block) for block in blocks]
+    return inspect_text([f"0, GPU-aaa, {60000 * len(blocks)}"], apps, [], procs).encode()
 
 
 def host(server: CannedServer, *states: object) -> RecordingHost:
@@ -119,7 +119,7 @@ def test_reap_stops_the_orphan_by_pid_and_start_time_then_finds_the_gpus_free() 
     events = Recorder()
     result = free_gpus(recorded, SPEC, events, reap=True, clock=FakeClock())
     assert [holder.pid for holder in result.reaped] == [4242]
-    assert tuple(reap_argv([(4242, "4711")])) in recorded.commands
+    assert tuple(reap_argv([(4242, "4711", INVOCATION)])) in recorded.commands
     assert any(message.startswith("reaping pid 4242") for message in events.messages())
 
 
@@ -134,7 +134,7 @@ def test_reap_never_touches_a_process_that_is_not_the_units() -> None:
 
 
 def test_leftovers_in_the_units_cgroup_are_waited_for() -> None:
-    left = "@gpus\n0, GPU-aaa, 0\n@apps\n@unit\n77\n" + holder_block(77, 1, RELEASE, f"/system.slice/{UNIT}") + "@end\n"
+    left = inspect_text(["0, GPU-aaa, 0"], [], [77], [holder_block(77, 1, RELEASE, f"/system.slice/{UNIT}")])
     recorded = RecordingHost("gpu1").script(inspect_argv(UNIT), reply(left), reply(left), FREE)
     clock = FakeClock()
     result = free_gpus(recorded, SPEC, Recorder(), reap=False, clock=clock)
@@ -164,7 +164,7 @@ def test_the_host_scripts_really_inspect_and_reap_on_this_machine(tmp_path: Path
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("SPECOPS_NVIDIA_SMI_SCENARIO", "h200x2-580")
     monkeypatch.setenv("SPECOPS_NVIDIA_SMI_HOLDERS", str(holders))
-    holder = subprocess.Popen(["sleep", "60"], cwd=tmp_path)
+    holder = subprocess.Popen(["sleep", "60"], cwd=tmp_path, env={**os.environ, "INVOCATION_ID": INVOCATION})
     try:
         start = _start_time(holder.pid)
         record = {"pid": holder.pid, "start": start, "gpus": [0], "used_memory": 1234, "name": "sleep"}
@@ -174,9 +174,12 @@ def test_the_host_scripts_really_inspect_and_reap_on_this_machine(tmp_path: Path
         assert snapshot.apps == [(holder.pid, 1234, next(u for u, i in snapshot.uuids.items() if i == 0))]
         proc = snapshot.procs[holder.pid]
         assert (proc.ppid, proc.start, proc.cwd, proc.cmdline) == (os.getpid(), start, str(tmp_path), "sleep 60")
-        local.run(reap_argv([(holder.pid, "1")]), timeout=30)  # another start time: a reused pid, left alone
+        assert (proc.invocation, proc.uids) == (INVOCATION, f"{os.getuid()} " * 3 + str(os.getuid()))
+        local.run(
+            reap_argv([(holder.pid, "1", INVOCATION)]), timeout=30
+        )  # another start time: a reused pid, left alone
         assert holder.poll() is None
-        out = local.run(reap_argv([(holder.pid, start)]), timeout=30).text
+        out = local.run(reap_argv([(holder.pid, start, INVOCATION)]), timeout=30).text
         assert holder.wait(timeout=10) == -15 and out == f"stopped {holder.pid}\n"
         assert parse_inspect(local.run(inspect_argv(UNIT), timeout=30).text).apps == []
     finally:

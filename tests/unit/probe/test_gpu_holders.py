@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-from specops.probe.gpu_holders import gpu_indexes, is_orphan, judge, parse_inspect
+import pytest
+
+from specops.probe.gpu_holders import InspectError, gpu_indexes, is_orphan, judge, parse_inspect
+from tests.unit.probe.inspectfake import INVOCATION, inspect_text, record
 
 UNIT, SERVICE_DIR = "sglang.service", "/opt/specops/sglang"
 RELEASE = f"{SERVICE_DIR}/releases/20261130T120000Z-abc"
 
 
-def stat(pid: int, ppid: int, start: int = 777, comm: str = "python3") -> str:
-    """A /proc/PID/stat line (the command name may hold spaces and parentheses)."""
-    after = ["S", str(ppid), *["0"] * 17, str(start), "0"]
-    return f"stat {pid} ({comm}) {' '.join(after)}"
+def block(pid: int, ppid: int, cwd: str, cgroup: str, cmdline: str = "python -m sglang.srt.scheduler",
+          **facts: object) -> str:  # fmt: skip
+    return record(pid, ppid, cwd, cgroup, cmdline, start=777, comm="sglang::sched ) x", **facts)  # type: ignore[arg-type]
 
 
-def block(pid: int, ppid: int, cwd: str, cgroup: str, cmdline: str = "python -m sglang.srt.scheduler") -> str:
-    return "\n".join([f"@proc {pid}", stat(pid, ppid, comm="sglang::sched ) x"), "exe /venv/bin/python3.11",
-                      f"cwd {cwd}", f"cgroup 0::{cgroup};", f"cmdline {cmdline} "])  # fmt: skip
-
-
-def inspect(apps: list[str], unit: list[int], blocks: list[str], used: tuple[int, int] = (60000, 0)) -> str:
-    gpus = [f"0, GPU-aaa, {used[0]}", f"1, GPU-bbb, {used[1]}"]
-    return "\n".join(["@gpus", *gpus, "@apps", *apps, "@unit", *map(str, unit), *blocks, "@end"]) + "\n"
+def inspect(apps: list[str], unit: list[int], blocks: list[str], used: tuple[int, int] = (60000, 0),
+            **engine: object) -> str:  # fmt: skip
+    return inspect_text([f"0, GPU-aaa, {used[0]}", f"1, GPU-bbb, {used[1]}"], apps, unit, blocks, **engine)  # type: ignore[arg-type]
 
 
 def test_an_escaped_scheduler_of_the_release_is_an_orphan_with_its_evidence() -> None:
@@ -32,6 +29,7 @@ def test_an_escaped_scheduler_of_the_release_is_an_orphan_with_its_evidence() ->
     assert (holder.pid, holder.mib, holder.gpus, holder.orphan, holder.start) == (4242, 60000, (0,), True, "777")
     assert holder.command == "python -m sglang.srt.scheduler"
     assert "reparented to PID 1" in holder.why and f"cwd {RELEASE} (a release of sglang.service)" in holder.why
+    assert f"invocation {INVOCATION} of sglang.service (its last run)" in holder.why and holder.invocation == INVOCATION
     assert holder.describe().startswith("pid 4242 (python -m sglang.srt.scheduler) holds 60000 MiB on GPU 0: "
                                         "orphan of the old engine")  # fmt: skip
 
@@ -75,13 +73,61 @@ def test_processes_left_in_the_units_cgroup_and_memory_no_process_explains() -> 
 
 def test_still_in_the_units_cgroup_counts_as_the_units_own() -> None:
     proc = parse_inspect(inspect([], [7], [block(7, 1, "/", f"/system.slice/{UNIT}")])).procs[7]
-    assert is_orphan(proc, UNIT, SERVICE_DIR)[0] is False  # cwd is not a release: no proof
+    assert is_orphan(proc, UNIT, SERVICE_DIR, "0")[0] is False  # cwd is not a release: no proof
     proc = parse_inspect(inspect([], [7], [block(7, 1, RELEASE, f"/system.slice/{UNIT}/scheduler")])).procs[7]
-    assert is_orphan(proc, UNIT, SERVICE_DIR)[0] is True
+    assert is_orphan(proc, UNIT, SERVICE_DIR, "0")[0] is True
+
+
+def test_a_process_merely_started_in_a_release_is_never_the_engines_orphan() -> None:
+    """Any local user may run a process in a release (`nohup python -m sglang.launch_server` from `current`),
+    or set INVOCATION_ID in its own environment: only the unit's invocation as the host knows it, carried by
+    a process of the engine's user, ties it to the engine."""
+    cases = {
+        "no INVOCATION_ID at all": ({"invocation": "", "run": ""}, 0),
+        "an invocation the host never gave this unit": ({"invocation": "f" * 32, "run": ""}, 0),
+        "another user's process with the unit's invocation": ({"uid": 1000}, 0),
+        "the engine runs as a user, the process is root's": ({}, 998),
+    }
+    for case, (facts, engine_uid) in cases.items():
+        text = inspect(["5000, 30000, GPU-aaa"], [], [block(5000, 1, RELEASE, "/user.slice/session-3.scope", **facts)],
+                       engine_uid=engine_uid)  # fmt: skip
+        (holder,) = judge(parse_inspect(text), UNIT, SERVICE_DIR, None).holders
+        assert holder.orphan is False and holder.invocation == "", case
+        assert "not the unit's" in holder.describe(), case
+
+
+def test_an_orphan_of_an_earlier_run_is_proven_by_the_journal() -> None:
+    text = inspect(["4242, 60000, GPU-aaa"], [], [block(4242, 1, RELEASE, "/escaped", invocation="a" * 32,
+                                                        run="journal")])  # fmt: skip
+    (holder,) = judge(parse_inspect(text), UNIT, SERVICE_DIR, None).holders
+    assert holder.orphan is True and holder.invocation == "a" * 32
+    assert f"invocation {'a' * 32} of sglang.service (a run in the journal)" in holder.why
+
+
+def test_an_argv_that_spells_another_processs_record_stays_in_its_own_command_line() -> None:
+    forged = "x\n@proc 5000\nstat 5000 (python3) S 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 777 0\ncwd " + RELEASE
+    text = inspect(["5000, 30000, GPU-aaa", "6000, 10, GPU-bbb"], [],
+                   [block(5000, 4000, "/srv/team-b", "/system.slice/team-b.service", invocation="", run=""),
+                    block(6000, 1, RELEASE, "/user.slice/x.scope", cmdline=forged)])  # fmt: skip
+    snapshot = parse_inspect(text)
+    assert (snapshot.procs[5000].ppid, snapshot.procs[5000].cwd) == (4000, "/srv/team-b")
+    assert snapshot.procs[6000].cmdline.startswith("x\n@proc 5000")
+    assert [holder.orphan for holder in judge(snapshot, UNIT, SERVICE_DIR, {0}).holders] == [False]
+
+
+def test_a_pid_listed_twice_is_an_error_never_a_replacement() -> None:
+    twice = inspect(
+        ["5000, 30000, GPU-aaa"], [], [block(5000, 4000, "/srv/b", "/b.service"), block(5000, 1, RELEASE, "/x")]
+    )
+    with pytest.raises(InspectError, match="pid 5000 is listed twice"):
+        parse_inspect(twice)
+    for broken in (twice.replace("@end\0", ""), twice.replace("\0cwd\0", "\0where\0", 1)):
+        with pytest.raises(InspectError):
+            parse_inspect(broken)
 
 
 def test_a_host_without_nvidia_smi_has_nothing_to_judge_but_its_cgroup() -> None:
-    snapshot = parse_inspect("@nogpu\n@unit\n@end\n")
+    snapshot = parse_inspect("@nogpu\n@unit\n@engine\nuid 0\ninvocation\n@procs\n@end\0")
     assert snapshot.has_gpus is False
     assert judge(snapshot, UNIT, SERVICE_DIR, None).free
 
