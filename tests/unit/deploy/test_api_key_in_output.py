@@ -15,6 +15,7 @@ from specops.host.recording import Answer, RecordingHost, reply
 from tests.unit.clirun import CliResult
 from tests.unit.deploy.scene import HOST, DeployScene, release, use_scene
 from tests.unit.deploy.world import OLD_TREE, World
+from tests.unit.probe.inspectfake import inspect_text, record
 from tests.unit.test_secrets_sweep import _record_inputs
 
 KEY, ADMIN = "sk-LIVE-SECRET-123", "adm-SECRET-9876"
@@ -22,16 +23,11 @@ OLD = "20260101T000000Z-old"
 RELEASE_DIR = f"/opt/specops/sglang/releases/{OLD}"
 ENGINE = (f"/opt/venv/bin/python -m sglang.launch_server --model-path /srv/models/target --api-key {KEY} "
           f"--admin-api-key={ADMIN} --port 30000")  # fmt: skip
-FREE = reply("@gpus\n0, GPU-aaa, 0\n@apps\n@unit\n@end\n")
-
-
-def _proc(pid: int, cgroup: str) -> str:
-    stat = f"{pid} (python3) S 1 " + " ".join(["0"] * 17) + " 4711 0"
-    return f"@proc {pid}\nstat {stat}\nexe /opt/venv/bin/python3\ncwd {RELEASE_DIR}\ncgroup 0::{cgroup};\ncmdline {ENGINE}\n"
-
-
-ORPHAN = reply(f"@gpus\n0, GPU-aaa, 60000\n@apps\n4242, 60000, GPU-aaa\n@unit\n{_proc(4242, '/escaped')}@end\n")
-STUCK = reply(f"@gpus\n0, GPU-aaa, 0\n@apps\n@unit\n42\n{_proc(42, '/system.slice/sglang.service')}@end\n")
+FREE = reply(inspect_text(["0, GPU-aaa, 0"], [], [], []))
+ORPHAN = reply(inspect_text(["0, GPU-aaa, 60000"], ["4242, 60000, GPU-aaa"], [],
+                            [record(4242, 1, RELEASE_DIR, "/escaped", ENGINE)]))  # fmt: skip
+STUCK = reply(inspect_text(["0, GPU-aaa, 0"], [], [42], [record(42, 1, RELEASE_DIR, "/system.slice/sglang.service",
+                                                                ENGINE)]))  # fmt: skip
 
 
 @pytest.fixture
