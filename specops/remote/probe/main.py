@@ -46,6 +46,7 @@ from specops.remote.probe.libs import (
     gather_torchcodec,
 )
 from specops.remote.probe.sglang import gather_releases, gather_sglang
+from specops.remote.probe.sitepath import enable_site_packages, python_argv
 
 DEEP_TIMEOUT_S = 120.0
 NATIVE_EXTENSIONS = ["sgl_kernel", "flashinfer"]
@@ -117,7 +118,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
 def deep_import(snippet: str, timeout: float) -> dict[str, Any]:
     """Run one import snippet in a fresh interpreter; its output and how long it took."""
     started = time.time()
-    done = run_command([sys.executable, "-c", snippet], timeout)
+    done = run_command(python_argv(snippet), timeout)
     done["seconds"] = round(time.time() - started, 3)
     return done
 
@@ -135,6 +136,7 @@ def gather_deep(request: dict[str, Any]) -> dict[str, Any]:
 def main(request: dict[str, Any]) -> None:
     """Gather (facts, or deep when request["deep"]) and print exactly one JSON document on stdout."""
     started = time.time()
+    enable_site_packages()  # the probe runs as root with -S: the venv's packages, none of its .pth code
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # anything a section prints must not corrupt the JSON
     try:
