@@ -122,3 +122,21 @@ def test_the_watch_does_not_run_it(venv: Path, marker: Path, tmp_path: Path) -> 
     guard.start_watch(recorder, spec, "R2", str(lock_dir), settings, "R1")
     subprocess.run(_executed(spec, recorder.commands[-1]), capture_output=True, timeout=60)
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_doctor_warns_when_the_engines_user_owns_the_venv(tmp_path: Path) -> None:
+    """The precondition of the attack, seen by the real probe: site-packages chowned to the engine's user."""
+    import os
+    import pwd
+
+    from tests.unit.doctor.factory import context, run
+
+    root = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(_site_packages(root), nobody.pw_uid, nobody.pw_gid)
+    spec = _spec(root, tmp_path).model_copy(update={"run_as": "nobody"})
+    result = run("root.owned", context(probe(LocalHost("gpu-a"), spec), host=spec))
+    assert result.status.value == "warn"
+    assert f"uid {nobody.pw_uid} = the engine's user" in result.summary
+    assert result.hint.startswith(f"`chown -R root:root {root} && chmod -R go-w {root}`")
