@@ -74,6 +74,23 @@ def test_the_probe_does_not_run_it_and_still_sees_the_venv(venv: Path, marker: P
     assert [info.label for info in facts.sglang] == ["candidate"]  # the parse ran (and fell back to the AST)
 
 
+def test_the_folders_a_pth_names_are_still_seen(venv: Path, marker: Path, tmp_path: Path) -> None:
+    """An editable sglang (`pip install -e`, a `.pth` naming its folder) is still the venv's sglang to the probe:
+    only `import` lines are skipped."""
+    editable = tmp_path / "checkout" / "python"
+    (editable / SPEC_INFO_REL).parent.mkdir(parents=True)
+    (editable / "sglang" / "__init__.py").write_text("")
+    (editable / SPEC_INFO_REL).write_text("raise SystemExit('not a real build')\n")
+    link = _site_packages(venv) / "__editable__.sglang.pth"
+    link.write_text(f"{editable}\n")
+    try:
+        facts = probe(LocalHost("gpu-a"), _spec(venv, tmp_path))
+    finally:
+        link.unlink()
+    assert not marker.exists(), marker.read_text()
+    assert [(info.label, info.root) for info in facts.sglang] == [("venv", str(editable))]
+
+
 def test_the_deep_probe_does_not_run_it(venv: Path, marker: Path, tmp_path: Path) -> None:
     deep = probe_deep(LocalHost("gpu-a"), _spec(venv, tmp_path), import_timeout=30)
     assert not marker.exists(), marker.read_text()
@@ -140,3 +157,21 @@ def test_the_doctor_warns_when_the_engines_user_owns_the_venv(tmp_path: Path) ->
     assert result.status.value == "warn"
     assert f"uid {nobody.pw_uid} = the engine's user" in result.summary
     assert result.hint.startswith(f"`chown -R root:root {root} && chmod -R go-w {root}`")
+
+
+@pytest.mark.parametrize("system_site", [False, True])
+def test_the_probe_sees_the_sys_path_a_normal_start_sees(tmp_path: Path, system_site: bool) -> None:
+    """Without running `.pth` code, the same folders in the same order, and the venv's prefix."""
+    from specops.remote.probe import sitepath
+
+    root = tmp_path / "venv"
+    flags = ["--system-site-packages"] if system_site else []
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", *flags, str(root)], check=True)
+    (tmp_path / "extra").mkdir()
+    (_site_packages(root) / "extra.pth").write_text(f"# a comment\n{tmp_path / 'extra'}\n")
+    python = str(root / "bin" / "python")
+    show = "import sys; print(repr((sys.prefix, sys.path)))"
+    normal = subprocess.run([python, "-I", "-c", show], capture_output=True, text=True, check=True).stdout
+    source = Path(sitepath.__file__).read_text() + f"\nenable_site_packages()\n{show}\n"
+    probed = subprocess.run([python, "-I", "-S", "-c", source], capture_output=True, text=True, check=True).stdout
+    assert probed == normal
