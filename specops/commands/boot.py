@@ -26,7 +26,7 @@ def boot_unit_path(spec: HostSpec) -> str:
 def boot_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
     """The boot op: the service folder, then the guard's own arming command (run as the deploy runs it)."""
     guard = guard_script_path(spec)
-    return [spec.python, "-I", guard, "boot", spec.service_dir, *arm_argv(spec, lock_dir, stale_after_s)]
+    return [spec.python, "-IS", guard, "boot", spec.service_dir, *arm_argv(spec, lock_dir, stale_after_s)]
 
 
 def boot_unit_text(spec: HostSpec, lock_dir: str, stale_after_s: float) -> str:

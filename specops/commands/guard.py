@@ -47,7 +47,7 @@ def arm_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
         "--timer-property=AccuracySec=1s",
         f"--description=specops rollback guard for {spec.unit_name}",
         spec.python,
-        "-I",
+        "-IS",  # root runs it: no site, so no .pth file of the venv runs (stdlib only)
         guard_script_path(spec),
         "guard",
         spec.service_dir,
@@ -85,7 +85,7 @@ def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSetti
         f"--property=RuntimeMaxSec={watch.window_s + WATCH_SPARE_S}",
         "--collect",
         spec.python,
-        "-I",
+        "-IS",  # root runs it: no site, so no .pth file of the venv runs (stdlib only)
         guard_script_path(spec),
         "watch",
         spec.service_dir,

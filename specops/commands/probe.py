@@ -4,5 +4,6 @@ from __future__ import annotations
 
 
 def probe_argv(python: str) -> list[str]:
-    """`-I` keeps the user's PYTHONPATH and site out; `-` reads the script from stdin (nothing is written)."""
-    return [python, "-I", "-"]
+    """`-I` keeps the user's PYTHONPATH and site out; `-S` keeps the venv's `.pth` files from running as root
+    (the probe adds its site-packages itself: remote/probe/sitepath.py); `-` reads the script from stdin."""
+    return [python, "-I", "-S", "-"]

@@ -21,7 +21,7 @@ CHECK_IDS: tuple[str, ...] = (
     "cuda.driver_vs_torch", "gpu.arch_vs_cuda", "cuda.userspace_mix", "torchcodec.variant", "torchcodec.abi",
     "torchcodec.ffmpeg", "ffmpeg.consistency", "native_ext.abi", "sglang.version", "sglang.algorithm",
     "sglang.enum_stability", "sglang.server_args", "model.paths", "model.draft_target_dims", "gpu.memory_free",
-    "disk.free", "port.free", "unit.managed", "unit.environment", "limits", "service.user",
+    "disk.free", "port.free", "unit.managed", "unit.environment", "limits", "service.user", "root.owned",
 )  # fmt: skip
 SKIP_CHECK_REASON = "--skip-check"  # the reason a waiver from the command line carries
 LIST_HINT = "`specops doctor --list` describes each check"

@@ -256,6 +256,21 @@ class ServiceUserFacts(_Facts):
     paths: dict[str, PathChain] = {}
 
 
+class OpenEntries(_Facts):
+    """A folder's entries someone besides root may change: how many, and the first by name."""
+
+    count: int = 0
+    entries: list[DeviceNode] = []
+
+
+class RootPathsFacts(_Facts):
+    """What root runs or trusts (base_dir, service_dir, python, venv, pyvenv.cfg, site-packages: label -> chain)
+    and, per site-packages folder, its entries someone besides root may change."""
+
+    paths: dict[str, PathChain] = {}
+    entries: dict[str, OpenEntries] = {}
+
+
 class HostFacts(_Facts):
     """Everything one probe saw on one host."""
 
@@ -279,6 +294,7 @@ class HostFacts(_Facts):
     unit: UnitFacts | None = None
     releases: ReleaseFacts = ReleaseFacts()
     service_user: ServiceUserFacts | None = None  # only when the host sets run_as
+    root_paths: RootPathsFacts | None = None  # None from an older probe
     errors: dict[str, str] = Field(default_factory=dict)  # section -> why it could not be observed
 
 

@@ -25,6 +25,7 @@ from specops.probe.facts import (
     PortFacts,
     PythonFacts,
     ReleaseFacts,
+    RootPathsFacts,
     ServiceUserFacts,
     SpecInfoFacts,
     SystemFacts,
@@ -185,6 +186,7 @@ def parse_host_facts(raw: Raw) -> HostFacts:
         unit=parse_unit(raw.get("unit")),
         releases=ReleaseFacts.model_validate(_section(raw, "releases")),
         service_user=ServiceUserFacts.model_validate(raw["service_user"]) if raw.get("service_user") else None,
+        root_paths=RootPathsFacts.model_validate(raw["root_paths"]) if raw.get("root_paths") else None,
         errors=errors,
     )
 

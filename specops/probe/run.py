@@ -1,7 +1,8 @@
 """Run the probe on a host: build the request, send the bundled script over ONE `run`, parse the answer.
 
-Why `python -I -`: the host's configured interpreter (its venv) is what SGLang runs with, so the probe sees
-the same packages; `-I` keeps the user's PYTHONPATH/PYTHONSTARTUP out, and `-` reads the script from stdin,
+Why `python -I -S -`: the host's configured interpreter (its venv) is what SGLang runs with, so the probe sees
+the same packages; `-I` keeps the user's PYTHONPATH/PYTHONSTARTUP out, `-S` the venv's `.pth` code (it runs as
+root; the probe puts site-packages on sys.path itself), and `-` reads the script from stdin,
 so nothing is written on the host and each probe costs one SSH round trip (`--deep`: one more).
 
 `prepare_probe` (request + script) needs no host and `send_probe` parses nothing: a caller can prepare before
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from specops.commands.probe import probe_argv
 from specops.errors import SpecopsError
 from specops.host.base import Result
 from specops.remote.bundle import build_script
@@ -120,7 +122,7 @@ def _run_script(
     host_obj: CommandRunner, spec: HostSpec | None, python: str, script: bytes, timeout: float
 ) -> dict[str, Any]:
     name = spec.name if spec else host_obj.name
-    result = host_obj.run([python, "-I", "-"], input=script, timeout=timeout, check=False)  # exits explained below
+    result = host_obj.run(probe_argv(python), input=script, timeout=timeout, check=False)  # exits explained below
     if result.exit_code in COMMAND_NOT_FOUND:
         raise ProbeError(
             f"{name}: the interpreter {python} cannot be run on the host ({_last_line(result)})",

@@ -1,6 +1,7 @@
 """run_as on a real test host: the doctor names a missing user with the useradd line; once it exists, a deploy
 runs the engine as that user once it can reach its interpreter (its /proc status shows the uid and the device group), the gates pass, the
-release files and the env file stay root's, and the engine cannot write to its own release."""
+release files and the env file stay root's, and the engine cannot write to its own release; the doctor warns
+when the engine's user owns the venv root runs."""
 
 from __future__ import annotations
 
@@ -31,12 +32,12 @@ def _sh(scene: Scene, script: str) -> str:
     return scene.host.exec(["sh", "-c", script]).stdout.decode().strip()
 
 
-def _service_user_check(scene: Scene) -> dict[str, object]:
-    result = scene.cli("doctor", scene.host.name, "--only", "service.user", "--json")
+def _service_user_check(scene: Scene, check_id: str = "service.user") -> dict[str, object]:
+    result = scene.cli("doctor", scene.host.name, "--only", check_id, "--json")
     document = json.loads(result.out)
     host = document["hosts"][scene.host.name] if "hosts" in document else document
     checks = {check["id"]: check for check in host["checks"]}
-    return checks["service.user"]
+    return checks[check_id]
 
 
 def test_the_engine_runs_as_the_service_user_and_passes_the_gates(scene: Scene) -> None:
@@ -74,3 +75,13 @@ def test_the_engine_runs_as_the_service_user_and_passes_the_gates(scene: Scene) 
         ["runuser", "-u", "sglang", "--", "touch", f"{SERVICE_DIR}/current/sglang/x.py"], check=False
     )
     assert refused.returncode != 0
+
+
+def test_the_doctor_warns_once_the_engines_user_owns_the_venv(scene: Scene) -> None:
+    """What root runs must stay root's: a site-packages chowned to sglang (its own pip install) is named."""
+    _sh(scene, "useradd --system --user-group --no-create-home --shell /usr/sbin/nologin sglang")
+    assert _service_user_check(scene, "root.owned")["status"] == "pass"
+    _sh(scene, f"chown sglang {scene.venv}/lib/python3*/site-packages")
+    warned = _service_user_check(scene, "root.owned")
+    assert warned["status"] == "warn" and "= the engine's user" in str(warned["summary"]), warned
+    assert str(warned["hint"]).startswith(f"`chown -R root:root {scene.venv} && chmod -R go-w {scene.venv}`")

@@ -11,4 +11,5 @@ from specops.doctor.checks import (  # noqa: F401, I001 (import order = output o
     model_files,
     host_resources,
     service_user,
+    root_paths,
 )

@@ -76,9 +76,10 @@ def read_text(path: str, limit: int = 1000000) -> str | None:
 
 
 def site_packages() -> list[str]:
-    """The interpreter's site-packages folders, in sys.path order, without duplicates."""
+    """The interpreter's site-packages folders, in sys.path order, without duplicates. sysconfig is asked with
+    today's prefix: under `-S` the probe sets the venv's itself (sitepath.py), after sysconfig was imported."""
     found: list[str] = []
-    paths = sysconfig.get_paths()
+    paths = sysconfig.get_paths(vars={"base": sys.prefix, "platbase": sys.exec_prefix})
     for path in [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))] + [
         paths.get("purelib", ""),
         paths.get("platlib", ""),

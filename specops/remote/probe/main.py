@@ -9,7 +9,8 @@ Request (built by specops/probe/run.py:build_request): python, base_dir, service
 cuda_home, models {role: abs path}, disk_paths [path], sglang_roots {label: folder holding `sglang/`},
 proc_driver_version_path, run_as, run_as_groups, deep (bool), deep_timeout_s.
 Answer: {probe_version, seconds, errors {section: why}, python, system, env, torch, dists, torchcodec,
-native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models, ports, disks, limits, unit, service_user};
+native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models, ports, disks, limits, unit, service_user,
+root_paths};
 commands appear raw as {found, rc, out, err, timed_out}. --deep answers
 {probe_version, seconds, errors, torch, torchcodec}, each a command whose stdout has a `SPECOPS_DEEP {json}` line.
 """
@@ -45,7 +46,9 @@ from specops.remote.probe.libs import (
     gather_torch,
     gather_torchcodec,
 )
+from specops.remote.probe.rootpaths import gather_root_paths
 from specops.remote.probe.sglang import gather_releases, gather_sglang
+from specops.remote.probe.sitepath import enable_site_packages, python_argv
 
 DEEP_TIMEOUT_S = 120.0
 NATIVE_EXTENSIONS = ["sgl_kernel", "flashinfer"]
@@ -108,6 +111,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     guarded(result, "limits", gather_limits)
     guarded(result, "unit", lambda: gather_unit(request))
     guarded(result, "service_user", lambda: gather_service_user(request))
+    guarded(result, "root_paths", lambda: gather_root_paths(request))
     nvidia.join()
     ffmpeg.join()
     sglang.join()
@@ -117,7 +121,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
 def deep_import(snippet: str, timeout: float) -> dict[str, Any]:
     """Run one import snippet in a fresh interpreter; its output and how long it took."""
     started = time.time()
-    done = run_command([sys.executable, "-c", snippet], timeout)
+    done = run_command(python_argv(snippet), timeout)
     done["seconds"] = round(time.time() - started, 3)
     return done
 
@@ -135,6 +139,7 @@ def gather_deep(request: dict[str, Any]) -> dict[str, Any]:
 def main(request: dict[str, Any]) -> None:
     """Gather (facts, or deep when request["deep"]) and print exactly one JSON document on stdout."""
     started = time.time()
+    enable_site_packages()  # the probe runs as root with -S: the venv's packages, none of its .pth code
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # anything a section prints must not corrupt the JSON
     try:

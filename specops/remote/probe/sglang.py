@@ -13,11 +13,11 @@ from __future__ import annotations
 import ast
 import json
 import os
-import sys
 from typing import Any
 
 from specops.remote.probe.common import map_in_threads, package_version, read_text, run_command
 from specops.remote.probe.server_args import SERVER_ARGS_SNIPPET, read_server_args_source
+from specops.remote.probe.sitepath import python_argv
 
 # a real SGLang spec_info + server_args import: ~6 s alone, 10-11 s with three at once on a busy 2-core host
 SPEC_INFO_TIMEOUT_S = 40.0
@@ -124,7 +124,7 @@ def inspect_spec_info(
         return facts
     facts["found"] = True
     facts["version"] = package_version(os.path.join(root, "sglang"))
-    command = [sys.executable, "-I", "-c", SPEC_INFO_SNIPPET, root, json.dumps(argv)]
+    command = [*python_argv(SPEC_INFO_SNIPPET), root, json.dumps(argv)]
     done = run_command(command, timeout)
     found: dict[str, dict[str, Any]] = {}
     for line in done["out"].splitlines():

@@ -20,6 +20,7 @@ import pytest
 from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands.lock import LOCK_SCRIPT
+from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.deploy.engine_start import engine_state_argv
 from specops.doctor.model import CheckResult, Status
@@ -87,7 +88,7 @@ class DeployScene:
         host.script(["cat", f"/etc/systemd/system/specops-boot-{spec.service}.service"], reply(exit_code=1))
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
-        host.script(self._hooked("probe", [PYTHON, "-I", "-"]), reply("{}\n"))
+        host.script(self._hooked("probe", probe_argv(PYTHON)), reply("{}\n"))
         host.script(self._hooked("arm", ["systemd-run"]), reply())  # the guard's timer (and the watch)
         env = reply(self.env) if self.env is not None else reply(stderr="cat: No such file", exit_code=1)
         host.script(lambda argv: argv[:1] == ("cat",) and argv[-1].endswith("/.specops-env"), env)

@@ -37,9 +37,9 @@ def test_the_boot_unit_runs_the_guard_files_boot_op_with_the_guards_own_timer(wo
     text = boot_unit_text(world.scene().spec, "/run/specops/lock", 90)
     assert text.startswith("# Managed by specops.")
     assert "ConditionPathExists=/opt/specops/sglang/.specops-guard.py\n" in text
-    assert ("ExecStart=/opt/venv/bin/python -I /opt/specops/sglang/.specops-guard.py boot /opt/specops/sglang "
+    assert ("ExecStart=/opt/venv/bin/python -IS /opt/specops/sglang/.specops-guard.py boot /opt/specops/sglang "
             "systemd-run --unit=specops-guard-sglang --on-active=15 --on-unit-active=15 "
             '--timer-property=AccuracySec=1s "--description=specops rollback guard for sglang.service" '
-            "/opt/venv/bin/python -I /opt/specops/sglang/.specops-guard.py guard /opt/specops/sglang "
+            "/opt/venv/bin/python -IS /opt/specops/sglang/.specops-guard.py guard /opt/specops/sglang "
             "sglang.service /run/specops/lock 90\n") in text  # fmt: skip
     assert text.endswith("[Install]\nWantedBy=multi-user.target\n")

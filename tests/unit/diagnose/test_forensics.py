@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.diagnose.case import build_case
 from specops.diagnose.verdict import CODE, CONFIG, decide
@@ -38,7 +39,7 @@ def recorded_host(envs: dict[str, str] | None = None, bad_files: dict[str, objec
     show = "ActiveState=activating\nSubState=auto-restart\nNRestarts=7\nExecMainStatus=1\nMainPID=0\n"
     host.script(["systemctl", "show"], reply(stdout=show))
     host.script(lambda argv: argv[:2] == ("sh", "-c") and "InvocationID" in argv[2], reply(stdout=journal))
-    host.script([SPEC.python, "-I", "-"], reply(stderr="No such file or directory", exit_code=127))
+    host.script(probe_argv(SPEC.python), reply(stderr="No such file or directory", exit_code=127))
     return host
 
 

@@ -23,6 +23,7 @@ from specops.doctor.model import CheckContext, CheckResult
 from specops.doctor.registry import all_checks, run_checks
 from specops.probe.facts import (
     CudaUserspaceFacts,
+    DeviceNode,
     DiskFacts,
     FfmpegFacts,
     HostFacts,
@@ -31,8 +32,10 @@ from specops.probe.facts import (
     NativeExtFacts,
     NativeLib,
     NvidiaFacts,
+    PathChain,
     PortFacts,
     PythonFacts,
+    RootPathsFacts,
     ServerArgsFacts,
     SpecInfoFacts,
     SystemFacts,
@@ -231,7 +234,26 @@ def _healthy() -> HostFacts:
             sub_state="dead",
             environment={"CUDA_HOME": "/usr/local/cuda", "PATH": "/usr/local/cuda/bin:/usr/bin:/bin"},
         ),
+        root_paths=root_paths(),
     )
+
+
+ROOT_PATHS = {"base_dir": "/opt/specops", "service_dir": "/opt/specops/sglang", "python": "/opt/venv/bin/python",
+              "venv": "/opt/venv", "pyvenv.cfg": "/opt/venv/pyvenv.cfg", "site-packages": SITE}  # fmt: skip
+
+
+def root_chain(path: str, owners: Mapping[str, tuple[int, int, int]] | None = None) -> PathChain:
+    """`path` and each folder above it: root's, mode 0755, unless `owners` gives a path's (uid, gid, mode)."""
+    parts = path.split("/")
+    folders = ["/", *("/".join(parts[:depth]) for depth in range(2, len(parts) + 1))]
+    nodes = [DeviceNode(path=f, uid=(o := (owners or {}).get(f, (0, 0, 0o755)))[0], gid=o[1], mode=o[2],
+                        group="root" if o[1] == 0 else None, is_dir=f != path) for f in folders]  # fmt: skip
+    return PathChain(path=path, target=path, exists=True, chain=nodes)
+
+
+def root_paths(owners: Mapping[str, tuple[int, int, int]] | None = None) -> RootPathsFacts:
+    """The healthy host's root_paths section: everything root's, but for `owners`."""
+    return RootPathsFacts(paths={label: root_chain(path, owners) for label, path in ROOT_PATHS.items()})
 
 
 def healthy_facts(**changes: Any) -> HostFacts:

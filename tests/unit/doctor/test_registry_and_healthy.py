@@ -35,6 +35,7 @@ EXPECTED_ORDER = [
     "unit.environment",
     "limits",
     "service.user",
+    "root.owned",
 ]
 
 
@@ -96,6 +97,7 @@ def test_local_doctor_on_a_cpu_machine_skips_what_needs_host_config_or_gpus() ->
         "unit.managed",
         "unit.environment",
         "service.user",
+        "root.owned",
     }
     assert results["ssh.reachable"].summary == "probed this machine (--local): gpu-one in 0.4 s"
     assert results["torch.variant"].summary == "torch 2.13.0+cpu (CPU build; fine without GPUs)"

@@ -1,4 +1,4 @@
-"""The bundled probe run for real on this machine (`python -I -` via LocalHost), parsed into HostFacts."""
+"""The bundled probe run for real on this machine (`python -I -S -` via LocalHost), parsed into HostFacts."""
 
 from __future__ import annotations
 
@@ -117,7 +117,9 @@ def test_bundle_runs_on_python_38(tmp_path: Path) -> None:
     models = write_model_fixtures(tmp_path / "models")
     spec = host_spec(PY38, model_path=str(models["target"]), draft_model_path=str(models["draft"]))
     request = build_request(spec, None, extra_roots={"candidate": str(copy_build(tmp_path / "candidate"))})
-    done = subprocess.run([PY38, "-I", "-"], input=build_script(request), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [PY38, "-I", "-S", "-"], input=build_script(request), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["errors"] == {} and document["python"]["version"].startswith("3.8.")
@@ -158,7 +160,7 @@ def test_interpreter_that_is_not_python_is_a_clear_error(tmp_path: Path) -> None
 def test_stray_prints_do_not_corrupt_the_document() -> None:
     script = build_script({"deep": False}).replace("def gather_env()", "def gather_env_unused()", 1)
     script = script.replace("\nmain(", "\ndef gather_env():\n    print('noise')\n    return {}\n\nmain(", 1)
-    done = subprocess.run([sys.executable, "-I", "-"], input=script, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-I", "-S", "-"], input=script, capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout)["env"] == {} and "noise" in done.stderr
 
 
@@ -185,7 +187,7 @@ def test_one_round_trip_each_for_facts_and_deep() -> None:
     deep = probe_deep(_OneAnswer('{"probe_version": 1, "errors": {}}'), host_spec("/v/bin/python"))
     assert deep.torch_ok is None and deep.torchcodec_ok is None
     [(argv, script)] = host.calls
-    assert argv == ["/v/bin/python", "-I", "-"] and script is not None and b"\nmain(json.loads(" in script
+    assert argv == ["/v/bin/python", "-I", "-S", "-"] and script is not None and b"\nmain(json.loads(" in script
 
 
 def test_an_answer_of_the_wrong_shape_is_a_probe_error() -> None:
