@@ -40,7 +40,7 @@ class HostKeyChecker:
             self.entries, self.loaded = known_hosts.read_files(files)
         except OSError as error:
             raise ConnectError(str(error)) from None
-        self.revoked: list[known_hosts.KnownKey] = []
+        self.revoked: revoked.Revocations | None = None
         if target.revoked_host_keys is not None:
             try:
                 self.revoked = revoked.read_revoked(target.revoked_host_keys)
@@ -63,11 +63,9 @@ class HostKeyChecker:
         key_type = known_hosts.blob_type(blob) or fallback_type
         presented = (key_type, known_hosts.fingerprint(blob))
         parsed = host_certs.parse_certificate(certificate) if certificate is not None else None
-        signers = (parsed.key_blob, parsed.ca_blob) if parsed is not None else ()
-        listed = revoked.revoking(self.revoked, (blob, *signers))
+        listed = self.revoked.reasons(blob, parsed) if self.revoked is not None else []
         if listed:  # before known_hosts, as OpenSSH checks it
-            where = [f"{line.where} ({line.key_type} {line.fingerprint})" for line in listed]
-            raise ssh_errors.revoked_by_file(self.target, presented, where)
+            raise ssh_errors.revoked_by_file(self.target, presented, listed)
         refuse_all: host_certs.Verify = lambda ca, signed, signature: False  # noqa: E731 (no check: no trust)
         principal = self.target.principal
         verdict = host_certs.decide(self.entries, self.name, principal, (key_type, blob, certificate),

@@ -85,13 +85,18 @@ def test_a_key_in_the_revoked_host_keys_file_is_refused_like_openssh(module_test
     assert refused is not None and f"RevokedHostKeys {tmp_path}/missing cannot be read" in refused.message
 
 
-def test_a_binary_krl_is_refused_with_a_message_never_ignored(module_testhost: TestHost, tmp_path: Path) -> None:
+def test_a_binary_krl_revokes_like_openssh(module_testhost: TestHost, tmp_path: Path) -> None:
+    """A KRL from `ssh-keygen -k`: the host's key in it is refused, a KRL of other keys accepts it."""
     good = _good(module_testhost)
-    (tmp_path / "host.pub").write_text(f"{good}\n")
+    listed = f"{module_testhost.ip} {good}\n"
     krl = tmp_path / "revoked.krl"
+    (tmp_path / "host.pub").write_text(f"{good}\n")
     subprocess.run(["ssh-keygen", "-q", "-k", "-f", str(krl), str(tmp_path / "host.pub")], check=True, timeout=30)
-    refused = _both(module_testhost, tmp_path, f"{module_testhost.ip} {good}\n", extra=[f"RevokedHostKeys {krl}"])
-    assert refused is not None and "is a binary key revocation list (KRL)" in refused.message
+    refused = _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {krl}"])
+    assert refused is not None and f"which RevokedHostKeys revokes ({krl} (KRL): key SHA256:" in refused.message
+    write_keypair(tmp_path / "other", "other")
+    subprocess.run(["ssh-keygen", "-q", "-k", "-f", str(krl), str(tmp_path / "other.pub")], check=True, timeout=30)
+    assert _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {krl}"]) is None
 
 
 def test_user_known_hosts_file_replaces_home_known_hosts(
