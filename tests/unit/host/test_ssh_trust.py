@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,24 @@ def test_a_proxy_command_token_value_cannot_inject(tmp_path: Path, command: str,
         open_ssh(target, known_hosts=[], connect_timeout=2)
     assert caught.value.exit_code is ExitCode.UNREACHABLE
     assert not mark.exists()
+
+
+def _openssh_resolves(config: Path, alias: str) -> dict[str, str]:
+    """`ssh -G`: how the real OpenSSH client reads the config for the alias (it connects nowhere)."""
+    done = subprocess.run(["ssh", "-G", "-F", str(config), alias], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+
+
+def test_the_known_hosts_keywords_resolve_as_ssh_G_shows_them(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host gpu\n  HostName {IP}\n  User ops\n  Port 2222\n  HostKeyAlias prod-gpu\n"
+        "  UserKnownHostsFile /kh/%h-%p-%r-%n-%k /kh/second\n  GlobalKnownHostsFile /g/one /g/two\n"
+        "Host other\n  UserKnownHostsFile none\n  GlobalKnownHostsFile none\n"
+    )
+    for alias in ("gpu", "other"):
+        openssh, target = _openssh_resolves(config, alias), resolve_ssh_target(alias, config)
+        assert " ".join(target.known_hosts_files or ("none",)) == openssh["userknownhostsfile"]
+        assert " ".join(target.global_known_hosts_files or ("none",)) == openssh["globalknownhostsfile"]
+        assert (target.host_key_alias or "none") == openssh.get("hostkeyalias", "none")
