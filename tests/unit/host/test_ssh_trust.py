@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from specops.host.resolve import resolve_ssh_target
 from specops.host.ssh import open_ssh
 from specops.host.target import SshTarget
 from tests.testbed.testhost.keys import write_keypair
+from tests.unit.clirun import run_cli
+from tests.unit.conftest import VALID_HOST
 
 IP = "10.0.0.7"
 
@@ -166,3 +169,20 @@ def test_the_known_hosts_keywords_resolve_as_ssh_G_shows_them(tmp_path: Path) ->
         assert " ".join(target.known_hosts_files or ("none",)) == openssh["userknownhostsfile"]
         assert " ".join(target.global_known_hosts_files or ("none",)) == openssh["globalknownhostsfile"]
         assert (target.host_key_alias or "none") == openssh.get("hostkeyalias", "none")
+
+
+def test_specops_refuses_a_group_writable_ssh_config_with_openssh_words_and_exit_3(
+    capsys: pytest.CaptureFixture[str], write_config: Callable[[str], Path], config_dir: Path
+) -> None:
+    """The operator's view: `specops hosts` reads ~/.ssh/config to show where each host is reached."""
+    write_config(VALID_HOST)
+    ssh_config = config_dir / "home" / ".ssh" / "config"
+    ssh_config.parent.mkdir(parents=True)
+    ssh_config.write_text("Host llm-two\n  ProxyCommand nc %h %p\n")
+    ssh_config.chmod(0o664)
+    result = run_cli(capsys, "hosts")
+    assert result.code == 3
+    assert f"error: Bad owner or permissions on {ssh_config}" in result.err.splitlines()
+    assert f"hint: `chmod go-w {ssh_config}`" in result.err
+    ssh_config.chmod(0o644)
+    assert run_cli(capsys, "hosts").code == 0
