@@ -9,7 +9,6 @@ config's ProxyJump/ProxyCommand for that host, like `ssh -J` on the command line
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
 import socket
@@ -42,7 +41,7 @@ def _resolve(
     options = ssh_config.lookup(config, host, user)
     first = {key: values[0] for key, values in options.items()}
     hostname = _expand(first.get("hostname", host), {"h": host}, "HostName", environ=None)
-    user = user or first.get("user") or getpass.getuser()
+    user = user or first.get("user") or ssh_config.local_user()
     port = port or _port(first.get("port", "22"), config)
     alias = first.get("hostkeyalias")
     tokens = _tokens(host, hostname, user, port, alias)
@@ -147,7 +146,7 @@ def _port(value: str, config: Path) -> int:
 def _tokens(alias: str, hostname: str, user: str, port: int, key_alias: str | None) -> dict[str, str]:
     """ssh_config(5) TOKENS for paths and commands (%k: HostKeyAlias, else the alias as given)."""
     return {
-        "%": "%", "d": os.path.expanduser("~"), "u": getpass.getuser(), "h": hostname, "r": user, "p": str(port),
+        "%": "%", "d": os.path.expanduser("~"), "u": ssh_config.local_user(), "h": hostname, "r": user, "p": str(port),
         "n": alias, "i": str(os.getuid()), "l": socket.gethostname(), "L": socket.gethostname().split(".")[0],
         "k": key_alias or alias,
     }  # fmt: skip

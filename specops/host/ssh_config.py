@@ -18,6 +18,7 @@ from __future__ import annotations
 import getpass
 import glob
 import os
+import pwd
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -55,6 +56,15 @@ class _Lookup:
         """What `Match host` compares: the HostName found so far (its %h expanded), else the alias."""
         hostname = self.options.get("hostname")
         return hostname[0].replace("%h", self.alias) if hostname else self.alias
+
+
+def local_user() -> str:
+    """The local user as OpenSSH names it (%u, `Match localuser`, the default User): the account of our uid,
+    not $USER or $LOGNAME, which any environment can set."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:  # a uid without a passwd entry (some containers)
+        return getpass.getuser()
 
 
 def lookup(path: Path, alias: str, user: str | None = None) -> dict[str, list[str]]:
@@ -173,8 +183,8 @@ def _criterion(name: str, patterns: str, state: _Lookup) -> bool:
         return host_matches(patterns, state.alias)
     if name == "user":
         found = state.options.get("user")
-        return host_matches(patterns, state.user or (found[0] if found else getpass.getuser()))
-    return host_matches(patterns, getpass.getuser())  # localuser
+        return host_matches(patterns, state.user or (found[0] if found else local_user()))
+    return host_matches(patterns, local_user())  # localuser
 
 
 def _include(args: list[str], current: Path, state: _Lookup, depth: int, where: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import pwd
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -186,3 +187,16 @@ def test_specops_refuses_a_group_writable_ssh_config_with_openssh_words_and_exit
     assert f"hint: `chmod go-w {ssh_config}`" in result.err
     ssh_config.chmod(0o644)
     assert run_cli(capsys, "hosts").code == 0
+
+
+def test_the_local_user_is_our_account_not_what_the_environment_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As OpenSSH: %u, `Match localuser` and the default User come from getuid(), not $USER/$LOGNAME."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    monkeypatch.setenv("USER", "mallory")
+    monkeypatch.setenv("LOGNAME", "mallory")
+    config = _config(tmp_path, "IdentityFile /keys/%u")
+    config.write_text(config.read_text() + "Match localuser mallory\n  ProxyCommand nc %h %p\n")
+    target = resolve_ssh_target("gpu", config)
+    assert (target.user, target.identity_files, target.proxy_command) == (me, (f"/keys/{me}",), None)
