@@ -99,6 +99,14 @@ def test_a_binary_krl_revokes_like_openssh(module_testhost: TestHost, tmp_path: 
     assert _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {krl}"]) is None
 
 
+def test_host_key_alias_is_the_name_looked_up_like_openssh(module_testhost: TestHost, tmp_path: Path) -> None:
+    """The key is listed only under the alias: accepted with HostKeyAlias; a line for the address no longer counts."""
+    good = _good(module_testhost)
+    assert _both(module_testhost, tmp_path, f"prod-gpu {good}\n", extra=["HostKeyAlias prod-gpu"]) is None
+    refused = _both(module_testhost, tmp_path, f"{module_testhost.ip} {good}\n", extra=["HostKeyAlias prod-gpu"])
+    assert refused is not None and "the host key for prod-gpu is not in known_hosts" in refused.message
+
+
 def test_user_known_hosts_file_replaces_home_known_hosts(
     module_testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
