@@ -21,7 +21,8 @@ GLOBAL_KNOWN_HOSTS = (Path("/etc/ssh/ssh_known_hosts"), Path("/etc/ssh/ssh_known
 def known_hosts_files(target: SshTarget, defaults: Sequence[Path] | None = None) -> list[Path]:
     """The files OpenSSH would read for this target: UserKnownHostsFile and GlobalKnownHostsFile from
     ~/.ssh/config REPLACE their defaults (a host pinned to its own file is not also accepted by a stale line in
-    ~/.ssh/known_hosts). `defaults`, when given, replaces both defaults (tests, `--known-hosts`-like callers)."""
+    ~/.ssh/known_hosts). `defaults`, when given, replaces both defaults (tests, and callers that
+    name their own files)."""
     user_default, global_default = (USER_KNOWN_HOSTS, GLOBAL_KNOWN_HOSTS) if defaults is None else (defaults, ())
     user, system = target.known_hosts_files, target.global_known_hosts_files
     return [
@@ -67,8 +68,7 @@ class HostKeyChecker:
         if listed:  # before known_hosts, as OpenSSH checks it
             raise ssh_errors.revoked_by_file(self.target, presented, listed)
         refuse_all: host_certs.Verify = lambda ca, signed, signature: False  # noqa: E731 (no check: no trust)
-        principal = self.target.principal
-        verdict = host_certs.decide(self.entries, self.name, principal, (key_type, blob, certificate),
+        verdict = host_certs.decide(self.entries, self.name, self.target.principal, (key_type, blob, certificate),
                                     time.time(), verify or refuse_all)  # fmt: skip
         if verdict.status != "trusted":
             raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)

@@ -126,7 +126,7 @@ def _hop_socket(target: SshTarget, files: Sequence[Path] | None, timeout: float,
 def _shared_hop(chain: tuple[SshTarget, ...], files: Sequence[Path] | None, timeout: float) -> paramiko.Transport:
     """The ONE transport per jump host and run (host/shared.py); a hop's own hops are shared the same way."""
     hop = chain[-1]
-    key = tuple((h.address, h.identity_files, h.agent_socket, tuple(known_hosts_files(h, files))) for h in chain)
+    key = tuple(_trust_key(h, files) for h in chain)
 
     def open_hop() -> paramiko.Transport:
         started = time.monotonic()
@@ -134,6 +134,12 @@ def _shared_hop(chain: tuple[SshTarget, ...], files: Sequence[Path] | None, time
         return _handshake(hop, sock, files, timeout, started)
 
     return shared_hops.get(key, open_hop)
+
+
+def _trust_key(hop: SshTarget, files: Sequence[Path] | None) -> tuple[object, ...]:
+    """What must be equal for two hosts to share a jump host's connection: where, as whom, and whom it trusts."""
+    trust = (tuple(known_hosts_files(hop, files)), hop.host_key_alias, hop.revoked_host_keys)
+    return (hop.address, hop.identity_files, hop.agent_socket, *trust)
 
 
 def _handshake(
