@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specops.errors import ConnectError
+from specops.host.base import with_deadline
 
 if TYPE_CHECKING:
     from specops.config.secrets import Secret
@@ -79,7 +80,7 @@ class Escalation:
             if self.mode is not None:
                 return
             user = self.become.user
-            first = run_raw([*nopasswd_prefix(user), "true"], None)
+            first = run_raw([*nopasswd_prefix(user), *self.probe()], None)
             if first.ok:
                 self.mode = "nopasswd"
                 return
@@ -88,10 +89,18 @@ class Escalation:
                 raise self._refused(first, reason)
             if self.become.password is None:
                 raise self._password_required()
-            second = run_raw([*password_prefix(user), "true"], self.password_line())
+            second = run_raw([*password_prefix(user), *self.probe()], self.password_line())
             if not second.ok:
                 raise self._refused(second, _reason(second), password_given=True)
             self.mode = "password"
+
+    @staticmethod
+    def probe() -> list[str]:
+        """`timeout -k 5 30 true`: sudo is asked about the SAME program every real command runs under it (the
+        transport's `timeout`), so a per-command sudoers rule (NOPASSWD or `!authenticate` for timeout alone)
+        decides the check as it decides the commands. Checking plain `true` would choose password mode there,
+        and sudo, not asking for the password, would hand the password line to the command's stdin."""
+        return with_deadline(["true"], CHECK_TIMEOUT_S)
 
     def wrap(self, argv: Sequence[str]) -> tuple[list[str], bytes]:
         """The command line to send and the bytes to write on its stdin before anything else."""

@@ -49,13 +49,15 @@ class HostCertificate:
     signed: bytes  # everything the CA signed: the certificate up to its signature
 
 
-class _Reader:
+class Reader:
+    """SSH wire format (RFC 4251): strings and big-endian integers, refusing to read past the end."""
+
     def __init__(self, data: bytes) -> None:
         self.data, self.at = data, 0
 
     def take(self, size: int) -> bytes:
         if self.at + size > len(self.data):
-            raise ValueError("truncated certificate")
+            raise ValueError("truncated data")
         chunk, self.at = self.data[self.at : self.at + size], self.at + size
         return chunk
 
@@ -74,7 +76,7 @@ def _string(value: bytes) -> bytes:
 def parse_certificate(blob: bytes) -> HostCertificate | None:
     """The fields of an OpenSSH certificate blob; None when it is not one of the key types specops knows."""
     try:
-        reader = _Reader(blob)
+        reader = Reader(blob)
         cert_type = reader.string().decode("ascii")
         plain_type = cert_type.removesuffix(CERT_SUFFIX)
         if not cert_type.endswith(CERT_SUFFIX) or plain_type not in _KEY_FIELDS:
@@ -82,7 +84,7 @@ def parse_certificate(blob: bytes) -> HostCertificate | None:
         reader.string()  # nonce
         fields = [reader.string() for _ in _KEY_FIELDS[plain_type]]
         serial, kind, key_id = reader.uint(8), reader.uint(4), reader.string().decode("utf-8", "replace")
-        principals_reader = _Reader(reader.string())
+        principals_reader = Reader(reader.string())
         principals = []
         while principals_reader.at < len(principals_reader.data):
             principals.append(principals_reader.string().decode("utf-8", "replace"))
@@ -115,7 +117,7 @@ def certificate_problem(cert: HostCertificate, principal: str, now: float) -> st
 
 def _signature_type(signature: bytes) -> str:
     try:
-        return _Reader(signature).string().decode("ascii", "replace")
+        return Reader(signature).string().decode("ascii", "replace")
     except ValueError:
         return ""
 

@@ -97,13 +97,17 @@ def parse_line(line: str, where: str) -> KnownKey | None:
         marker, fields = fields[0], fields[1:]
     if len(fields) < 3:
         return None
+    blob = decode_key(fields[1], fields[2])
+    return KnownKey(marker, fields[0], fields[1], blob, where) if blob is not None else None
+
+
+def decode_key(key_type: str, text: str) -> bytes | None:
+    """The blob of a `TYPE BASE64` public key; None when it is not well-formed or not of that type."""
     try:
-        blob = base64.b64decode(fields[2], validate=True)
+        blob = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         return None
-    if blob_type(blob) != fields[1]:
-        return None
-    return KnownKey(marker, fields[0], fields[1], blob, where)
+    return blob if blob_type(blob) == key_type else None
 
 
 def check(entries: Sequence[KnownKey], name: str, key_type: str, blob: bytes) -> Verdict:

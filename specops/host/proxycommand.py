@@ -1,16 +1,18 @@
 """ProxyCommand: the socket for a host is a local command's stdin/stdout (`ProxyCommand nc %h %p`).
 
 Run without a shell when the command is plain words (the tokens %h %p %r %n %% expanded inside them); with
-shell syntax (pipes, quotes, `$`...) it runs as OpenSSH runs it, `/bin/sh -c "exec COMMAND"`, with each value put
-in for a token quoted as one word, so a hostname can never become shell code. The command talks over a
-socketpair, so its end of file reaches the SSH transport as a closed connection (paramiko's own ProxyCommand spins
-on it), and whatever it wrote to stderr goes into the error message.
+shell syntax (pipes, quotes, `$`...) it runs as OpenSSH runs it, `/bin/sh -c "exec COMMAND"`. A value put in for
+a token is never quoted (quoting cannot work: the command's own quotes around the token would undo it); instead
+a value with any character outside letters, digits and `._:%@[]-`, or one starting with `-` (an option of the
+proxy program), is refused, as OpenSSH 9.6+ refuses such names, so a HostName or User from ~/.ssh/config can
+never become shell code or an option. The command talks over a socketpair, so its end of file reaches the SSH
+transport as a closed connection (paramiko's own ProxyCommand spins on it), and whatever it wrote to stderr
+goes into the error message.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 import socket
 import subprocess
 import threading
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 
 from specops.host.target import SshTarget
 
+SAFE_VALUE = re.compile(r"[A-Za-z0-9._:%@\[\]-]+")
 SHELL_SYNTAX = re.compile(r"""[|&;<>()$`\\"'*?\[\]#~={}!\n]""")
 _TOKEN = re.compile(r"%(.)")
 STDERR_KEPT = 2000
@@ -29,20 +32,30 @@ def proxy_argv(target: SshTarget) -> list[str]:
     command = target.proxy_command or ""
     tokens = {"h": target.hostname, "p": str(target.port), "r": target.user, "n": target.alias}
     if not SHELL_SYNTAX.search(command):
-        return [_expand(word, tokens, quote=False) for word in command.split()]
-    return ["/bin/sh", "-c", "exec " + _expand(command, tokens, quote=True)]
+        return [_expand(word, tokens) for word in command.split()]
+    return ["/bin/sh", "-c", "exec " + _expand(command, tokens)]
 
 
-def _expand(text: str, tokens: Mapping[str, str], quote: bool) -> str:
+def _expand(text: str, tokens: Mapping[str, str]) -> str:
     def token(found: re.Match[str]) -> str:
         name = found.group(1)
         if name == "%":
             return "%"
         if name not in tokens:
             raise ValueError(f"unknown token %{name} in ProxyCommand")
-        return shlex.quote(tokens[name]) if quote else tokens[name]
+        return _safe(name, tokens[name])
 
     return _TOKEN.sub(token, text)
+
+
+def _safe(name: str, value: str) -> str:
+    """The value itself, when nothing in it means anything to a shell or to the proxy program's options."""
+    if not SAFE_VALUE.fullmatch(value) or value.startswith("-"):
+        raise ValueError(
+            f"ProxyCommand %{name} would be {value!r}: refused, only letters, digits and ._:%@[]- may be put into "
+            "the command, and not a leading -"
+        )
+    return value
 
 
 class ProxySocket(socket.socket):

@@ -9,7 +9,6 @@ config's ProxyJump/ProxyCommand for that host, like `ssh -J` on the command line
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
 import socket
@@ -42,14 +41,15 @@ def _resolve(
     options = ssh_config.lookup(config, host, user)
     first = {key: values[0] for key, values in options.items()}
     hostname = _expand(first.get("hostname", host), {"h": host}, "HostName", environ=None)
-    user = user or first.get("user") or getpass.getuser()
+    user = user or first.get("user") or ssh_config.local_user()
     port = port or _port(first.get("port", "22"), config)
-    tokens = _tokens(host, hostname, user, port)
+    alias = first.get("hostkeyalias")
+    tokens = _tokens(host, hostname, user, port, alias)
     paths = {
         key: tuple(_path(value, tokens, key, environ) for value in options.get(key, []))
         for key in ("identityfile", "certificatefile")
     }
-    known = [_path(value, tokens, "UserKnownHostsFile", environ) for value in options.get("userknownhostsfile", [])]
+    revoked = first.get("revokedhostkeys")
     proxy_jump, proxy_command = _proxy(first, jump)
     target = SshTarget(
         alias=spec,
@@ -57,7 +57,10 @@ def _resolve(
         user=user,
         port=port,
         identity_files=paths["identityfile"],
-        known_hosts_files=tuple(known) if known != ["none"] else (),
+        known_hosts_files=_known_files(options.get("userknownhostsfile"), tokens, config, environ),
+        global_known_hosts_files=_known_files(options.get("globalknownhostsfile"), None, config, environ),
+        host_key_alias=alias,
+        revoked_host_keys=None if revoked is None else _path(revoked, tokens, "RevokedHostKeys", environ),
         proxy_jump=proxy_jump,
         proxy_command=proxy_command,
         identities_only=first.get("identitiesonly", "no").lower() == "yes",
@@ -140,12 +143,29 @@ def _port(value: str, config: Path) -> int:
     return int(value)
 
 
-def _tokens(alias: str, hostname: str, user: str, port: int) -> dict[str, str]:
-    """ssh_config(5) TOKENS for paths and commands."""
+def _tokens(alias: str, hostname: str, user: str, port: int, key_alias: str | None) -> dict[str, str]:
+    """ssh_config(5) TOKENS for paths and commands (%k: HostKeyAlias, else the alias as given)."""
     return {
-        "%": "%", "d": os.path.expanduser("~"), "u": getpass.getuser(), "h": hostname, "r": user, "p": str(port),
+        "%": "%", "d": os.path.expanduser("~"), "u": ssh_config.local_user(), "h": hostname, "r": user, "p": str(port),
         "n": alias, "i": str(os.getuid()), "l": socket.gethostname(), "L": socket.gethostname().split(".")[0],
+        "k": key_alias or alias,
     }  # fmt: skip
+
+
+def _known_files(
+    values: list[str] | None, tokens: Mapping[str, str] | None, config: Path, environ: Mapping[str, str]
+) -> tuple[str, ...] | None:
+    """User/GlobalKnownHostsFile: None when not set (the defaults apply), () for `none`, else the files, which
+    REPLACE the defaults as in OpenSSH. User files take `~` and tokens; global ones are used as written."""
+    if values is None:
+        return None
+    if "none" in (value.lower() for value in values):
+        if len(values) > 1:
+            raise ConfigError([f"{config}: known hosts files {' '.join(values)!r}: `none` must appear alone"])
+        return ()
+    if tokens is None:
+        return tuple(values)
+    return tuple(_path(value, tokens, "UserKnownHostsFile", environ) for value in values)
 
 
 def _expand(value: str, tokens: Mapping[str, str], keyword: str, environ: Mapping[str, str] | None) -> str:

@@ -6,9 +6,10 @@
         host.put(unit_text.encode(), "/etc/systemd/system/sglang.service")
         tunnel = host.open_tunnel("127.0.0.1", 30000)   # socket-like; carries HTTP to the engine
 
-Security: host keys are checked strictly, for the host and for every jump host, against ~/.ssh/known_hosts,
-/etc/ssh/ssh_known_hosts and the UserKnownHostsFile(s) of ~/.ssh/config, read as OpenSSH reads them
-(host/hostkeys.py); an unknown, revoked or changed key is refused, never added.
+Security: host keys are checked strictly, for the host and for every jump host, against the known_hosts files
+OpenSSH would read (~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, or what User/GlobalKnownHostsFile in
+~/.ssh/config name instead) and its RevokedHostKeys, read as OpenSSH reads them (host/hostkeys.py); an unknown,
+revoked or changed key is refused, never added.
 Bastions: a host behind ProxyJump is reached through a direct-tcpip channel of its last jump host, whose ONE
 connection per run all hosts behind it share (host/shared.py); ProxyCommand gives a socket of its own
 (host/proxycommand.py). Keys: ssh-agent and key files in OpenSSH's order (host/keyorder.py), a passphrase
@@ -45,7 +46,7 @@ from specops.host.base import (
     with_env,
 )
 from specops.host.become import CHECK_TIMEOUT_S, Become, Escalation
-from specops.host.hostkeys import HostKeyChecker
+from specops.host.hostkeys import HostKeyChecker, known_hosts_files
 from specops.host.keyorder import key_order
 from specops.host.paramiko_import import lean_paramiko_import
 from specops.host.passphrase import KeyUnlocker
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
 # NullHandler keeps Python's last-resort handler from printing them (a configured root logger still sees them).
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
-DEFAULT_KNOWN_HOSTS = (Path("~/.ssh/known_hosts"), Path("/etc/ssh/ssh_known_hosts"))
 CONNECT_TIMEOUT_S = 10.0
 KEEPALIVE_S = 15
 WINDOW_BYTES = 2**27  # what the host may send before we acknowledge: big outputs and get() stream freely
@@ -87,7 +87,7 @@ def connect(
     connect_timeout: float | None = None,
 ) -> SshHost:
     """Connect to an inventory host (a HostSpec, or the same three settings kept from a validated config).
-    `known_hosts` replaces the default files; config ones always apply."""
+    `known_hosts` replaces the default files (see hostkeys.known_hosts_files)."""
     target = resolve_ssh_target(spec.ssh, ssh_config, jump=spec.jump)
     return open_ssh(target, name=spec.name, known_hosts=known_hosts, connect_timeout=connect_timeout)
 
@@ -100,14 +100,13 @@ def open_ssh(
 ) -> SshHost:
     """Open an authenticated, host-key-checked connection to a resolved target, through its hops if it has any."""
     timeout = connect_timeout or target.connect_timeout or CONNECT_TIMEOUT_S
-    files = list(known_hosts if known_hosts is not None else DEFAULT_KNOWN_HOSTS)
     started = time.monotonic()
-    sock = _hop_socket(target, files, timeout, name or target.alias)
-    transport = _handshake(target, sock, files, timeout, started)
+    sock = _hop_socket(target, known_hosts, timeout, name or target.alias)
+    transport = _handshake(target, sock, known_hosts, timeout, started)
     return SshHost(name or target.alias, target, transport, time.monotonic() - started)
 
 
-def _hop_socket(target: SshTarget, files: Sequence[Path], timeout: float, name: str) -> Any:
+def _hop_socket(target: SshTarget, files: Sequence[Path] | None, timeout: float, name: str) -> Any:
     """The byte stream to the target's sshd: a channel through its last jump host, a ProxyCommand, or TCP."""
     if not target.jumps:
         return _proxy_socket(target, timeout) if target.proxy_command else _open_socket(target, timeout)
@@ -124,10 +123,10 @@ def _hop_socket(target: SshTarget, files: Sequence[Path], timeout: float, name: 
         raise ssh_errors.hop_refused(name, target, last, str(error) or type(error).__name__) from None
 
 
-def _shared_hop(chain: tuple[SshTarget, ...], files: Sequence[Path], timeout: float) -> paramiko.Transport:
+def _shared_hop(chain: tuple[SshTarget, ...], files: Sequence[Path] | None, timeout: float) -> paramiko.Transport:
     """The ONE transport per jump host and run (host/shared.py); a hop's own hops are shared the same way."""
     hop = chain[-1]
-    key = tuple((h.address, h.identity_files, h.agent_socket, tuple(files)) for h in chain)
+    key = tuple(_trust_key(h, files) for h in chain)
 
     def open_hop() -> paramiko.Transport:
         started = time.monotonic()
@@ -137,12 +136,18 @@ def _shared_hop(chain: tuple[SshTarget, ...], files: Sequence[Path], timeout: fl
     return shared_hops.get(key, open_hop)
 
 
+def _trust_key(hop: SshTarget, files: Sequence[Path] | None) -> tuple[object, ...]:
+    """What must be equal for two hosts to share a jump host's connection: where, as whom, and whom it trusts."""
+    trust = (tuple(known_hosts_files(hop, files)), hop.host_key_alias, hop.revoked_host_keys)
+    return (hop.address, hop.identity_files, hop.agent_socket, *trust)
+
+
 def _handshake(
-    target: SshTarget, sock: Any, files: Sequence[Path], timeout: float, started: float
+    target: SshTarget, sock: Any, files: Sequence[Path] | None, timeout: float, started: float
 ) -> paramiko.Transport:
     """Key exchange, the host key checked against known_hosts, then authentication; any failure is a ConnectError."""
     try:
-        checker = HostKeyChecker(target, [*files, *map(Path, target.known_hosts_files)])
+        checker = HostKeyChecker(target, known_hosts_files(target, files))
     except ConnectError:  # an unreadable known_hosts file: nothing may be left open behind the error
         sock.close()
         raise

@@ -9,7 +9,8 @@ included file silently vanished; and a `Match exec` needs a shell we do not want
   `localnetwork`, `tagged`, ...) is refused with its file and line when it could decide the alias's options;
 - `Include` (globs, `~`, relative to ~/.ssh), also inside a Host/Match block (then only when that block
   applies), at most 16 levels deep;
-- the first value obtained for a keyword wins, except IdentityFile and CertificateFile, which add up.
+- the first value obtained for a keyword wins, except IdentityFile and CertificateFile, which add up;
+- a file (the config or one it includes) that another user could have written is refused, as OpenSSH does.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import getpass
 import glob
 import os
+import pwd
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -56,6 +58,15 @@ class _Lookup:
         return hostname[0].replace("%h", self.alias) if hostname else self.alias
 
 
+def local_user() -> str:
+    """The local user as OpenSSH names it (%u, `Match localuser`, the default User): the account of our uid,
+    not $USER or $LOGNAME, which any environment can set."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:  # a uid without a passwd entry (some containers)
+        return getpass.getuser()
+
+
 def lookup(path: Path, alias: str, user: str | None = None) -> dict[str, list[str]]:
     """Every option that applies to `alias` (keywords lower-cased, each with its words); {} without a file.
 
@@ -68,10 +79,7 @@ def lookup(path: Path, alias: str, user: str | None = None) -> dict[str, list[st
 
 def _read_file(path: Path, state: _Lookup, active: bool, depth: int) -> None:
     """Apply one file; `active` says whether the block that included it applies (True at the top)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise ConfigError([f"{path}: cannot read: {error.strerror or error}"], hint=HINT) from None
+    text = _read_secure(path)
     for number, line in enumerate(text.splitlines(), start=1):
         where = f"{path}:{number}"
         words = _split(line, where)
@@ -90,6 +98,23 @@ def _read_file(path: Path, state: _Lookup, active: bool, depth: int) -> None:
             state.set(keyword, args)
         else:
             raise ConfigError([f"{where}: {words[0]} has no value"], hint=HINT)
+
+
+def _read_secure(path: Path) -> str:
+    """The file's text, refused as OpenSSH refuses it (readconf.c, for ~/.ssh/config and what it includes) when
+    another user could have written it: owned by someone other than us or root, or writable by group or others.
+    Such a file can set a ProxyCommand, i.e. run code as the operator."""
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_uid not in (0, os.getuid()) or info.st_mode & 0o022:
+                raise ConfigError(
+                    [f"Bad owner or permissions on {path}"],
+                    hint=f"`chmod go-w {path}` and make it yours (`chown $USER {path}`), as OpenSSH requires",
+                )
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError as error:
+        raise ConfigError([f"{path}: cannot read: {error.strerror or error}"], hint=HINT) from None
 
 
 def _split(line: str, where: str) -> list[str]:
@@ -158,8 +183,8 @@ def _criterion(name: str, patterns: str, state: _Lookup) -> bool:
         return host_matches(patterns, state.alias)
     if name == "user":
         found = state.options.get("user")
-        return host_matches(patterns, state.user or (found[0] if found else getpass.getuser()))
-    return host_matches(patterns, getpass.getuser())  # localuser
+        return host_matches(patterns, state.user or (found[0] if found else local_user()))
+    return host_matches(patterns, local_user())  # localuser
 
 
 def _include(args: list[str], current: Path, state: _Lookup, depth: int, where: str) -> None:

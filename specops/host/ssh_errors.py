@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specops.errors import ConnectError
-from specops.host.known_hosts import lookup_name
 from specops.host.target import SshTarget, split_ssh_spec
 
 if TYPE_CHECKING:
@@ -122,7 +121,7 @@ def host_key_refused(
     if verdict.status == "ca-only":
         return ConnectError(
             f"{target.address}: known_hosts trusts host certificates from a @cert-authority for "
-            f"{target.hostname} ({lines}), but the host offered no certificate, only its key {key_type} {offered}",
+            f"{target.principal} ({lines}), but the host offered no certificate, only its key {key_type} {offered}",
             hint="give the host a certificate signed by that CA (sshd's HostCertificate), or add its own key to "
             f"known_hosts as a plain line: {_keyscan_hint(target)}",
         )
@@ -130,11 +129,31 @@ def host_key_refused(
         return ConnectError(
             f"{target.address}: the host's certificate was refused: {verdict.reason} (known_hosts: {lines}); its "
             f"key {key_type} {offered} is not in known_hosts as a plain line either",
-            hint=f"re-sign the host key: `ssh-keygen -s CA_KEY -h -n {target.hostname} -I ID -V +52w "
+            hint=f"re-sign the host key: `ssh-keygen -s CA_KEY -h -n {target.principal} -I ID -V +52w "
             "/etc/ssh/ssh_host_ed25519_key.pub` on the CA, then reload sshd; or add the host's own key as a plain "
             f"line: {_keyscan_hint(target)}",
         )
     return unknown_host_key(target, key_type, offered, files)
+
+
+def revoked_by_file(target: SshTarget, presented: tuple[str, str], lines: Sequence[str]) -> ConnectError:
+    """The host's key (or its certificate's CA) is listed in the RevokedHostKeys file."""
+    key_type, offered = presented
+    return ConnectError(
+        f"{target.address}: the host presented {key_type} {offered}, which RevokedHostKeys revokes "
+        f"({', '.join(lines)}). specops refuses to connect.",
+        hint="this key must never be accepted again; have the host's admin install a new host key",
+    )
+
+
+def revoked_file_unusable(target: SshTarget, why: str) -> ConnectError:
+    """RevokedHostKeys cannot be used: OpenSSH then refuses every host, and so does specops."""
+    return ConnectError(
+        f"{target.address}: {why}; without a usable revocation list no host key is accepted (as with OpenSSH), "
+        "so specops refuses to connect",
+        hint="point RevokedHostKeys in ~/.ssh/config at a readable text file of revoked public keys "
+        "(one `TYPE BASE64` line per key), or remove the RevokedHostKeys line",
+    )
 
 
 def _keyscan_hint(target: SshTarget) -> str:
@@ -145,7 +164,7 @@ def _keyscan_hint(target: SshTarget) -> str:
 def unknown_host_key(target: SshTarget, key_type: str, fingerprint: str, files: Sequence[str]) -> ConnectError:
     looked = ", ".join(files) or "no known_hosts file exists"
     return ConnectError(
-        f"{target.address}: the host key for {lookup_name(target.hostname, target.port)} is not in known_hosts "
+        f"{target.address}: the host key for {target.known_hosts_name} is not in known_hosts "
         f"(looked in: {looked}); the host offered {key_type} {fingerprint}",
         hint=(
             "specops never accepts unknown host keys. Check the fingerprint with the host's admin, then connect "
@@ -155,7 +174,7 @@ def unknown_host_key(target: SshTarget, key_type: str, fingerprint: str, files: 
 
 
 def changed_host_key(target: SshTarget, expected: str, presented: str) -> ConnectError:
-    name = lookup_name(target.hostname, target.port)
+    name = target.known_hosts_name
     return ConnectError(
         f"{target.address}: WARNING: THE HOST KEY FOR {name} HAS CHANGED! known_hosts has {expected} "
         f"but the host presented {presented}. Someone could be intercepting the connection (man-in-the-middle), "

@@ -15,7 +15,10 @@ class SshTarget:
     user: str
     port: int
     identity_files: tuple[str, ...]
-    known_hosts_files: tuple[str, ...] = ()
+    known_hosts_files: tuple[str, ...] | None = None  # UserKnownHostsFile: None = not set (the defaults apply)
+    global_known_hosts_files: tuple[str, ...] | None = None  # GlobalKnownHostsFile, likewise
+    host_key_alias: str | None = None  # HostKeyAlias: the name known_hosts and certificates are checked for
+    revoked_host_keys: str | None = None  # RevokedHostKeys: a file of revoked public keys
     proxy_jump: str | None = None
     proxy_command: str | None = None
     identities_only: bool = False
@@ -29,6 +32,19 @@ class SshTarget:
         """`bastion -> gpu-1`: the hops and the host, the way `specops hosts` and errors show the path."""
         via = [hop.alias for hop in self.jumps] or (["ProxyCommand"] if self.proxy_command else [])
         return " -> ".join([*via, self.alias])
+
+    @property
+    def known_hosts_name(self) -> str:
+        """The name known_hosts is searched for, as OpenSSH does: HostKeyAlias as written when set, else the
+        HostName, as `[host]:port` off port 22."""
+        if self.host_key_alias:
+            return self.host_key_alias
+        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    @property
+    def principal(self) -> str:
+        """The name a host certificate must list (OpenSSH: HostKeyAlias when set, else the HostName)."""
+        return self.host_key_alias or self.hostname
 
     @property
     def address(self) -> str:

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -36,32 +37,90 @@ def _hashed(name: str) -> str:
     return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
 
 
-def _specops(host: TestHost, known: Path, tmp_path: Path) -> ConnectError | None:
+def _specops(
+    host: TestHost, known: Path, tmp_path: Path, extra: Sequence[str] = (), defaults: list[Path] | None = None
+) -> ConnectError | None:
+    """Connect with the host's config block, `known` as its UserKnownHostsFile and `extra` lines; `defaults`:
+    the default known_hosts files (None: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, as for a user)."""
     config = tmp_path / "config"
     lines = [line for line in host.ssh_config_block(ALIAS).splitlines() if "UserKnownHostsFile" not in line]
-    config.write_text("\n".join([*lines, f"    UserKnownHostsFile {known}"]) + "\n")
+    config.write_text("\n".join([*lines, f"    UserKnownHostsFile {known}", *(f"    {x}" for x in extra)]) + "\n")
     spec = HostSpec(name=ALIAS, ssh=ALIAS, python="/usr/bin/python3", model_path="/models/target")
     try:
-        with connect(spec, ssh_config=config, known_hosts=[]) as connected:
+        with connect(spec, ssh_config=config, known_hosts=defaults) as connected:
             assert connected.run(["true"]).exit_code == 0
     except ConnectError as error:
         return error
     return None
 
 
-def _openssh_accepts(host: TestHost, known: Path) -> bool:
+def _openssh_accepts(host: TestHost, known: Path, extra: Sequence[str] = ()) -> bool:
     options = [option.replace(str(host.known_hosts_path), str(known)) for option in host.ssh_options()]
-    argv = ["ssh", *options, f"root@{host.ip}", "true"]
+    argv = ["ssh", *options, *(f"-o{line}" for line in extra), f"root@{host.ip}", "true"]
     return subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL).returncode == 0
 
 
-def _both(host: TestHost, tmp_path: Path, text: str) -> ConnectError | None:
+def _both(host: TestHost, tmp_path: Path, text: str, extra: Sequence[str] = ()) -> ConnectError | None:
     known = tmp_path / "known_hosts"
     known.write_text(text)
-    refused = _specops(host, known, tmp_path)
-    assert _openssh_accepts(host, known) == (refused is None), f"OpenSSH disagrees with specops: {refused}"
+    refused = _specops(host, known, tmp_path, extra, defaults=[])
+    assert _openssh_accepts(host, known, extra) == (refused is None), f"OpenSSH disagrees with specops: {refused}"
     assert known.read_text() == text  # never written to
     return refused
+
+
+def test_a_key_in_the_revoked_host_keys_file_is_refused_like_openssh(module_testhost: TestHost, tmp_path: Path) -> None:
+    """known_hosts still lists the key; the RevokedHostKeys file (public keys, one a line) revokes it."""
+    good = _good(module_testhost)
+    revoked = tmp_path / "revoked_keys"
+    revoked.write_text(f"# retired\n{good} host-2025\n")
+    listed = f"{module_testhost.ip} {good}\n"
+    refused = _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {revoked}"])
+    assert refused is not None and refused.exit_code == 4
+    assert "which RevokedHostKeys revokes" in refused.message and f"{revoked}:2" in refused.message
+    other = write_keypair(tmp_path / "other", "other")
+    revoked.write_text(f"{other}\n")
+    assert _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {revoked}"]) is None
+    refused = _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {tmp_path}/missing"])
+    assert refused is not None and f"RevokedHostKeys {tmp_path}/missing cannot be read" in refused.message
+
+
+def test_a_binary_krl_revokes_like_openssh(module_testhost: TestHost, tmp_path: Path) -> None:
+    """A KRL from `ssh-keygen -k`: the host's key in it is refused, a KRL of other keys accepts it."""
+    good = _good(module_testhost)
+    listed = f"{module_testhost.ip} {good}\n"
+    krl = tmp_path / "revoked.krl"
+    (tmp_path / "host.pub").write_text(f"{good}\n")
+    subprocess.run(["ssh-keygen", "-q", "-k", "-f", str(krl), str(tmp_path / "host.pub")], check=True, timeout=30)
+    refused = _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {krl}"])
+    assert refused is not None and f"which RevokedHostKeys revokes ({krl} (KRL): key SHA256:" in refused.message
+    write_keypair(tmp_path / "other", "other")
+    subprocess.run(["ssh-keygen", "-q", "-k", "-f", str(krl), str(tmp_path / "other.pub")], check=True, timeout=30)
+    assert _both(module_testhost, tmp_path, listed, extra=[f"RevokedHostKeys {krl}"]) is None
+
+
+def test_host_key_alias_is_the_name_looked_up_like_openssh(module_testhost: TestHost, tmp_path: Path) -> None:
+    """The key is listed only under the alias: accepted with HostKeyAlias; a line for the address no longer counts."""
+    good = _good(module_testhost)
+    assert _both(module_testhost, tmp_path, f"prod-gpu {good}\n", extra=["HostKeyAlias prod-gpu"]) is None
+    refused = _both(module_testhost, tmp_path, f"{module_testhost.ip} {good}\n", extra=["HostKeyAlias prod-gpu"])
+    assert refused is not None and "the host key for prod-gpu is not in known_hosts" in refused.message
+
+
+def test_user_known_hosts_file_replaces_home_known_hosts(
+    module_testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alias is pinned to its own file, which holds another key; ~/.ssh/known_hosts has a (stale) line with
+    the key the host presents now. OpenSSH never reads ~/.ssh/known_hosts for it, so it refuses; so must specops."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "known_hosts").write_text(f"{module_testhost.ip} {_good(module_testhost)}\n")
+    monkeypatch.setenv("HOME", str(home))
+    pinned = tmp_path / "known_hosts.prod"
+    pinned.write_text(f"{module_testhost.ip} {write_keypair(tmp_path / 'other', 'other')}\n")
+    refused = _specops(module_testhost, pinned, tmp_path)
+    assert not _openssh_accepts(module_testhost, pinned)
+    assert refused is not None and f"THE HOST KEY FOR {module_testhost.ip} HAS CHANGED" in refused.message
 
 
 def _reload_sshd(host: TestHost) -> None:

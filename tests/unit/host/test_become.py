@@ -9,13 +9,14 @@ import pytest
 
 from specops.config.secrets import Secret
 from specops.errors import ExitCode
-from specops.host.base import Result
+from specops.host.base import Result, with_deadline
 from specops.host.become import Become, BecomeError, Escalation
 from specops.host.recording import RecordingHost, reply
 from specops.host.target import SshTarget
 
 PASSWORD = "pa ss'$word"
 NEEDS_PASSWORD = reply(stderr="sudo: a password is required\n", exit_code=1)
+PROBE = ("timeout", "-k", "5", "30.000", "true")  # what sudo is asked about: the wrapper every command runs under
 
 
 def _escalation(password: str | None = None, user: str = "root") -> Escalation:
@@ -39,12 +40,27 @@ def test_nopasswd_sudo_wraps_every_command_with_sudo_n_and_sends_nothing_first()
     escalation = _escalation()
     _establish(escalation, host)
     _establish(escalation, host)  # once per connection
-    assert host.commands == [("sudo", "-n", "-H", "-u", "root", "--", "true")]
+    assert host.commands == [("sudo", "-n", "-H", "-u", "root", "--", *PROBE)]
     line, preamble = escalation.wrap(["timeout", "-k", "5", "60.000", "systemctl", "restart", "sglang"])
     assert line == ["sudo", "-n", "-H", "-u", "root", "--", "timeout", "-k", "5", "60.000", "systemctl", "restart",
                     "sglang"]  # fmt: skip
     assert preamble == b""
     assert escalation.mode == "nopasswd"
+
+
+def test_a_nopasswd_rule_for_the_wrapper_alone_never_gets_the_password_on_stdin() -> None:
+    """sudoers: a password for ALL, but NOPASSWD for /usr/bin/timeout. sudo then reads no password for the real
+    commands (all `timeout ...`), so password mode would hand the password line to the command's stdin (the
+    probe's Python would echo it in a NameError). The check must ask sudo about the same wrapper."""
+    wrapper = ["sudo", "-n", "-H", "-u", "root", "--", "timeout"]
+    host = RecordingHost("llm-two").script(wrapper, reply()).script(["sudo", "-S"], reply())
+    host.script(["sudo"], NEEDS_PASSWORD)
+    escalation = _escalation(PASSWORD)
+    _establish(escalation, host)
+    line, preamble = escalation.wrap(with_deadline(["python3", "-I", "-"], 60))
+    assert preamble == b""
+    assert line[: len(wrapper)] == wrapper
+    assert host.commands[0][: len(wrapper)] == tuple(wrapper)
 
 
 def test_password_only_sudo_without_ask_become_pass_names_the_host_and_both_fixes() -> None:
@@ -65,8 +81,8 @@ def test_the_password_is_checked_once_then_sent_as_stdins_first_line_never_in_ar
     escalation = _escalation(PASSWORD)
     _establish(escalation, host)
     assert [call.argv for call in host.calls] == [
-        ("sudo", "-n", "-H", "-u", "root", "--", "true"),
-        ("sudo", "-S", "-k", "-p", "", "-H", "-u", "root", "--", "true"),
+        ("sudo", "-n", "-H", "-u", "root", "--", *PROBE),
+        ("sudo", "-S", "-k", "-p", "", "-H", "-u", "root", "--", *PROBE),
     ]
     assert [call.input_size for call in host.calls] == [None, len(PASSWORD) + 1]
     line, preamble = escalation.wrap(["sh", "-c", "cat > x", "put"])
@@ -140,8 +156,8 @@ def test_ssh_host_sends_the_whole_line_deadline_and_env_inside_sudo_and_the_pass
     assert client.lines[-1] == ("sudo -S -k -p '' -H -u root -- timeout -k 5 30.000 env LANG=C cat -- '/opt/a b'")
     assert client.stdin[-1] == PASSWORD.encode() + b"\npayload"
     assert client.lines[:2] == [  # the check, once per connection, as the login user
-        "timeout -k 5 30.000 sudo -n -H -u root -- true",
-        "timeout -k 5 30.000 sudo -S -k -p '' -H -u root -- true",
+        "timeout -k 5 30.000 sudo -n -H -u root -- timeout -k 5 30.000 true",
+        "timeout -k 5 30.000 sudo -S -k -p '' -H -u root -- timeout -k 5 30.000 true",
     ]
     assert client.stdin[:2] == [b"", PASSWORD.encode() + b"\n"]
     assert not [line for line in client.lines if PASSWORD in line]
