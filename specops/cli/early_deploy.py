@@ -13,9 +13,11 @@ Nothing changes for the operator: the parsed command validates the config and st
 takes the early connections (`claim`) only when the hosts it selected give exactly the plan that connected.
 Otherwise they are closed and the deploy connects as it always did; the same happens to connections nobody
 claimed (a planning error, `--dry-run`). Neither a connection nor the two commands, which wait for their first
-request, change anything on a host. A command line this module is unsure of (another option, a sudo password to
-ask for) starts nothing. The build is not part of the plan: a deploy without `--build` (the build named in
-specops.toml) starts from the same plan, and one with no build anywhere closes its early connections unused.
+request, change anything on a host; they start the plan's interpreter as its sudo user, so a plan is used only
+when it is this user's own and its values pass specops.toml's rules (early_plan.recall). A command line this
+module is unsure of (another option, a sudo password to ask for) starts nothing. The build is not part of the
+plan: a deploy without `--build` (the build named in specops.toml) starts from the same plan, and one with no
+build anywhere closes its early connections unused.
 """
 
 from __future__ import annotations
