@@ -72,7 +72,7 @@ def _check_ours(status: os.stat_result, path: Path, what: str) -> None:
 
 
 @contextlib.contextmanager
-def _private_folder(folder: Path, create: bool) -> Iterator[int]:
+def _private_folder(folder: Path, create: bool, what: str = "cache folder") -> Iterator[int]:
     """The folder, opened without following a symlink and checked (Untrusted), as a descriptor for *at() calls;
     created 0700 (with its parents) when `create` and missing."""
     if create:
@@ -81,10 +81,10 @@ def _private_folder(folder: Path, create: bool) -> Iterator[int]:
         descriptor = os.open(folder, _READ | os.O_DIRECTORY)
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink (or a file) in its place
-            raise Untrusted(f"cache folder {folder} is a symlink or not a folder") from None
+            raise Untrusted(f"{what} {folder} is a symlink or not a folder") from None
         raise
     try:
-        _check_ours(os.fstat(descriptor), folder, "cache folder")
+        _check_ours(os.fstat(descriptor), folder, what)
         yield descriptor
     finally:
         os.close(descriptor)
@@ -124,9 +124,14 @@ def write_private(folder: Path, name: str, data: bytes, siblings: str = "", keep
         with _private_folder(folder, create=True) as directory:
             temporary = f".{name}.{secrets.token_hex(8)}"
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _READ, 0o600, dir_fd=directory)
-            with open(descriptor, "wb") as file:
-                file.write(TAG_PREFIX + _tag(key, name, data) + b"\n" + data)
-            os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+            try:
+                with open(descriptor, "wb") as file:
+                    file.write(TAG_PREFIX + _tag(key, name, data) + b"\n" + data)
+                os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+            except OSError:  # a full disk: no half-written temporary is left behind
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=directory)
+                raise
             if siblings:
                 _prune(directory, siblings, keep)
     except Untrusted as error:
@@ -136,12 +141,12 @@ def write_private(folder: Path, name: str, data: bytes, siblings: str = "", keep
 
 
 def _prune(directory: int, pattern: str, keep: int) -> None:
-    """Remove all but the `keep` newest files named like `pattern`."""
+    """Remove all but the `keep` (> 0) newest files named like `pattern`."""
     found = []
     for entry in os.scandir(directory):
         if fnmatch.fnmatch(entry.name, pattern) and entry.is_file(follow_symlinks=False):
             found.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
-    for _, old in sorted(found)[:-keep] if keep else sorted(found):
+    for _, old in sorted(found)[:-keep]:
         with contextlib.suppress(OSError):
             os.unlink(old, dir_fd=directory)
 
@@ -160,7 +165,7 @@ def _key_in(folder: Path) -> bytes | None:
     """This user's tag key (FOLDER/cache-key, 0600 in 0700, made on first use), or None when it cannot be
     trusted or kept (then nothing private is read or written)."""
     try:
-        with _private_folder(folder, create=True) as directory:
+        with _private_folder(folder, create=True, what="key folder") as directory:
             with contextlib.suppress(FileExistsError):
                 made = os.open(KEY_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _READ, 0o600, dir_fd=directory)
                 with open(made, "wb") as file:
