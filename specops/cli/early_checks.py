@@ -61,8 +61,9 @@ def doctor_record(record: object) -> None:
         raise ValueError("request.deep: a plan is never a deep probe")
     known = {*REQUEST, *REQUEST_OPTIONAL, "ports", "run_as_groups", "disk_paths", "models", "sglang_roots",
              "server_argv", "deep", "deep_timeout_s"}  # fmt: skip
-    for unknown in sorted(set(fields) - known):
-        raise ValueError(f"request.{unknown}: not a key of a probe request")
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(f"request.{unknown[0]}: not a key of a probe request")
 
 
 def _fields(record: object, texts: dict[str, Check], optional: dict[str, Check], where: str) -> Mapping[str, Any]:
