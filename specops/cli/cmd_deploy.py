@@ -95,7 +95,7 @@ def deploy(
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
         specs = [host_plan.target.host for host_plan in plan.hosts]
         asks_password = app_state.become_password is not None
-        early = claim(specs, asks_password, plan.staged.total_bytes)  # opened by the console script, if any
+        early = claim(specs, asks_password, plan.staged.total_bytes, config)  # opened by the console script, if any
         with (
             _summary_when_interrupted(len(plan.hosts) > 1 and not as_json),  # printed once the live view is gone
             deploy_reporter(as_json, app_state.verbose) as reporter,

@@ -87,7 +87,7 @@ def start(args: list[str]) -> bool:
     remembered = early_plan.recall(key) if key is not None else None
     if key is not None and remembered is not None:
         return _start_from_plan(key, remembered)
-    return _start_from_config(plan, key)
+    return _start_from_config(plan)
 
 
 def _start_from_plan(key: str, plan: list[dict[str, Any]]) -> bool:
@@ -107,20 +107,24 @@ def _start_from_plan(key: str, plan: list[dict[str, Any]]) -> bool:
     return True
 
 
-def _start_from_config(plan: EarlyDoctor, key: str | None) -> bool:
+def _start_from_config(plan: EarlyDoctor) -> bool:
     from specops.cli.state import AppState
     from specops.doctor.runner import Examination, inventory_targets
 
     app_state = AppState(config_path=plan.config_path)
     try:
-        targets = inventory_targets(app_state.load_config(), plan.names, False, None, app_state.opener)
+        config = app_state.load_config()
+        targets = inventory_targets(config, plan.names, False, None, app_state.opener)
     except Exception:  # reported by the parsed command, which meets it again
         return False
     _started.append(_Started(targets, Examination(targets, deep=False)))
-    if key is not None:  # after the connections are under way: the next run starts from this plan
-        from specops.cli.early_plan import records, remember
-        from specops.errors import SpecopsError
+    # after the connections are under way: the next run starts from this plan, filed under the key of the
+    # bytes just validated (not of an earlier read: the file may have been saved in between)
+    from specops.cli.early_plan import plan_key, records, remember
+    from specops.errors import SpecopsError
 
+    key = plan_key(config.path, plan.names, config_digest=config.digest)
+    if key is not None:
         with contextlib.suppress(SpecopsError, ValueError, TypeError):  # no plan: the next run validates first
             remember(key, records(targets))
     return True

@@ -13,9 +13,11 @@ Nothing changes for the operator: the parsed command validates the config and st
 takes the early connections (`claim`) only when the hosts it selected give exactly the plan that connected.
 Otherwise they are closed and the deploy connects as it always did; the same happens to connections nobody
 claimed (a planning error, `--dry-run`). Neither a connection nor the two commands, which wait for their first
-request, change anything on a host. A command line this module is unsure of (another option, a sudo password to
-ask for) starts nothing. The build is not part of the plan: a deploy without `--build` (the build named in
-specops.toml) starts from the same plan, and one with no build anywhere closes its early connections unused.
+request, change anything on a host; they start the plan's interpreter as its sudo user, so a plan is used only
+when it is this user's own and its values pass specops.toml's rules (early_plan.recall). A command line this
+module is unsure of (another option, a sudo password to ask for) starts nothing. The build is not part of the
+plan: a deploy without `--build` (the build named in specops.toml) starts from the same plan, and one with no
+build anywhere closes its early connections unused.
 """
 
 from __future__ import annotations
@@ -31,14 +33,13 @@ from specops.cli.early import split_root
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
+    from specops.config.loader import Config
     from specops.deploy.connections import Opened
 
 COMMAND = "deploy"
 VALUE_OPTIONS = frozenset({"--build", "--patch", "--profile", "-p", "--lock-wait", "--canary", "--parallel",
                            "--max-fail-percent"})  # fmt: skip
 FLAG_OPTIONS = frozenset({"--json", "--force", "--no-rollback", "--reap"})  # not --dry-run: it connects its own way
-RECORD_TEXTS = ("name", "ssh", "python", "service_dir")
-RECORD_OPTIONAL = ("jump", "sudo_as")
 PUSH_ALLOWANCE = 1.25  # the push session started early allows this much more than the last push's bytes...
 PUSH_SLACK_BYTES = 16 * 2**20  # ...and this much: the next one-line change fits, a build twice as big starts anew
 MAX_LOCK_WAIT_S = 86400.0  # --lock-wait's own limit
@@ -57,6 +58,7 @@ class EarlyDeploy:
 @dataclass
 class _Started:
     key: str
+    names: list[str]
     plan: list[dict[str, Any]] | None  # None: nothing remembered, nothing started (the parsed command keeps one)
     opened: dict[str, Opened] = field(default_factory=dict)
     threads: list[threading.Thread] = field(default_factory=list)
@@ -112,12 +114,13 @@ def start(args: list[str]) -> bool:
     if wanted is None:
         return False
     from specops.cli import early_plan
+    from specops.cli.early_checks import deploy_record
 
     key = early_plan.plan_key(wanted.config_path, wanted.names, command=COMMAND)
     if key is None:
         return False
-    plan = early_plan.recall(key, is_record=_is_record)
-    started = _Started(key, plan)
+    plan = early_plan.recall(key, check=deploy_record)  # checked by specops.toml's rules before any connection
+    started = _Started(key, wanted.names, plan)
     _started.append(started)
     if plan is None:
         return False
@@ -186,20 +189,16 @@ def records(specs: list[HostSpec], push_bytes: int = 0) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _is_record(record: object) -> bool:
-    from specops.cli.early_plan import has_fields
-
-    return has_fields(record, RECORD_TEXTS, RECORD_OPTIONAL) and isinstance(record.get("push_bytes"), int)
-
-
 def _settings(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A plan without the last push's size (which only sizes the early push session's time limit)."""
     return [{key: value for key, value in record.items() if key != "push_bytes"} for record in plan]
 
 
-def claim(specs: list[HostSpec], asks_password: bool, push_bytes: int) -> dict[str, Opened]:
+def claim(specs: list[HostSpec], asks_password: bool, push_bytes: int, config: Config) -> dict[str, Opened]:
     """The connections opened early for exactly these hosts (empty when there are none or they do not match;
-    those are closed). Keeps this run's plan, with this push's size, for the next run."""
+    those are closed). Keeps this run's plan, with this push's size, for the next run: under the key of the
+    config bytes that were validated (`config`), which differs from the early key when the file was saved
+    in between."""
     if not _started:
         return {}
     started = _started.pop()
@@ -210,10 +209,12 @@ def claim(specs: list[HostSpec], asks_password: bool, push_bytes: int) -> dict[s
             thread.join()
     else:
         _close(started)
-    if not asks_password and fresh != started.plan:  # a run that asks for a sudo password never starts early
-        from specops.cli.early_plan import remember
+    if not asks_password:  # a run that asks for a sudo password never starts early
+        from specops.cli.early_plan import plan_key, remember
 
-        remember(started.key, fresh)
+        key = plan_key(config.path, started.names, COMMAND, config.digest)
+        if key is not None and (key != started.key or fresh != started.plan):
+            remember(key, fresh)
     return started.opened if matches else {}
 
 

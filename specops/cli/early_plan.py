@@ -10,7 +10,14 @@ while the hosts run the probe.
 Nothing is trusted blindly: the key hashes the config file's bytes and path, the profiles' files, the names
 asked for, this Python and specops's own config, probe and doctor code (their file sizes and times); the parsed
 command validates the config as always and claims the early connections only when the plan it derives is
-exactly the one that connected (specops/cli/early.py). An unreadable, corrupt or foreign plan file is ignored.
+exactly the one that connected (specops/cli/early.py). A plan is filed under the key of the config bytes the
+loader validated (Config.digest), so a config saved between two reads cannot file one version's hosts under
+the other's key.
+
+The plan names the hosts connected to and the interpreter started on them before the config is validated, so
+it is a private file (specops/localdirs.py): used only when its folder and file are this user's alone and its
+tag matches, and only when every value passes specops.toml's own checks (specops/cli/early_checks.py). Any other
+plan is ignored (with a one-line warning when it is unsafe): the command validates first and connects as usual.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
-from specops.localdirs import cache_root
+from specops.localdirs import cache_root, read_private, warn, write_private
 
 if TYPE_CHECKING:
     from specops.doctor.runner import DoctorTarget
@@ -40,16 +47,19 @@ def plan_dir() -> Path:
     return cache_root() / "doctor-plans"
 
 
-def plan_key(config_path: Path | None, names: Iterable[str], command: str = "doctor") -> str | None:
+def plan_key(
+    config_path: Path | None, names: Iterable[str], command: str = "doctor", config_digest: bytes | None = None
+) -> str | None:
     """The key of this command line's plan (`command`: whose plan, a doctor's or a deploy's); None when the config
-    cannot be found (the parsed command says why)."""
+    cannot be found (the parsed command says why). `config_digest`: the SHA-256 of the config bytes a loader
+    validated (Config.digest), used instead of reading the file again."""
     from specops.config.locate import find_config
     from specops.errors import SpecopsError
 
     try:
         path = find_config(config_path, Path.cwd(), os.environ).resolve()
         digest = hashlib.sha256(f"{PLAN_SCHEMA}\0{sys.version}\0{path}\0".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        digest.update(config_digest or hashlib.sha256(path.read_bytes()).digest())
         for folder in _profile_folders(path):
             for file in sorted(folder.glob("*.toml")):
                 digest.update(f"{file.name}\0".encode() + hashlib.sha256(file.read_bytes()).digest())
@@ -97,45 +107,37 @@ def records(targets: Iterable[DoctorTarget]) -> list[dict[str, Any]]:
     return found
 
 
-def recall(key: str, is_record: Callable[[object], bool] | None = None) -> list[dict[str, Any]] | None:
-    """The plan stored under `key`, or None (none, unreadable, or not one this version wrote); `is_record`
-    judges each host's record (default: a doctor's)."""
-    valid = _is_record if is_record is None else is_record
-    with contextlib.suppress(OSError, ValueError):
-        data = json.loads((plan_dir() / f"{key}.json").read_text(encoding="utf-8"))
+def recall(key: str, check: Callable[[object], None] | None = None) -> list[dict[str, Any]] | None:
+    """The plan stored under `key`, or None (none, unreadable, untrusted, or not one this version wrote); `check`
+    raises ValueError for a host's record that specops.toml's rules refuse (default: a doctor's)."""
+    from specops.cli.early_checks import doctor_record
+
+    folder = plan_dir()
+    kept = read_private(folder, f"{key}.json")
+    with contextlib.suppress(ValueError):
+        data = json.loads(kept) if kept is not None else None
         plan = data.get("hosts") if isinstance(data, dict) and data.get("schema") == PLAN_SCHEMA else None
-        if isinstance(plan, list) and plan and all(valid(record) for record in plan):
-            return plan
+        if isinstance(plan, list) and plan:
+            return _checked(plan, check or doctor_record, folder / f"{key}.json")
     return None
 
 
-def _is_record(record: object) -> bool:
-    return has_fields(record, ("name", "ssh", "python"), ("jump", "sudo_as")) and isinstance(
-        record.get("request"), Mapping
-    )
-
-
-def has_fields(record: object, texts: Iterable[str], optional_texts: Iterable[str]) -> TypeGuard[Mapping[str, Any]]:
-    """Whether `record` is a mapping with a string under each of `texts` and None or a string under the others."""
-    if not isinstance(record, Mapping):
-        return False
-    present = all(isinstance(record.get(key), str) for key in texts)
-    return present and all(record.get(key) is None or isinstance(record.get(key), str) for key in optional_texts)
+def _checked(plan: list[Any], check: Callable[[object], None], path: Path) -> list[dict[str, Any]] | None:
+    """The plan when every record passes `check`, else None with a one-line warning naming the value."""
+    for index, record in enumerate(plan):
+        try:
+            check(record)
+        except ValueError as error:
+            warn(f"ignored connection plan {path}: hosts[{index}].{error}")
+            return None
+    return plan
 
 
 def remember(key: str, plan: list[dict[str, Any]]) -> None:
-    """Keep `plan` for the next run (written whole or not at all, in a folder only this user reads: it names
-    hosts and paths); the oldest plans beyond KEEP_PLANS go. A failure only costs the next run its head start."""
-    with contextlib.suppress(OSError):
-        folder = plan_dir()
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = folder / f"{key}.json"
-        temporary = folder / f".{key}.{os.getpid()}"
-        temporary.write_text(json.dumps({"schema": PLAN_SCHEMA, "hosts": plan}, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, path)
-        plans = sorted(folder.glob("*.json"), key=lambda entry: entry.stat().st_mtime)
-        for old in plans[:-KEEP_PLANS]:
-            old.unlink()
+    """Keep `plan` for the next run (a private file: it names hosts and paths); the oldest plans beyond KEEP_PLANS
+    go. A failure only costs the next run its head start."""
+    data = json.dumps({"schema": PLAN_SCHEMA, "hosts": plan}, sort_keys=True).encode("utf-8")
+    write_private(plan_dir(), f"{key}.json", data, siblings="*.json", keep=KEEP_PLANS)
 
 
 def forget(key: str) -> None:

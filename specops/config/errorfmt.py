@@ -67,11 +67,20 @@ def toml_line(source: str, error: Exception) -> str:
 def read_toml_file(path: Path, source: str) -> dict[str, Any]:
     """A TOML file as a dict, or one `source: ...` line in a ConfigError for every way reading it can fail:
     bad syntax, bytes that are not UTF-8 (a binary file), a folder, no permission, nesting too deep to parse."""
+    return read_toml_digest(path, source)[0]
+
+
+def read_toml_digest(path: Path, source: str) -> tuple[dict[str, Any], bytes]:
+    """`read_toml_file` and the SHA-256 digest of the very bytes parsed: what was validated is what a
+    remembered connection plan is filed under (specops/cli/early_plan.py), never a second read of the file."""
+    import hashlib
+
     from specops.errors import ConfigError
 
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            data = handle.read()
+        return tomllib.loads(data.decode("utf-8")), hashlib.sha256(data).digest()
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([toml_line(source, exc)]) from None
     except UnicodeDecodeError as exc:

@@ -8,172 +8,34 @@ config is loaded is the only way to guarantee nothing is injected later, so ever
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from typing import Annotated
 
 from pydantic import AfterValidator
 
-# C0 controls, DEL, C1 controls (U+0085 NEL among them) and the Unicode line and paragraph separators: each is
-# a line break to something (Python's splitlines, an editor, a terminal) or a terminal command.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_PATH = re.compile(r"/[A-Za-z0-9_.+@=,:/-]*")
-_HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
-_SSH_TARGET = re.compile(
-    r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*@)?(?:[A-Za-z0-9][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
+from specops.config.values import (
+    abs_path,
+    env_name,
+    gpu_list,
+    jump_hosts,
+    listen_address,
+    local_path,
+    model_ref,
+    no_control,
+    posix_name,
+    service_name,
+    ssh_target,
+    valid_name,
 )
-MAX_PATH = 4096  # PATH_MAX on Linux
-# Units a deploy must never overwrite or restart: the ones that keep a host reachable and running.
-SYSTEM_UNITS = frozenset(
-    {
-        "ssh", "sshd", "dbus", "dbus-broker", "cron", "crond", "rsyslog", "syslog", "networking", "network",
-        "NetworkManager", "polkit", "udev", "getty", "serial-getty", "user", "init", "nvidia-persistenced",
-        "nvidia-fabricmanager", "docker", "containerd", "kubelet", "chronyd", "chrony", "ntp", "auditd",
-    }
-)  # fmt: skip
-SYSTEM_UNIT_PREFIXES = ("systemd-", "getty@", "user@", "sys-", "dev-")
-_GPU_LIST = re.compile(r"[0-9]{1,3}(?:,[0-9]{1,3})*")
-# systemd's strict user/group name rule (also what useradd accepts by default): no digits-only names (a UID),
-# no '$', '@', '.', ':' or spaces, at most 31 characters
-_POSIX_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,30}")
 
-
-def _no_control(value: str) -> str:
-    match = _CONTROL.search(value)
-    if match:
-        raise ValueError(
-            f"contains a control character ({match.group()!r}); newlines, NUL and other control "
-            "characters could inject into a shell command or a unit file"
-        )
-    return value
-
-
-def _name(value: str) -> str:
-    _no_control(value)
-    if not _NAME.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a valid name: use letters, digits, '.', '_' and '-', starting with a letter "
-            "or digit, at most 64 characters"
-        )
-    return value
-
-
-def _service_name(value: str) -> str:
-    _name(value)
-    if value.endswith(".service"):
-        raise ValueError(f"{value!r}: give the unit name without '.service'")
-    if value in SYSTEM_UNITS or value.startswith(SYSTEM_UNIT_PREFIXES):
-        raise ValueError(
-            f"{value!r} is a system service: a deploy would overwrite and restart it (for 'ssh', the host "
-            "would drop off the network). Name the engine's own unit, e.g. 'sglang'"
-        )
-    return value
-
-
-def _abs_path(value: str) -> str:
-    _no_control(value)
-    if len(value) > MAX_PATH:
-        raise ValueError(f"a path of {len(value)} characters is longer than any host accepts ({MAX_PATH})")
-    if not _PATH.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not an absolute path specops can quote safely: it must start with '/' and use only "
-            "letters, digits and . _ + @ = , : / -"
-        )
-    if "/../" in value + "/" or value.endswith("/.."):
-        raise ValueError(f"{value!r} contains '..'; give the real path")
-    return value
-
-
-def _local_path(value: str) -> str:
-    """A path on THIS machine (a build, a patch): relative to specops.toml's folder, or absolute, or `~/...`."""
-    _no_control(value)
-    if not value.strip():
-        raise ValueError("an empty path; name a file or folder (relative to specops.toml's folder, or absolute)")
-    if len(value) > MAX_PATH:
-        raise ValueError(f"a path of {len(value)} characters is longer than this machine accepts ({MAX_PATH})")
-    return value
-
-
-def _model_ref(value: str) -> str:
-    if value.startswith("/"):
-        return _abs_path(value)
-    _no_control(value)
-    if not _HF_REPO.fullmatch(value):
-        raise ValueError(f"{value!r} is neither an absolute path nor a Hugging Face repo id like 'org/name'")
-    return value
-
-
-def _env_name(value: str) -> str:
-    _no_control(value)
-    if not _ENV_NAME.fullmatch(value):
-        raise ValueError(f"{value!r} is not a valid environment variable name (letters, digits, '_')")
-    return value
-
-
-def _ssh_target(value: str) -> str:
-    _no_control(value)
-    if value.startswith("-"):
-        raise ValueError(f"{value!r} starts with '-' and would be read as an ssh option")
-    if not _SSH_TARGET.fullmatch(value):
-        raise ValueError(f"{value!r} is not an ssh alias or user@host[:port]")
-    port = value.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in value.rsplit("]", 1)[-1] else None
-    if port is not None and not 1 <= int(port) <= 65535:
-        raise ValueError(f"{value!r}: port {int(port)} is outside 1-65535")
-    return value
-
-
-def _jump(value: str) -> str:
-    """ProxyJump's syntax: `none`, or hops `[user@]host[:port]` (aliases of ~/.ssh/config) separated by commas."""
-    if value.strip().lower() == "none":
-        return "none"
-    hops = [hop.strip().removeprefix("ssh://") for hop in value.split(",")]
-    for hop in hops:
-        _ssh_target(hop)
-    return ",".join(hops)
-
-
-def _gpu_list(value: str) -> str:
-    if not _GPU_LIST.fullmatch(value):
-        raise ValueError(f"{value!r} is not a GPU index list like '0' or '0,1,2,3'")
-    indexes = value.split(",")
-    repeated = sorted({index for index in indexes if indexes.count(index) > 1}, key=int)
-    if repeated:
-        raise ValueError(f"{value!r} lists GPU {', '.join(repeated)} more than once")
-    return value
-
-
-def _listen_address(value: str) -> str:
-    """--host must be an address: a name or "" would make SGLang bind where specops does not look."""
-    _no_control(value)
-    try:
-        return str(ipaddress.ip_address(value))
-    except ValueError:
-        raise ValueError(f"{value!r} is not an IP address (e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
-
-
-def _posix_name(value: str) -> str:
-    """A user or group name as it goes into User=/Group=/SupplementaryGroups=, `getent` and `sudo -u NAME`: never
-    something sudo reads as an option (`-s`), a uid (`#0`) or a group (`%wheel`)."""
-    _no_control(value)
-    if not _POSIX_NAME.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a user or group name: use letters, digits, '_' and '-', starting with a letter or "
-            "'_', at most 31 characters"
-        )
-    return value
-
-
-PlainText = Annotated[str, AfterValidator(_no_control)]
-Name = Annotated[str, AfterValidator(_name)]
-ServiceName = Annotated[str, AfterValidator(_service_name)]
-AbsPath = Annotated[str, AfterValidator(_abs_path)]
-ModelRef = Annotated[str, AfterValidator(_model_ref)]
-LocalPath = Annotated[str, AfterValidator(_local_path)]
-EnvName = Annotated[str, AfterValidator(_env_name)]
-SshTarget = Annotated[str, AfterValidator(_ssh_target)]
-JumpHosts = Annotated[str, AfterValidator(_jump)]
-GpuList = Annotated[str, AfterValidator(_gpu_list)]
-ListenAddress = Annotated[str, AfterValidator(_listen_address)]
-PosixName = Annotated[str, AfterValidator(_posix_name)]
+PlainText = Annotated[str, AfterValidator(no_control)]
+Name = Annotated[str, AfterValidator(valid_name)]
+ServiceName = Annotated[str, AfterValidator(service_name)]
+AbsPath = Annotated[str, AfterValidator(abs_path)]
+ModelRef = Annotated[str, AfterValidator(model_ref)]
+LocalPath = Annotated[str, AfterValidator(local_path)]
+EnvName = Annotated[str, AfterValidator(env_name)]
+SshTarget = Annotated[str, AfterValidator(ssh_target)]
+JumpHosts = Annotated[str, AfterValidator(jump_hosts)]
+GpuList = Annotated[str, AfterValidator(gpu_list)]
+ListenAddress = Annotated[str, AfterValidator(listen_address)]
+PosixName = Annotated[str, AfterValidator(posix_name)]

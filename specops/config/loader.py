@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specops.config.errorfmt import display_path, read_toml_file, validation_lines
+from specops.config.errorfmt import display_path, read_toml_digest, validation_lines
 from specops.config.inventory import HostSettings, HostSpec, Inventory
 from specops.config.locate import find_config
 from specops.config.profile import Profile
@@ -42,6 +42,7 @@ class Config:
     inventory: Inventory
     profiles: dict[str, LoadedProfile]
     own_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)  # keys a host's table sets itself
+    digest: bytes = b""  # SHA-256 of the specops.toml bytes validated here (a remembered plan's key)
 
     @property
     def secrets_path(self) -> Path | None:
@@ -122,7 +123,7 @@ def _overridden(override: Mapping[str, Any], path: str) -> bool:
 def load_config(path: Path, cwd: Path) -> Config:
     """Parse and validate the inventory and the profiles; all errors in one ConfigError."""
     display = display_path(path, cwd)
-    raw = read_toml_file(path, display)
+    raw, digest = read_toml_digest(path, display)
     profiles, failed_profiles, lines = load_profiles(path.parent / "profiles", cwd)
     lines += _unknown_top_keys(raw, display)
     defaults = _validate_defaults(raw.get("defaults", {}), display, lines)
@@ -140,7 +141,7 @@ def load_config(path: Path, cwd: Path) -> Config:
     except ValidationError as exc:
         raise ConfigError(validation_lines(display, [], exc, Inventory)) from None
     own = _own_keys(raw.get("hosts"))
-    config = Config(path=path, display=display, inventory=inventory, profiles=profiles, own_keys=own)
+    config = Config(path=path, display=display, inventory=inventory, profiles=profiles, own_keys=own, digest=digest)
     use_secrets_file(config.secrets_path)  # where the engine client finds an api_key_secret's value
     return config
 

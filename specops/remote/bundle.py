@@ -14,7 +14,6 @@ import ast
 import contextlib
 import hashlib
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -23,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from specops.localdirs import cache_root
+from specops.localdirs import cache_root, read_private, write_private
 
 REMOTE_PACKAGE = "specops.remote.probe"
 RELEASE_PACKAGE = "specops.remote.release"
@@ -200,8 +199,10 @@ class _WireTransformer(ast.NodeTransformer):
 # The built scripts, kept on this machine by the hash of everything that shapes them. Building the release
 # script parses and unparses six modules (~70 ms) and the probe ~40 ms, on every command, while the sources
 # change only with specops itself. The key hashes every source file, this bundler's own code and the Python
-# version (ast.unparse may differ between versions), so a cached text is exactly what a fresh build would give;
-# a missing, unreadable or unwritable cache only costs the build.
+# version (ast.unparse may differ between versions), so a cached text is exactly what a fresh build would give.
+# The text runs as root on every host, so it is a private file (specops/localdirs.py): used only when the folder
+# and file are this user's alone and its tag, made with this user's key when specops built it, matches; else it
+# is built again (a one-line warning says why). A missing, unreadable or unwritable cache only costs the build.
 
 
 def bundle_cache_dir() -> Path:
@@ -219,22 +220,11 @@ def bundle_key(kind: str, sources: Iterable[bytes]) -> str:
 
 def cached_text(kind: str, sources: Iterable[bytes], build: Callable[[], str]) -> str:
     """The cached text for these sources, else `build()` (then kept for the next command)."""
-    path = bundle_cache_dir() / f"{kind}-{bundle_key(kind, sources)}.py"
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        return path.read_text(encoding="utf-8")
+    name = f"{kind}-{bundle_key(kind, sources)}.py"
+    with contextlib.suppress(UnicodeDecodeError):
+        kept = read_private(bundle_cache_dir(), name)
+        if kept is not None:
+            return kept.decode("utf-8")
     text = build()
-    with contextlib.suppress(OSError):
-        _store(path, text)
+    write_private(bundle_cache_dir(), name, text.encode("utf-8"), siblings=f"{kind}-*.py", keep=KEEP_PER_KIND)
     return text
-
-
-def _store(path: Path, text: str) -> None:
-    """Written whole or not at all (a rename), in a folder only this user can write: the text runs on hosts."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-    kind = path.name.split("-", 1)[0]
-    siblings = sorted(path.parent.glob(f"{kind}-*.py"), key=lambda entry: entry.stat().st_mtime)
-    for old in siblings[:-KEEP_PER_KIND]:
-        old.unlink()

@@ -8,6 +8,7 @@ often, and what the operator sees."""
 from __future__ import annotations
 
 import json
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 from specops.cli import early_deploy, early_plan
 from specops.errors import ConnectError, ExitCode
+from tests.unit.cli.test_doctor_plan import saved_after_first_key, store, stored
 from tests.unit.cli.test_doctor_startup import run_entry
 from tests.unit.conftest import VALID_HOST
 
@@ -95,7 +97,7 @@ def test_the_second_deploy_connects_once_from_the_plan_and_reports_the_same(
     first = deploy(monkeypatch, capsys, build, "llm-two")
     assert connects == [("HostSpec", "llm-two", "root@llm-two")]
     [plan] = plans()
-    record = json.loads(plan.read_text())["hosts"][0]
+    record = stored(plan)["hosts"][0]
     assert (record["python"], record["service_dir"]) == ("/opt/venv/bin/python", "/opt/specops/sglang")
     again = deploy(monkeypatch, capsys, build, "llm-two")
     assert connects[1:] == [("PlainReach", "llm-two", "root@llm-two")]  # once: the parsed command claimed it
@@ -129,13 +131,13 @@ def test_a_plan_that_does_not_match_the_validated_config_is_closed_and_replaced(
     write_config(VALID_HOST)
     deploy(monkeypatch, capsys, build, "llm-two")
     [plan] = plans()
-    data = json.loads(plan.read_text())
+    data = stored(plan)
     data["hosts"][0]["ssh"] = "root@somewhere-else"
-    plan.write_text(json.dumps(data))
+    store(plan, data)
     outcome = deploy(monkeypatch, capsys, build, "llm-two")
     assert connects[1:] == [("PlainReach", "llm-two", "root@somewhere-else"), ("HostSpec", "llm-two", "root@llm-two")]
     assert "connection refused to root@llm-two " in outcome
-    assert json.loads(plan.read_text())["hosts"][0]["ssh"] == "root@llm-two"  # the next run starts from this
+    assert stored(plan)["hosts"][0]["ssh"] == "root@llm-two"  # the next run starts from this
     deploy(monkeypatch, capsys, build, "llm-two")
     assert connects[-1] == ("PlainReach", "llm-two", "root@llm-two")
 
@@ -238,3 +240,92 @@ def test_a_deploy_without_build_option_starts_from_the_same_plan_when_the_config
     assert (code, out) == (ExitCode.USAGE, "")
     assert err.startswith("error: no build to deploy") and "hint: pass --build PATH" in err
     assert connects[2:] == [("HostSpec", "llm-two", "root@llm-two"), ("PlainReach", "llm-two", "root@llm-two")]
+
+
+# --- attacks on the plan file: a deploy's plan starts the interpreter it names, as the sudo user, on the host it
+# names, before the config is validated; only a plan this specops wrote for this user, with valid values, may
+
+
+@pytest.fixture
+def remembered(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], write_config: Any, connects: Seen, build: Path
+) -> Path:
+    """The plan a first deploy of VALID_HOST kept."""
+    write_config(VALID_HOST)
+    deploy(monkeypatch, capsys, build, "llm-two")
+    [plan] = plans()
+    return plan
+
+
+def again(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], build: Path) -> list[str]:
+    """The same deploy again: its warning lines."""
+    code, _, err = run_entry(monkeypatch, capsys, "deploy", "llm-two", "--build", str(build), "--json")
+    assert code == ExitCode.UNREACHABLE and "Traceback" not in err
+    return [line for line in err.splitlines() if line.startswith("warning:")]
+
+
+def test_a_plan_edited_by_someone_else_starts_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    connects: Seen,
+    build: Path,
+    remembered: Path,
+) -> None:
+    plan = remembered
+    data = stored(plan)
+    data["hosts"][0].update(python="/tmp/evil", ssh="root@somewhere-else")
+    plan.write_text(json.dumps(data))
+    warnings = again(monkeypatch, capsys, build)
+    assert connects == [("HostSpec", "llm-two", "root@llm-two")] * 2
+    assert warnings == [
+        f"warning: ignored cached file {plan} was not written by specops for you (its tag does not match)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "refused"),
+    [
+        ("ssh", "ops@other-host$(id):22", "hosts[0].ssh: 'ops@other-host$(id):22' is not an ssh alias"),
+        ("python", "python3 -c evil", "hosts[0].python: 'python3 -c evil' is not an absolute path"),
+        ("service_dir", "/opt/../etc", "hosts[0].service_dir: '/opt/../etc' contains '..'"),
+        ("sudo_as", "-s", "hosts[0].sudo_as: '-s' is not a user or group name"),
+        ("push_bytes", -1, "hosts[0].push_bytes: -1 is not a byte count"),
+    ],
+)
+def test_a_plan_value_specops_toml_would_refuse_starts_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    connects: Seen,
+    build: Path,
+    remembered: Path,
+    key: str,
+    value: object,
+    refused: str,
+) -> None:
+    """Even with a valid tag, each value goes through specops.toml's rules before anything connects."""
+    plan = remembered
+    data = stored(plan)
+    data["hosts"][0][key] = value
+    store(plan, data)
+    warnings = again(monkeypatch, capsys, build)
+    assert connects == [("HostSpec", "llm-two", "root@llm-two")] * 2
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: ignored connection plan {plan}: {refused}")
+
+
+def test_the_deploy_plan_is_private_and_filed_under_the_validated_config(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    write_config: Any,
+    connects: Seen,
+    build: Path,
+) -> None:
+    """The config is saved (version B) after the early key was computed from version A: B's hosts are filed
+    under B's key (0600, in a 0700 folder), and the next deploy of version A never connects early to B's host."""
+    path = write_config(VALID_HOST)
+    with saved_after_first_key(path, VALID_HOST.replace("root@llm-two", "root@llm-two-b")):
+        deploy(monkeypatch, capsys, build, "llm-two")
+    [plan] = plans()
+    assert (stat.S_IMODE(plan.parent.stat().st_mode), stat.S_IMODE(plan.stat().st_mode)) == (0o700, 0o600)
+    write_config(VALID_HOST)  # version A again
+    again(monkeypatch, capsys, build)
+    assert connects == [("HostSpec", "llm-two", "root@llm-two-b"), ("HostSpec", "llm-two", "root@llm-two")]

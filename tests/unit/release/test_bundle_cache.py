@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from specops.commands.release import plain_session_argv
 from specops.remote import bundle
-from specops.remote.bundle import bundle_cache_dir, bundle_key
+from specops.remote.bundle import RELEASE_MODULES, RELEASE_PACKAGE, bundle_cache_dir, bundle_key
 
 
 @pytest.fixture
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the key that tags what specops built
     bundle.probe_source.cache_clear()
     bundle.release_script.cache_clear()
     yield tmp_path / "cache" / "specops" / "bundles"
@@ -88,3 +92,74 @@ def test_what_the_host_compiles_is_python_3_8_without_docstrings_or_typing(kind:
     assert {"typing", "collections.abc", "__future__"} & imported == set()
     assert [f.name for f in functions if f.returns is not None or ast.get_docstring(f) is not None] == []
     assert len(functions) > 40
+
+
+# --- attacks on the cache: the release script runs as root on every host, so only a text this specops built
+# for this user is ever sent
+
+EVIL = "import os; os.system('id > /tmp/pwned')\n"
+
+
+def sent_script() -> str:
+    """The script text a deploy sends (`python -IS -c TEXT`), as a new process would build or read it."""
+    bundle.release_script.cache_clear()
+    return plain_session_argv("/opt/venv/bin/python", "/opt/specops/sglang")[3]
+
+
+def release_file(folder: Path) -> Path:
+    return folder / f"release-{bundle_key('release', bundle._sources(RELEASE_PACKAGE, RELEASE_MODULES))}.py"
+
+
+def test_a_tampered_cached_release_script_is_never_sent(cache_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Someone rewrites the cached script in place (its owner and mode unchanged, as a restored CI cache or a
+    synced home folder would be): the tag no longer matches, the script is built again, and that is sent."""
+    fresh = sent_script()
+    cached = release_file(cache_home)
+    cached.write_text(EVIL)
+    assert sent_script() == fresh == bundle._build_release_script()
+    warning = capsys.readouterr().err
+    assert (
+        warning
+        == f"warning: ignored cached file {cached} was not written by specops for you (its tag does not match)\n"
+    )
+    assert EVIL not in cached.read_text()  # replaced by the rebuilt text
+
+
+def test_a_cache_folder_another_user_can_write_is_not_trusted(
+    cache_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pre-created 0777 bundles folder holding a script under the very name specops would look for."""
+    cache_home.mkdir(parents=True)
+    cache_home.chmod(0o777)
+    release_file(cache_home).write_text(EVIL)
+    assert sent_script() == bundle._build_release_script()
+    assert capsys.readouterr().err == (
+        f"warning: ignored cache folder {cache_home} is writable by other users (mode 777); "
+        f"run `chmod go-w {cache_home}`\n"
+    )
+    assert release_file(cache_home).read_text() == EVIL  # nothing written into a folder others can write
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_cache_folder_owned_by_another_user_is_not_trusted(cache_home: Path) -> None:
+    fresh = sent_script()
+    os.chown(cache_home, 65534, 65534)
+    os.chown(release_file(cache_home), 65534, 65534)
+    release_file(cache_home).write_text(EVIL)
+    assert sent_script() == fresh
+
+
+def test_a_symlink_in_the_cache_is_not_followed(cache_home: Path, tmp_path: Path) -> None:
+    fresh = sent_script()
+    elsewhere = tmp_path / "elsewhere.py"
+    release_file(cache_home).rename(elsewhere)
+    release_file(cache_home).symlink_to(elsewhere)
+    elsewhere.write_text(EVIL)
+    assert sent_script() == fresh
+    assert elsewhere.read_text() == EVIL  # the rebuilt text replaced the link, not the file it pointed to
+
+
+def test_the_cached_scripts_are_private_files(cache_home: Path) -> None:
+    sent_script()
+    assert stat.S_IMODE(cache_home.stat().st_mode) == 0o700
+    assert [stat.S_IMODE(path.stat().st_mode) for path in cache_home.iterdir()] == [0o600]
