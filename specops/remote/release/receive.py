@@ -109,10 +109,13 @@ def extract_python(stream: object, root: str, known: dict[tuple[int, int, int], 
 
 
 def present_files(root: str) -> set[str]:
+    """Every file and symlink under root. os.walk lists a symlink to a folder among the folders (and does not
+    follow it): it is an entry of the tree like any file, so it is counted here."""
     found: set[str] = set()
-    for folder, _dirs, files in os.walk(root):
+    for folder, dirs, files in os.walk(root):
         prefix = folder[len(root) + 1 :]
-        found.update(os.path.join(prefix, name) if prefix else name for name in files)
+        linked = [name for name in dirs if os.path.islink(os.path.join(folder, name))]
+        found.update(os.path.join(prefix, name) if prefix else name for name in [*files, *linked])
     return found
 
 

@@ -119,3 +119,22 @@ def test_a_received_release_whose_link_escapes_once_resolved_is_refused(
     with pytest.raises(Refused, match=r"refusing symlink 'sglang/y' -> 'x/x/../..': points outside"):
         receive.op_receive(str(tmp_path), "r-01", "", manifest["tree_hash"], extractor="python")
     assert os.listdir(tmp_path / "releases") == ["r-01"] and (tmp_path / "releases" / "r-01" / "unfinished").exists()
+
+
+@pytest.mark.parametrize("extractor", ["tar", "python"])
+def test_a_build_holding_a_symlink_to_a_folder_is_received_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extractor: str
+) -> None:
+    """A link to a folder inside the build (a package alias) is an entry of the tree like a file: the receive
+    finds it where the manifest says, with either extractor, and the release verifies."""
+    links = [("sglang/alias", "srt")]
+    files = {"sglang/srt/__init__.py": b"x = 1\n"}
+    entries: dict[str, dict[str, object]] = {name: {"link": target} for name, target in links}
+    data = files["sglang/srt/__init__.py"]
+    entries["sglang/srt/__init__.py"] = {"size": len(data), "mode": 0o644, "sha256": hashlib.sha256(data).hexdigest()}
+    lines = [tree_line(name, *manifest_entry(entry)) for name, entry in entries.items()]
+    manifest = {"schema": MANIFEST_SCHEMA, "id": "r-02", "tree_hash": tree_hash(lines), "files": entries}
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_tar(manifest, links, files))))
+    receive.op_receive(str(tmp_path), "r-02", "", manifest["tree_hash"], extractor=extractor)
+    release = tmp_path / "releases" / "r-02"
+    assert os.readlink(release / "sglang" / "alias") == "srt" and not (release / "unfinished").exists()
