@@ -121,9 +121,11 @@ def _engine_argv(scene: Scene) -> list[str]:
 
 
 def _orphan(scene: Scene, argv: list[str]) -> int:
-    """A process with the engine's command line left on GPU 0 in the serving release: the pid, once listed."""
+    """A process with the engine's command line left on GPU 0 in the serving release, with the unit's run in its
+    environment as systemd gives it to every process of the unit (a scheduler that escaped): the pid, once listed."""
     release = scene.host.exec(["readlink", "-f", f"{SERVICE_DIR}/current"]).stdout.decode().strip()
-    env = ["env", f"RELEASE={release}", f"HOLDERS={HOLDERS}"]
+    run = scene.host.exec(["systemctl", "show", "-p", "InvocationID", "--value", "sglang"]).stdout.decode().strip()
+    env = ["env", f"RELEASE={release}", f"HOLDERS={HOLDERS}", f"INVOCATION_ID={run}"]
     one_line = f"exec(bytes.fromhex('{ORPHAN.encode().hex()}'))"  # no newline or backslash in a /proc line
     scene.host.exec([*env, "/usr/bin/python3", "-c", one_line, *argv])
     deadline = time.monotonic() + 10
