@@ -67,7 +67,7 @@ def deploy(
     json_output: JsonOpt = False,
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
-    from specops.cli.early_deploy import claim
+    from specops.cli.early.deploy import claim
     from specops.deploy.connections import connect_all
     from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet

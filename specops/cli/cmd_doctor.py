@@ -80,7 +80,7 @@ def _examine(
 ) -> dict[str, HostReport]:
     """Connect first, load the rest while the hosts run the probe: Python's imports then cost the operator
     nothing they would not wait for anyway (the probe takes longer on the host than they do here)."""
-    from specops.cli.early import claim
+    from specops.cli.early.doctor import claim
     from specops.doctor.runner import Examination
 
     with claim(targets, deep) or Examination(targets, deep) as examination:

@@ -3,8 +3,8 @@
 A completion call happens on every Tab press; importing typer alone costs more than the whole answer may,
 so the request is answered from specops/cli/complete.py (tomllib and a table) and the app is never built.
 A plain `specops doctor NAME...` connects to its hosts before typer loads, and the CLI loads while the hosts
-run the probe (specops/cli/early.py); a plain deploy run before connects while the rest loads
-(specops/cli/early_deploy.py); a doctor, a deploy and a rollback also leave without tearing down every
+run the probe (specops/cli/early/doctor.py); a plain deploy run before connects while the rest loads
+(specops/cli/early/deploy.py); a doctor, a deploy and a rollback also leave without tearing down every
 loaded module.
 """
 
@@ -29,7 +29,8 @@ def entry() -> None:
         from specops.cli.complete import respond
 
         sys.exit(respond(os.environ))
-    from specops.cli import early, early_deploy
+    from specops.cli.early import deploy as early_deploy
+    from specops.cli.early import doctor as early
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # all end a command as Ctrl-C does
         signal.signal(signum, _on_signal)

@@ -1,4 +1,4 @@
-"""A deploy's remembered connection plan (specops/cli/early_deploy.py): the same deploy command line a second
+"""A deploy's remembered connection plan (specops/cli/early/deploy.py): the same deploy command line a second
 time connects from the plan while specops loads and the build is staged; a change to what shaped the plan, or
 a plan that does not match what the parsed command validates, means the deploy connects as it always did.
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from specops.cli import early_deploy, early_plan
+from specops.cli.early import deploy as early_deploy
+from specops.cli.early import plan as early_plan
 from specops.errors import ConnectError, ExitCode
 from tests.unit.cli.test_doctor_plan import saved_after_first_key, store, stored
 from tests.unit.cli.test_doctor_startup import run_entry

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import specops.cli.main
-from specops.cli import early
+from specops.cli.early import doctor as early
 from specops.cli.entry import entry
 from specops.errors import ConnectError, ExitCode
 from tests.unit.conftest import VALID_HOST

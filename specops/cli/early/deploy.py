@@ -4,7 +4,7 @@ Why: a deploy connects only after typer, pydantic and the config's models have l
 and the build is staged (patches applied, the tree hashed): 0.2-0.5 s of the operator's machine, and, on a real
 network, every round trip of TCP, key exchange and authentication came after it, and then the host's login
 shells for the deploy's two execs. The plan of the last run of the same command line (each host's name, `ssh`,
-`jump`, sudo user, `python`, service folder and last push size, kept by specops/cli/early_plan.py under a key
+`jump`, sudo user, `python`, service folder and last push size, kept by specops/cli/early/plan.py under a key
 made of the config's bytes, the profiles, the names and specops's own code) lets the console script connect
 first, in threads, and start the command conversation and the push session at once (host/prestart.py), so the
 host starts them while this process imports and stages.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specops.cli.early import split_root
+from specops.cli.early.doctor import split_root
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -113,8 +113,8 @@ def start(args: list[str]) -> bool:
     wanted = plain_deploy(args)
     if wanted is None:
         return False
-    from specops.cli import early_plan
-    from specops.cli.early_checks import deploy_record
+    from specops.cli.early import plan as early_plan
+    from specops.cli.early.checks import deploy_record
 
     key = early_plan.plan_key(wanted.config_path, wanted.names, command=COMMAND)
     if key is None:
@@ -210,7 +210,7 @@ def claim(specs: list[HostSpec], asks_password: bool, push_bytes: int, config: C
     else:
         _close(started)
     if not asks_password:  # a run that asks for a sudo password never starts early
-        from specops.cli.early_plan import plan_key, remember
+        from specops.cli.early.plan import plan_key, remember
 
         key = plan_key(config.path, started.names, COMMAND, config.digest)
         if key is not None and (key != started.key or fresh != started.plan):

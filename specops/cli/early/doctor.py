@@ -11,7 +11,7 @@ problem here (an invalid config, an unknown host) only means nothing is started:
 same problem again and reports it as it always does. A command line this module is unsure of is left alone.
 
 The same command line the next time does not wait for the config's models: the plan of the last run that
-validated exactly these inputs (specops/cli/early_plan.py) connects at once, and the parsed command claims those
+validated exactly these inputs (specops/cli/early/plan.py) connects at once, and the parsed command claims those
 connections only when the config it validates gives that same plan.
 """
 
@@ -81,7 +81,7 @@ def start(args: list[str]) -> bool:
     plan = plain_doctor(args)
     if plan is None:
         return False
-    from specops.cli import early_plan
+    from specops.cli.early import plan as early_plan
 
     key = early_plan.plan_key(plan.config_path, plan.names)
     remembered = early_plan.recall(key) if key is not None else None
@@ -120,7 +120,7 @@ def _start_from_config(plan: EarlyDoctor) -> bool:
     _started.append(_Started(targets, Examination(targets, deep=False)))
     # after the connections are under way: the next run starts from this plan, filed under the key of the
     # bytes just validated (not of an earlier read: the file may have been saved in between)
-    from specops.cli.early_plan import plan_key, records, remember
+    from specops.cli.early.plan import plan_key, records, remember
     from specops.errors import SpecopsError
 
     key = plan_key(config.path, plan.names, config_digest=config.digest)
@@ -145,7 +145,7 @@ def claim(targets: list[DoctorTarget], deep: bool) -> Examination | None:
             started.examination.adopt(targets)  # the checks see the validated hosts and profiles
         return started.examination
     if started.key is not None:  # a plan that no longer matches its inputs: the next run validates first
-        from specops.cli.early_plan import forget
+        from specops.cli.early.plan import forget
 
         forget(started.key)
     with started.examination:  # not what the command asks for: wait for it and drop it
@@ -157,7 +157,7 @@ def _matches(started: _Started, targets: list[DoctorTarget]) -> bool:
         return _same(started.targets, targets)
     import json
 
-    from specops.cli.early_plan import records
+    from specops.cli.early.plan import records
     from specops.errors import SpecopsError
 
     try:
