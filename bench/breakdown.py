@@ -29,13 +29,15 @@ DOCTOR_IMPORTS = (
     "specops.host.ssh, specops.probe.run, specops.config.loader; specops.doctor.registry.all_checks()"
 )
 CLI_IMPORT = "import specops.cli.main"
-# what a plain `doctor HOST` loads before its connection starts (specops/cli/early.py): the rest loads meanwhile;
-# the first time (validating the config), and again with the plan that first run kept (specops/cli/early_plan.py)
+# what a plain `doctor HOST` loads before its connection starts (specops/cli/early/doctor.py): the rest loads
+# meanwhile; the first time (validating the config), and again with the plan that first run kept
+# (specops/cli/early/plan.py)
 BEFORE_CONNECT_IMPORTS = (
-    "import specops.cli.early, specops.config.loader, specops.doctor.runner, specops.probe.run, specops.host.ssh"
+    "import specops.cli.early.doctor, specops.config.loader, specops.doctor.runner, specops.probe.run, specops.host.ssh"
 )
 BEFORE_CONNECT_FROM_PLAN = (
-    "import specops.cli.early, specops.cli.early_plan, specops.doctor.runner, specops.probe.run, specops.host.ssh"
+    "import specops.cli.early.doctor, specops.cli.early.plan, specops.doctor.runner, specops.probe.run, "
+    "specops.host.ssh"
 )
 BASHRC = "/root/.bashrc"
 

@@ -276,7 +276,7 @@ def test_a_doctor_connects_before_loading_its_parser_checks_or_output(tmp_path: 
 
 
 def test_the_same_doctor_again_connects_before_the_config_models_load(tmp_path: Path) -> None:
-    """The second identical run connects from the plan the first one validated (early_plan.py): pydantic and
+    """The second identical run connects from the plan the first one validated (cli/early/plan.py): pydantic and
     the config's models load while the host runs the probe, and the report is the same."""
     watched = ("pydantic", "specops.config.inventory", "specops.config.loader", *NOT_BEFORE_CONNECT)
     first = _doctor_imports(tmp_path, ["--json"], watched, NEVER_FOR_DOCTOR_JSON)
@@ -386,7 +386,7 @@ def test_a_json_deploy_loads_neither_the_live_view_nor_other_commands(tmp_path: 
 
 
 def test_the_same_deploy_again_connects_before_typer_or_the_config_models_load(tmp_path: Path) -> None:
-    """The second identical deploy connects from the plan the first one kept (cli/early_deploy.py): typer,
+    """The second identical deploy connects from the plan the first one kept (cli/early/deploy.py): typer,
     pydantic, the config's models and the deploy's own modules load while the host starts its commands."""
     config, build = _deploy_files(tmp_path)
     watched = ("typer", "pydantic", "specops.config.inventory", "specops.deploy.execute", "specops.cli.main")
@@ -394,7 +394,7 @@ def test_the_same_deploy_again_connects_before_typer_or_the_config_models_load(t
         config=str(config), extra=[], at_connect=watched, after=("rich",), build=str(build)
     )
     # the refused connection answers at once: wait for it in full, not 1 s, so a busy machine cannot reorder them
-    code = code.replace("from specops.cli.entry import entry", "import specops.cli.early_deploy as early_deploy\n"
+    code = code.replace("from specops.cli.entry import entry", "import specops.cli.early.deploy as early_deploy\n"
                         "early_deploy.WAIT_STARTED_S = 60.0\nfrom specops.cli.entry import entry")  # fmt: skip
     environ = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state")}
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=environ)

@@ -3,7 +3,8 @@
 The script is typer's (the same one `specops --install-completion` installs); it calls `specops` back with
 _SPECOPS_COMPLETE set, which specops/cli/complete.py answers without loading typer. That module needs the
 command tree as data: `python -m specops.cli.cmd_completion && ruff format specops/cli/completion_table.py`
-regenerates completion_table.py from this app, and a unit test fails when the two differ.
+regenerates completion_table.py from this app, and a unit test fails when the two differ. The same command
+regenerates the start-up path's grammar (specops/cli/early/grammar_table.py, by specops/cli/early/grammar.py).
 """
 
 from __future__ import annotations
@@ -99,5 +100,8 @@ def build_table() -> str:
 
 
 if __name__ == "__main__":
-    TABLE_FILE.write_text(build_table(), encoding="utf-8")
-    print(f"wrote {TABLE_FILE}")
+    from specops.cli.early import grammar
+
+    for path, text in ((TABLE_FILE, build_table()), (grammar.TABLE_FILE, grammar.build_table())):
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")

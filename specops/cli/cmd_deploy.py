@@ -67,7 +67,6 @@ def deploy(
     json_output: JsonOpt = False,
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
-    from specops.cli.early_deploy import claim
     from specops.deploy.connections import connect_all
     from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
@@ -95,7 +94,7 @@ def deploy(
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
         specs = [host_plan.target.host for host_plan in plan.hosts]
         asks_password = app_state.become_password is not None
-        early = claim(specs, asks_password, plan.staged.total_bytes, config)  # opened by the console script, if any
+        early = app_state.head_start.claim_connections(specs, asks_password, plan.staged.total_bytes, config)
         with (
             _summary_when_interrupted(len(plan.hosts) > 1 and not as_json),  # printed once the live view is gone
             deploy_reporter(as_json, app_state.verbose) as reporter,

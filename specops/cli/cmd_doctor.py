@@ -53,7 +53,7 @@ def doctor(
     targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
     if not local:
         targets = _inventory_targets(app_state, names or [], all_hosts, profile)
-    reports = _examine(targets, chosen, deep, as_json)
+    reports = _examine(app_state, targets, chosen, deep, as_json)
     drift = _drift_since_verified(app_state, targets, reports) if since_verified else {}
     if as_json:
         print_json({"hosts": {name: _report_json(report, drift.get(name)) for name, report in reports.items()}})
@@ -76,14 +76,15 @@ def _chosen_checks(only: str | None) -> list[CheckSpec] | None:
 
 
 def _examine(
-    targets: list[DoctorTarget], chosen: list[CheckSpec] | None, deep: bool, as_json: bool
+    app_state: AppState, targets: list[DoctorTarget], chosen: list[CheckSpec] | None, deep: bool, as_json: bool
 ) -> dict[str, HostReport]:
-    """Connect first, load the rest while the hosts run the probe: Python's imports then cost the operator
-    nothing they would not wait for anyway (the probe takes longer on the host than they do here)."""
-    from specops.cli.early import claim
+    """Connect first (or take the connections the console script started), load the rest while the hosts run
+    the probe: Python's imports then cost the operator nothing they would not wait for anyway (the probe takes
+    longer on the host than they do here)."""
     from specops.doctor.runner import Examination
 
-    with claim(targets, deep) or Examination(targets, deep) as examination:
+    early = app_state.head_start.claim_examination(targets, deep)
+    with early or Examination(targets, deep) as examination:
         examination.wait_connected()
         from specops.doctor.registry import select
 

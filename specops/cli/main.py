@@ -19,6 +19,8 @@ from typing import Annotated
 import typer
 
 from specops import __version__
+from specops.cli.early.command_line import ROOT_VALUE_OPTIONS
+from specops.cli.early.start import HeadStart
 from specops.cli.entry import COMPLETE_VAR
 from specops.cli.options import JsonOpt
 from specops.cli.state import AppState
@@ -49,7 +51,6 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "diagnose": ("cmd_diagnose", "diagnose", False),
     "diff": ("cmd_diff", "diff", False),
 }
-ROOT_OPTIONS_WITH_VALUE = ("--config",)  # the root options whose next word is their value, not a command
 
 
 def build_app(only: str | None = None) -> typer.Typer:
@@ -85,7 +86,7 @@ def command_named(args: list[str]) -> str | None:
     for word in words:
         if word in ("--help", "--version", "--"):
             return None
-        if word in ROOT_OPTIONS_WITH_VALUE:
+        if word in ROOT_VALUE_OPTIONS:
             next(words, None)
         elif not word.startswith("-"):
             return word if word in COMMANDS else None
@@ -126,22 +127,25 @@ def root(
     ] = False,
 ) -> None:
     """Global options apply to every command."""
-    ctx.obj = AppState(config_path=config, json=json_output, debug=debug, verbose=verbose, color=not no_color)
+    head_start = ctx.obj if isinstance(ctx.obj, HeadStart) else HeadStart()  # from the console script, if any
+    ctx.obj = AppState(config_path=config, json=json_output, debug=debug, verbose=verbose, color=not no_color,
+                       head_start=head_start)  # fmt: skip
     if ask_become_pass and not ctx.resilient_parsing:
         from specops.cli.become_prompt import ask_become_password
 
         ctx.obj.become_password = ask_become_password()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; SpecopsError becomes a message + hint + exit code, never a traceback (unless --debug)."""
+def main(argv: list[str] | None = None, head_start: HeadStart | None = None) -> int:
+    """Run the CLI; SpecopsError becomes a message + hint + exit code, never a traceback (unless --debug).
+    `head_start`: what the console script started before typer loaded, for the command to claim."""
     args = sys.argv[1:] if argv is None else argv
     if os.environ.get(COMPLETE_VAR):  # the entry point answers before importing typer; tests come here
         from specops.cli.complete import respond
 
         return respond(os.environ)
     with no_color_if_asked(args):
-        return _run(args)
+        return _run(args, head_start)
 
 
 @contextmanager
@@ -158,11 +162,11 @@ def no_color_if_asked(args: list[str]) -> Iterator[None]:
         os.environ.pop("NO_COLOR", None)
 
 
-def _run(args: list[str]) -> int:
+def _run(args: list[str], head_start: HeadStart | None) -> int:
     debug = "--debug" in args
     as_json = "--json" in args
     try:
-        build_app(command_named(args))(args=args, prog_name="specops")
+        build_app(command_named(args))(args=args, prog_name="specops", obj=head_start)
     except SystemExit as exit_:
         if (unwound := _while_interrupted(exit_)) is not None:  # typer answers an interruption with exit 130
             return _interrupted(unwound, as_json)

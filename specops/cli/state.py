@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specops.cli.early.start import HeadStart
 from specops.host import ssh_opener
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class AppState:
     verbose: int = 0
     color: bool = True
     become_password: Secret | None = None  # --ask-become-pass: asked once per run, for every sudo host
+    head_start: HeadStart = field(default_factory=HeadStart)  # what the console script started before typer
 
     def load_config(self) -> Config:
         from specops.config.loader import load

@@ -72,7 +72,7 @@ def read_toml_file(path: Path, source: str) -> dict[str, Any]:
 
 def read_toml_digest(path: Path, source: str) -> tuple[dict[str, Any], bytes]:
     """`read_toml_file` and the SHA-256 digest of the very bytes parsed: what was validated is what a
-    remembered connection plan is filed under (specops/cli/early_plan.py), never a second read of the file."""
+    remembered connection plan is filed under (specops/cli/early/plan.py), never a second read of the file."""
     import hashlib
 
     from specops.errors import ConfigError

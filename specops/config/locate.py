@@ -1,5 +1,5 @@
 """Which specops.toml a command uses; without pydantic, so that a doctor can look for its cached connection
-plan (specops/cli/early_plan.py) before the config's models load."""
+plan (specops/cli/early/plan.py) before the config's models load."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The checks behind specops.toml's constrained values (specops/config/fields.py wraps each for pydantic), as
-plain functions without pydantic: a remembered connection plan (specops/cli/early_plan.py) is checked by the
+plain functions without pydantic: a remembered connection plan (specops/cli/early/plan.py) is checked by the
 same rules before anything connects, before pydantic has loaded.
 
 Each returns the value (possibly normalised) or raises ValueError saying what is wrong and how to fix it.

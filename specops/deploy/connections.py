@@ -120,7 +120,7 @@ def connect_all(
     specs: list[HostSpec], opener: Callable[[HostSpec], Opener], early: dict[str, Opened] | None = None
 ) -> Iterator[Connections]:
     """Open every host's connection in parallel; all are closed when the block ends. `early`: connections the
-    console script already opened for some of these hosts (specops/cli/early_deploy.py), taken as they are."""
+    console script already opened for some of these hosts (specops/cli/early/deploy.py), taken as they are."""
     connections = Connections()
     try:
         connections.opened.update(early or {})

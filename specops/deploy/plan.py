@@ -91,7 +91,7 @@ def make_plan(
     workdir: Path,
 ) -> DeployPlan:
     """Every host resolved and the build staged once (patches applied) before any host is used (a connection the
-    console script opened early from a remembered plan is only taken afterwards: specops/cli/early_deploy.py).
+    console script opened early from a remembered plan is only taken afterwards: specops/cli/early/deploy.py).
 
     `build`/`patches`: the command line's (None: not given), else what the config names (config/builds.py)."""
     specs = config.inventory.select(names)

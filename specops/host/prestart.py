@@ -2,7 +2,7 @@
 
 Why: every exec pays the host's login shell before its command runs (0.15-0.3 s where root's .bashrc runs pyenv
 or conda init, common on GPU hosts). A deploy knows from its last run the two long-lived commands it will start
-first (its command conversation and its push session, specops/cli/early_deploy.py), so it starts them as soon
+first (its command conversation and its push session, specops/cli/early/deploy.py), so it starts them as soon
 as it is connected: those login shells then run while this machine still loads specops and stages the build.
 
 A command is handed over only as it was asked for: the same words, no environment of its own, a host deadline

@@ -1,5 +1,5 @@
 """A deploy run again from the console script connects and starts its two commands while specops loads
-(specops/cli/early_deploy.py), and deploys exactly as the first run did, on a real test host.
+(specops/cli/early/deploy.py), and deploys exactly as the first run did, on a real test host.
 
 Each run is the real console script in a new interpreter; the harness only counts the early-started commands
 the deploy took over (host/prestart.py) and prints the count when the process exits."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specops.build.hashes import default_cache_file
-from specops.cli.early_plan import plan_dir
+from specops.cli.early.plan import plan_dir
 from specops.localdirs import read_private, write_private
 from specops.ops.audit import local_audit_path
 from specops.remote.bundle import bundle_cache_dir

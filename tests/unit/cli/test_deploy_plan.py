@@ -1,4 +1,4 @@
-"""A deploy's remembered connection plan (specops/cli/early_deploy.py): the same deploy command line a second
+"""A deploy's remembered connection plan (specops/cli/early/deploy.py): the same deploy command line a second
 time connects from the plan while specops loads and the build is staged; a change to what shaped the plan, or
 a plan that does not match what the parsed command validates, means the deploy connects as it always did.
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from specops.cli import early_deploy, early_plan
+from specops.cli.early import deploy as early_deploy
+from specops.cli.early import plan as early_plan
 from specops.errors import ConnectError, ExitCode
 from tests.unit.cli.test_doctor_plan import saved_after_first_key, store, stored
 from tests.unit.cli.test_doctor_startup import run_entry
@@ -64,7 +65,7 @@ def deploy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], 
 )  # fmt: skip
 def test_a_plain_deploy_command_line_is_recognised(args: list[str], names: list[str], lock_wait: float) -> None:
     plan = early_deploy.plain_deploy(args)
-    assert plan is not None and (plan.names, plan.lock_wait_s) == (names, lock_wait)
+    assert plan is not None and (plan.names, float(plan.values.get("lock_wait", 0))) == (names, lock_wait)
 
 
 @pytest.mark.parametrize(
@@ -200,11 +201,11 @@ def test_a_silent_host_connecting_early_does_not_hold_up_a_planning_error(
         seen.append("answered" if answer.is_set() else "gave up")
         raise ConnectError(f"{reach.name}: timed out (by the test)")
 
-    def limit_passes_while_connecting(limit_s: float | None = None) -> None:  # the 1 s limit, without the second
+    def limit_passes_while_connecting(_: Any, limit_s: float | None = None) -> None:  # the 1 s limit, not the second
         connecting.wait(30)
 
     monkeypatch.setattr("specops.host.ssh.connect", silent)
-    monkeypatch.setattr(early_deploy, "wait_started", limit_passes_while_connecting)
+    monkeypatch.setattr(early_deploy.EarlyConnections, "wait_started", limit_passes_while_connecting)
     patch = config_dir / "bad.patch"
     patch.write_text("--- a/sglang/missing.py\n+++ b/sglang/missing.py\n@@ -1 +1 @@\n-a\n+b\n")
     code, _, err = run_entry(monkeypatch, capsys, "deploy", "llm-two", "--build", str(build), "--patch", str(patch))

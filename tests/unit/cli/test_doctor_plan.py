@@ -1,4 +1,4 @@
-"""A plain doctor's remembered connection plan (specops/cli/early_plan.py): the same command line a second time
+"""A plain doctor's remembered connection plan (specops/cli/early/plan.py): the same command line a second time
 connects from the plan before the config's models load, and any change to what shaped the plan (the config,
 a profile, the names) means the config is validated first again. A plan that does not match what the parsed
 command validates is dropped, never used for the report.
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from specops.cli import early_plan
+from specops.cli.early import plan as early_plan
 from specops.errors import ExitCode
 from tests.unit.cli.test_doctor_startup import run_entry
 from tests.unit.conftest import VALID_HOST

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import specops.cli.main
-from specops.cli import early
+from specops.cli.early import doctor as early
+from specops.cli.early.start import HeadStart
 from specops.cli.entry import entry
 from specops.errors import ConnectError, ExitCode
 from tests.unit.conftest import VALID_HOST
@@ -51,7 +52,7 @@ def run_entry(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
         sys.exit(code)
 
     monkeypatch.setattr(sys, "argv", ["specops", *args])
-    monkeypatch.setattr("specops.cli.entry.exit_process", quick_exit)
+    monkeypatch.setattr("specops.cli.early.start.exit_process", quick_exit)
     capsys.readouterr()
     with pytest.raises(SystemExit) as exited:
         entry()
@@ -144,9 +145,10 @@ def test_an_early_examination_the_command_does_not_ask_for_is_dropped(
 ) -> None:
     """A config changed between the early start and the parsed command's own load: not claimed, waited for."""
     write_config(VALID_HOST)
-    assert early.start(["doctor", "llm-two"])
-    assert early.claim([], deep=False) is None
-    assert early.claim([], deep=False) is None  # nothing left running
+    head_start = HeadStart(doctor=early.start(["doctor", "llm-two"]))
+    assert head_start.doctor is not None
+    assert head_start.claim_examination([], deep=False) is None
+    assert head_start.claim_examination([], deep=False) is None  # nothing left running
     assert events == ["connect llm-two"]
 
 
@@ -174,11 +176,11 @@ def test_a_doctor_and_a_deploy_leave_quickly_other_commands_do_not(
 def test_ctrl_c_while_connecting_early_is_an_interrupted_run(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], write_config: Any, events: Events
 ) -> None:
-    def interrupted() -> None:
+    def interrupted(_: early.EarlyExamination) -> None:
         raise KeyboardInterrupt
 
     write_config(VALID_HOST)
-    monkeypatch.setattr(early, "wait_connected", interrupted)
+    monkeypatch.setattr(early.EarlyExamination, "wait_connected", interrupted)
     code, out, err = run_entry(monkeypatch, capsys, "doctor", "llm-two")
     assert code == ExitCode.INTERRUPTED
     assert (out, err) == ("", "quick exit\n")

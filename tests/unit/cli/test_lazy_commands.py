@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import typer.main
 
-from specops.cli.main import COMMANDS, ROOT_OPTIONS_WITH_VALUE, build_app, command_named
+from specops.cli.early.command_line import ROOT_VALUE_OPTIONS
+from specops.cli.main import COMMANDS, build_app, command_named
 from specops.errors import UsageError
 
 
@@ -48,7 +49,7 @@ def test_the_root_options_that_take_a_value_are_known() -> None:
     root = typer.main.get_command(build_app())
     taking_value = {opt for param in root.params if not getattr(param, "is_flag", True) and not getattr(param, "count", False)
                     for opt in param.opts}  # fmt: skip
-    assert taking_value == set(ROOT_OPTIONS_WITH_VALUE)
+    assert taking_value == ROOT_VALUE_OPTIONS
 
 
 @pytest.mark.parametrize(

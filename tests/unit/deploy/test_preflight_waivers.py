@@ -136,7 +136,7 @@ def test_an_unknown_skip_check_is_a_usage_error_before_anything_connects(world: 
 def test_a_deploy_with_skip_check_never_connects_before_its_ids_are_checked() -> None:
     """The console script's early start connects before typer parses; it does not know --skip-check, so a
     misspelt id is refused before any connection."""
-    from specops.cli.early_deploy import plain_deploy
+    from specops.cli.early.deploy import plain_deploy
 
     assert plain_deploy(["deploy", HOST, "--build", "b"]) is not None
     assert plain_deploy(["deploy", HOST, "--build", "b", "--skip-check", "gpu.drivr"]) is None

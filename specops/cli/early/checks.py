@@ -2,7 +2,7 @@
 connects: the plan file sits in a cache folder, and its values become an ssh destination, a `sudo -u` user and
 the interpreter started as that user on the host, before the parsed command has validated the config.
 
-Each check raises ValueError naming the value (`hosts[0].ssh: ...`); specops/cli/early_plan.py then ignores the
+Each check raises ValueError naming the value (`hosts[0].ssh: ...`); specops/cli/early/plan.py then ignores the
 whole plan with a one-line warning, and the command validates the config and connects as if there were none.
 """
 

@@ -10,13 +10,13 @@ while the hosts run the probe.
 Nothing is trusted blindly: the key hashes the config file's bytes and path, the profiles' files, the names
 asked for, this Python and specops's own config, probe and doctor code (their file sizes and times); the parsed
 command validates the config as always and claims the early connections only when the plan it derives is
-exactly the one that connected (specops/cli/early.py). A plan is filed under the key of the config bytes the
+exactly the one that connected (specops/cli/early/doctor.py). A plan is filed under the key of the config bytes the
 loader validated (Config.digest), so a config saved between two reads cannot file one version's hosts under
 the other's key.
 
 The plan names the hosts connected to and the interpreter started on them before the config is validated, so
 it is a private file (specops/localdirs.py): used only when its folder and file are this user's alone and its
-tag matches, and only when every value passes specops.toml's own checks (specops/cli/early_checks.py). Any other
+tag matches, and only when every value passes specops.toml's own checks (specops/cli/early/checks.py). Any other
 plan is ignored (with a one-line warning when it is unsafe): the command validates first and connects as usual.
 """
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 PLAN_SCHEMA = 1
 KEEP_PLANS = 8  # command lines remembered (a few hosts and groups an operator checks in turn)
 # specops's own code that shapes a plan: how the config is found and validated, the probe request, the opener
-CODE_FOLDERS = ("config", "probe", "doctor", "host", "cli")
+CODE_FOLDERS = ("config", "probe", "doctor", "host", "cli", "cli/early")
 
 
 def plan_dir() -> Path:
@@ -79,7 +79,7 @@ def _profile_folders(config: Path) -> list[Path]:
 def _code_identity() -> bytes:
     """Each code file's name, size and modification time: another specops (an upgrade, an edited checkout)
     makes another key."""
-    package = Path(__file__).resolve().parent.parent
+    package = Path(__file__).resolve().parents[2]
     parts = []
     for folder in CODE_FOLDERS:
         with os.scandir(package / folder) as entries:
@@ -110,7 +110,7 @@ def records(targets: Iterable[DoctorTarget]) -> list[dict[str, Any]]:
 def recall(key: str, check: Callable[[object], None] | None = None) -> list[dict[str, Any]] | None:
     """The plan stored under `key`, or None (none, unreadable, untrusted, or not one this version wrote); `check`
     raises ValueError for a host's record that specops.toml's rules refuse (default: a doctor's)."""
-    from specops.cli.early_checks import doctor_record
+    from specops.cli.early.checks import doctor_record
 
     folder = plan_dir()
     kept = read_private(folder, f"{key}.json")
