@@ -52,10 +52,12 @@ KNOWN_UPWARD = {
 }
 KNOWN_INTO_REMOTE = {
     ("specops/build/stage.py", "specops.remote.release.script"): "one tree-hash function for stage and host",
-    ("specops/commands/release.py", "specops.remote.release.script"): "the host script's MANIFEST and RELEASE_ID",
+    ("specops/build/hashes.py", "specops.remote.release.script"): "one file hasher for stage and host",
+    ("specops/commands/release.py", "specops.remote.release.script"): "the host script's MANIFEST name, release order",
     ("specops/ops/push_stream.py", "specops.remote.release.stream"): "one widen_pipe and PIPE_BYTES for both ends",
     ("specops/ops/release.py", "specops.remote.release.script"): "the host script's MANIFEST name",
-    ("specops/ops/hostdata.py", "specops.remote.release.hostdata"): "one table of host-data versions for both ends",
+    ("specops/commands/hostdata.py", "specops.remote.release.hostdata"): "one table of versions, one id rule",
+    ("specops/ops/audit.py", "specops.remote.release.hostdata"): "one audit-line writer for both ends",
 }
 REMOTE_ENTRY = "specops.remote.bundle"  # the one door into host-side code from the rest of specops
 

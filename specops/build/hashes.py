@@ -10,17 +10,16 @@ could otherwise go unseen.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
 from pathlib import Path
 
 from specops.localdirs import cache_root
+from specops.remote.release.script import file_sha256
 
 MAX_ENTRIES = 50_000
 RACY_WINDOW_S = 2.0
-CHUNK = 1 << 20
 
 
 def default_cache_file() -> Path:
@@ -46,7 +45,7 @@ class HashCache:
             self._used[key] = cached
             return cached
         self.misses += 1
-        digest = _hash_file(path)
+        digest = file_sha256(path)  # the host's own hasher: both ends hash a file the same way
         if time.time() - info.st_mtime_ns / 1e9 > RACY_WINDOW_S:
             self._used[key] = digest
         return digest
@@ -72,11 +71,3 @@ def _load(path: Path) -> dict[str, str]:
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
-
-
-def _hash_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()

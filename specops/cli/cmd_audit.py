@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +14,7 @@ from specops.cli.state import state
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
+    from specops.commands.audit_line import AuditLine
     from specops.config.inventory import HostSpec
     from specops.host.base import Host
 
@@ -37,16 +39,17 @@ def audit(
     single = one_host(config, names or [], all_hosts)
     if single is None:
 
-        def ask(host: Host, spec: HostSpec) -> tuple[dict[str, Any], ExitCode]:
-            return {"path": audit_log.host_audit_path(spec), "entries": audit_log.read(host, spec, lines)}, ExitCode.OK
+        def ask(host: Host, spec: HostSpec) -> tuple[HostLog, ExitCode]:
+            return HostLog(audit_log.host_audit_path(spec), audit_log.read(host, spec, lines)), ExitCode.OK
 
         readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
-        finish(readings, as_json, dict, ("WHEN", "WHO", "ACTION", "FROM → TO", "OUTCOME"), _latest_row)
+        finish(readings, as_json, HostLog.to_json, ("WHEN", "WHO", "ACTION", "FROM → TO", "OUTCOME"), _latest_row)
     spec = config.host(single)
     with app_state.connect(spec) as connected:
         entries = audit_log.read(connected, spec, lines)
     if as_json:
-        print_json({"host": spec.name, "path": audit_log.host_audit_path(spec), "entries": entries})
+        print_json({"host": spec.name, "path": audit_log.host_audit_path(spec),
+                    "entries": [entry.to_json() for entry in entries]})  # fmt: skip
         return
     if not entries:
         typer.echo(f"{spec.name}: no audit entries in {audit_log.host_audit_path(spec)}")
@@ -54,28 +57,38 @@ def audit(
     _print_table(entries)
 
 
-def _latest_row(found: dict[str, Any]) -> list[str]:
-    entries = found["entries"]
-    if not entries:
+@dataclass(frozen=True)
+class HostLog:
+    """One host's audit log as a fleet reading: where it is, its last entries."""
+
+    path: str
+    entries: list[AuditLine]
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "entries": [entry.to_json() for entry in self.entries]}
+
+
+def _latest_row(found: HostLog) -> list[str]:
+    if not found.entries:
         return ["-", "-", "(no entries)", "", ""]
-    return _cells(entries[-1])[:5]
+    return _cells(found.entries[-1])[:5]
 
 
-def _cells(entry: dict[str, Any]) -> list[str]:
-    if "unreadable" in entry:
-        return ["?", "?", "?", "", "unreadable", str(entry["unreadable"])]
-    forced = " (forced)" if entry.get("forced") else ""
+def _cells(entry: AuditLine) -> list[str]:
+    if entry.unreadable is not None:
+        return ["?", "?", "?", "", "unreadable", entry.unreadable]
+    forced = " (forced)" if entry.forced else ""
     return [
-        str(entry.get("when", "?")),
-        str(entry.get("who", "?")),
-        str(entry.get("action", "?")) + forced,
-        f"{entry.get('from') or '-'} → {entry.get('to') or '-'}",
-        str(entry.get("outcome", "?")),
-        str(entry.get("message", "")),
+        entry.when or "?",
+        entry.who or "?",
+        (entry.action or "?") + forced,
+        f"{entry.from_release or '-'} → {entry.to_release or '-'}",
+        entry.outcome or "?",
+        entry.message,
     ]
 
 
-def _print_table(entries: list[dict[str, Any]]) -> None:
+def _print_table(entries: list[AuditLine]) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from specops.cli.cmd_deploy import deploy_reporter, profile_resolver
-from specops.cli.options import JsonOpt, LockWaitOpt, OptionalHostArg, ReapOpt
+from specops.cli.options import JsonOpt, LockWaitOpt, OptionalHostArg, ReapOpt, check_release_option
 from specops.cli.output import print_json, print_raw
 from specops.cli.state import state
-from specops.errors import ExitCode, UsageError
+from specops.errors import ExitCode
 
 if TYPE_CHECKING:
     from specops.deploy.rollback_plan import RollbackPlan
@@ -47,7 +47,7 @@ def rollback(
     config = app_state.load_config()
     host = host or config.default_host("name the host: specops rollback HOST")
     if to is not None:
-        _check_release_id(to)  # before connecting or locking anything
+        check_release_option("--to", to)  # before connecting or locking anything
     if host in config.inventory.groups:
         from specops.cli.rollback_group import rollback_group
 
@@ -78,16 +78,3 @@ def _show_plan(plan: RollbackPlan, as_json: bool) -> None:
     else:
         print_raw("".join(f"{line}\n" for line in plan.lines()))
         print_raw("dry run: nothing was changed, no lock was taken\n")
-
-
-def _check_release_id(release_id: str) -> None:
-    from specops.commands.release import check_release_id
-
-    try:
-        check_release_id(release_id)
-    except ValueError:
-        raise UsageError(
-            f"--to {release_id!r} is not a release id",
-            hint="release ids look like 3f9c2a1b7d4e-a1b2c3 (a build id: its first 12 hex digits); "
-            "`specops releases HOST` lists them",
-        ) from None

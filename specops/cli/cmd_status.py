@@ -110,11 +110,12 @@ def _print_status(found: HostStatus, unit_name: str, as_json: bool) -> None:
             f"last smoke: {found.figures.get('tokens_per_s', '-')} tok/s, accept length "
             f"{found.figures.get('accept_length', '-')}"
         )
-    watch = found.watch or {}
-    if (watch.get("state") == "rolled-back" and watch.get("rolled_back_to") == found.current) or (
-        watch.get("state") in ("rollback-failed", "no-rollback", "cut-short") and watch.get("release") == found.current
+    watch = found.watch
+    if watch is not None and (
+        (watch.state == "rolled-back" and watch.rolled_back_to == found.current)
+        or (watch.state in ("rollback-failed", "no-rollback", "cut-short") and watch.release == found.current)
     ):
-        lines.append(f"[yellow]guard[/] ({watch.get('state')}): {escape(str(watch.get('reason')))}")
+        lines.append(f"[yellow]guard[/] ({watch.state}): {escape(str(watch.reason))}")
     lines += [f"[yellow]guard[/] {escape(note)}" for note in found.guard_notes]
     if found.drift is not None:
         changes = escape(", ".join(found.drift)) or "unchanged"
@@ -195,16 +196,6 @@ def _prune(app_state: AppState, single: str | None, as_json: bool) -> None:
         stdout_console().print(f"{spec.name}: removed {len(removed)} release(s): {', '.join(removed)}")
     else:
         stdout_console().print(f"{spec.name}: nothing to prune")
-
-
-def check_release_id(release_id: str) -> None:
-    from specops.commands.release import check_release_id
-
-    try:
-        check_release_id(release_id)
-    except ValueError:
-        raise UsageError(f"{release_id!r} is not a release id",
-                         hint="`specops releases HOST` lists the release ids") from None  # fmt: skip
 
 
 def _releases_json(found: HostStatus) -> dict[str, object]:

@@ -9,11 +9,11 @@ the sets are this machine's best knowledge; the command itself still checks the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from specops.commands.audit_line import AuditLine, parse_audit_line
+from specops.errors import HostDataTooNew
 from specops.localdirs import state_root
 
 VERIFIED_DEPLOYS = ("deployed", "unchanged", "started", "restarted")
@@ -31,9 +31,9 @@ class Known:
     entries: int = 0
     reasons: dict[str, str] = field(default_factory=dict)  # why a release was marked bad, where the log says
 
-    def replay(self, entry: Mapping[str, Any]) -> None:
-        action, outcome = entry.get("action"), entry.get("outcome")
-        before, after = _id(entry.get("from")), _id(entry.get("to"))
+    def replay(self, entry: AuditLine) -> None:
+        action, outcome = entry.action, entry.outcome
+        before, after = entry.from_release, entry.to_release
         self.entries += 1
         for name in (before, after):
             if name:
@@ -41,14 +41,13 @@ class Known:
                 self.seen.setdefault(name, self.entries)
         if action == "mark-bad" and after:
             self.bad.add(after)
-            self.reasons[after] = str(entry.get("message") or "marked bad by hand")
+            self.reasons[after] = entry.message or "marked bad by hand"
         elif action == "unmark-bad" and after:
             self.bad.discard(after)
         elif action == "deploy" and outcome in VERIFIED_DEPLOYS:
             self._serves(after, verified=True)
         elif action == "deploy" and outcome == "rolled-back":
-            back = entry.get("rollback")
-            self._leaves(after, _id(back.get("to")) if isinstance(back, dict) else before)
+            self._leaves(after, entry.rollback_to if isinstance(entry.record.get("rollback"), dict) else before)
         elif action == "deploy" and outcome == "failed":
             self._serves(after, verified=False)
         elif action == "rollback" and after:
@@ -88,10 +87,6 @@ class Known:
         return ordered + list(dict.fromkeys(builds))
 
 
-def _id(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def known_releases(host: str | None, environ: Mapping[str, str]) -> Known:
     """The host's releases as the local audit log knows them (all hosts' when no host was typed yet)."""
     known = Known()
@@ -99,12 +94,13 @@ def known_releases(host: str | None, environ: Mapping[str, str]) -> Known:
         lines = (state_root(environ) / "audit.jsonl").read_text(encoding="utf-8").splitlines()
     except OSError:
         return known
+    path = str(state_root(environ) / "audit.jsonl")
     for line in lines:
         try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and (host is None or entry.get("host") == host):
+            entry = parse_audit_line(line, path, "this machine")
+        except HostDataTooNew:
+            continue  # a newer specops's line: its fields may mean something else; completion only guesses
+        if entry.unreadable is None and (host is None or entry.host == host):
             known.replay(entry)
     return known
 

@@ -47,7 +47,8 @@ def check_release_option(flag: str, release_id: str | None, *aliases: str) -> No
     except ValueError:
         raise UsageError(
             f"{flag} {release_id!r} is not a release id",
-            hint="release ids look like 20261130T021407Z-3f9c2a1b7d4e; `specops releases HOST` lists them",
+            hint="release ids look like 3f9c2a1b7d4e-a1b2c3 (a build id: its first 12 hex digits) or, from older "
+            "deploys, 20261130T021407Z-3f9c2a1b7d4e; `specops releases HOST` lists them",
         ) from None
 
 

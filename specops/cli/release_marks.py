@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specops.cli.cmd_status import check_release_id
 from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.options import check_release_option
 from specops.cli.output import escape, print_json, stdout_console
 from specops.errors import ExitCode, UsageError
 
@@ -30,7 +30,7 @@ def change_mark(
         raise UsageError("--mark-bad and --unmark-bad: one of the two options",
                          hint="specops releases HOST|GROUP --mark-bad ID [--reason TEXT]")  # fmt: skip
     wanted = str(mark if mark is not None else unmark)
-    check_release_id(wanted)
+    check_release_option("--mark-bad" if mark is not None else "--unmark-bad", wanted)
     config = app_state.load_config()
 
     def change(host: Host, spec: HostSpec) -> tuple[ReleaseInfo, ExitCode]:
@@ -54,7 +54,7 @@ def change_mark(
 
 
 def _mark_json(info: ReleaseInfo) -> dict[str, object]:
-    return {"release": info.id, "build": info.build, "bad": info.bad}
+    return {"release": info.id, "build": info.build, "bad": info.bad.to_json() if info.bad else None}
 
 
 def _mark_row(info: ReleaseInfo) -> list[str]:

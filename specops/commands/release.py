@@ -13,9 +13,12 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from specops.commands.guard_record import GuardRecord, parse_watch
+from specops.commands.hostdata import check_release_id as check_release_id  # re-exported: the one id rule
+from specops.commands.manifest import BadMark, GatesRecord, parse_bad, parse_gates
 from specops.remote.bundle import release_script
 from specops.remote.release.script import BUILD_ID as BUILD_ID  # re-exported: a build id, as commands accept it
-from specops.remote.release.script import MANIFEST, RELEASE_ENV, RELEASE_ID, order_key
+from specops.remote.release.script import MANIFEST, RELEASE_ENV, order_key
 from specops.remote.release.script import build_part as build_part  # re-exported: the build a release id names
 
 if TYPE_CHECKING:
@@ -38,10 +41,10 @@ class ReleaseInfo:
     tree_hash: str | None = None
     verified_at: str | None = None
     deployed_by: str | None = None
-    gates: dict[str, Any] = field(default_factory=dict)
+    gates: GatesRecord = field(default_factory=GatesRecord)
     error: str | None = None
     is_current: bool = False
-    bad: dict[str, Any] | None = None  # {"reason", "when", "who"}: never a rollback target (remote/release/marks.py)
+    bad: BadMark | None = None  # never a rollback target (remote/release/marks.py)
 
     @property
     def rollback_target(self) -> bool:
@@ -57,24 +60,18 @@ class ReleaseInfo:
     @property
     def bad_reason(self) -> str | None:
         """Why the release is marked bad, None when it is not."""
-        return None if self.bad is None else str(self.bad.get("reason") or "marked bad")
+        return None if self.bad is None else self.bad.reason
 
 
 @dataclass(frozen=True)
 class Listing:
     current: str | None
     releases: list[ReleaseInfo]
-    watch: dict[str, Any] | None = None  # the guard's last watch after "verified" (remote/release/watch.py)
+    watch: GuardRecord | None = None  # the guard's last watch after "verified" (remote/release/watch.py)
 
 
 class ReplyError(Exception):
     """The host's reply is not the JSON the script prints (the script did not run: no python, killed...)."""
-
-
-def check_release_id(release_id: str) -> str:
-    if not RELEASE_ID.fullmatch(release_id):
-        raise ValueError(f"not a release id: {release_id!r}")
-    return release_id
 
 
 def script_argv(spec: HostSpec, op: str, *args: str) -> list[str]:
@@ -221,9 +218,8 @@ def parse_listing(reply: dict[str, Any]) -> Listing:
     says nothing about time)."""
     current = reply.get("current")
     releases = [_release_info(raw, current) for raw in reply.get("releases") or [] if isinstance(raw, dict)]
-    watch = reply.get("watch")
     return Listing(current if isinstance(current, str) else None, sorted(releases, key=newness),
-                   watch if isinstance(watch, dict) else None)  # fmt: skip
+                   parse_watch(reply.get("watch")))  # fmt: skip
 
 
 def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
@@ -231,7 +227,6 @@ def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
         value = raw.get(key)
         return value if isinstance(value, str) else None
 
-    gates, bad = raw.get("gates"), raw.get("bad")
     return ReleaseInfo(
         id=str(raw.get("id")),
         complete=raw.get("complete") is True,
@@ -241,10 +236,10 @@ def _release_info(raw: dict[str, Any], current: object) -> ReleaseInfo:
         tree_hash=text("tree_hash"),
         verified_at=text("verified_at"),
         deployed_by=text("deployed_by"),
-        gates=gates if isinstance(gates, dict) else {},
+        gates=parse_gates(raw.get("gates")),
         error=text("error"),
         is_current=raw.get("id") == current,
-        bad=bad if isinstance(bad, dict) else None,
+        bad=parse_bad(raw.get("bad")),
     )
 
 

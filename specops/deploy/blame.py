@@ -103,8 +103,8 @@ def failed_gates_blame(host: Host, spec: HostSpec, config: ConfigChange, gates: 
         return blame_for_failed_gates(config, gates, target, None, None)
     from specops.ops.forensics import read_manifest  # only on this path: a failed deploy blamed on the host
 
-    manifest = read_manifest(host, spec, target) or {}
-    return blame_for_failed_gates(config, gates, target, read_fingerprint(manifest.get("facts")),
+    manifest = read_manifest(host, spec, target)
+    return blame_for_failed_gates(config, gates, target, read_fingerprint(manifest.facts if manifest else None),
                                   read_fingerprint(candidate_facts or None))  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from specops.commands import release as release_cmd
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
+from specops.commands.manifest import Figures
 from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -156,7 +157,7 @@ class _Restart:
     outcome: HostOutcome
     reporter: Reporter
     reap: bool
-    baseline: dict[str, Any] | None  # the release's own recorded smoke figures: the regression gate's baseline
+    baseline: Figures | None  # the release's own recorded smoke figures: the regression gate's baseline
     verified: bool  # the release passed its gates before (a failure then points at the host)
     held: lock.HostLock
     checks_ok: bool = True

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from specops.commands.manifest import Figures
 from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -104,13 +105,9 @@ class RollbackResult:
         }
 
 
-def smoke_figures(release: ReleaseInfo | None) -> dict[str, Any] | None:
+def smoke_figures(release: ReleaseInfo | None) -> Figures | None:
     """The figures a verified release recorded in its manifest (the regression baseline)."""
-    if release is None:
-        return None
-    smoke = release.gates.get("smoke") if isinstance(release.gates, dict) else None
-    figures = smoke.get("figures") if isinstance(smoke, dict) else None
-    return figures if isinstance(figures, dict) else None
+    return release.gates.figures if release else None
 
 
 def rollback_host(

@@ -8,13 +8,12 @@ host last did with these settings; a release without figures (never gated) is pa
 
 from __future__ import annotations
 
-from typing import Any
-
+from specops.commands.manifest import Figures
 from specops.commands.release import Listing, ReleaseInfo
 from specops.deploy.rollback import smoke_figures
 
 
-def last_verified_figures(listing: Listing, profile: str, exclude: str | None = None) -> dict[str, Any] | None:
+def last_verified_figures(listing: Listing, profile: str, exclude: str | None = None) -> Figures | None:
     """The figures of the newest verified release of `profile` on the host (not `exclude`), or None."""
     candidates = [
         release
@@ -26,7 +25,7 @@ def last_verified_figures(listing: Listing, profile: str, exclude: str | None = 
     return smoke_figures(max(candidates, key=_verified_order))
 
 
-def release_figures(listing: Listing, release_id: str | None) -> dict[str, Any] | None:
+def release_figures(listing: Listing, release_id: str | None) -> Figures | None:
     """The figures a named release recorded (the profile's baseline_release), or None."""
     if release_id is None:
         return None

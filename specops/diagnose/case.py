@@ -8,10 +8,10 @@ reproduced from recorded material.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from specops.commands.config_change import env_differences
 from specops.commands.journal import UnitState
+from specops.commands.manifest import GatesRecord, Manifest
 from specops.diagnose.diff import Change, FilesDiff, FingerprintDiff, diff_files, diff_fingerprints
 from specops.diagnose.failure import Failure, from_gates, from_journal, from_preflight
 from specops.diagnose.fingerprint import Fingerprint, fingerprint_from_facts, read_fingerprint
@@ -28,7 +28,7 @@ class Material:
     subject: str | None
     reference: str | None
     subject_verified: bool = False
-    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    manifests: dict[str, Manifest] = field(default_factory=dict)
     unit: UnitState | None = None
     journal: list[str] = field(default_factory=list)
     facts: HostFacts | None = None
@@ -37,27 +37,34 @@ class Material:
     secrets: tuple[str, ...] = ()  # the names whose values are secret: shown as ***
 
 
+def manifest_of(material: Material, release: str | None) -> Manifest | None:
+    """The manifest read for `release`, None when there is none (no release, or it could not be read)."""
+    return material.manifests.get(release) if release else None
+
+
 def now_fingerprint(material: Material) -> Fingerprint | None:
     """The host as it is now, labelled with the release `current` names."""
     if material.facts is None:
         return None
-    current = material.manifests.get(material.current or "", {})
-    tree = current.get("tree_hash") if isinstance(current.get("tree_hash"), str) else None
+    current = manifest_of(material, material.current)
+    tree = current.tree_hash if current else None
     return fingerprint_from_facts(material.facts, host=material.host, tree_hash=tree, release=material.current)
 
 
 def recorded(material: Material, release: str | None) -> Fingerprint | None:
-    return read_fingerprint(material.manifests.get(release or "", {}).get("facts"))
+    manifest = manifest_of(material, release)
+    return read_fingerprint(manifest.facts) if manifest else None
 
 
 def failure_of(material: Material) -> Failure:
     """The journal speaks for the release that runs now; a release that is no longer current speaks through the
     gates its deploy recorded; one the doctor's checks stopped before it ran, through its preflight record."""
-    preflight = from_preflight(material.manifests.get(material.subject or "", {}).get("preflight"))
+    subject = manifest_of(material, material.subject)
+    preflight = from_preflight(subject.preflight if subject else None)
     if preflight.present and not material.subject_verified:
         return preflight
     if material.subject is not None and material.subject != material.current:
-        return from_gates(_gates(material.manifests.get(material.subject, {})))
+        return from_gates(subject.gates if subject else GatesRecord())
     unit = material.unit or UnitState()
     failure = from_journal(
         material.journal,
@@ -66,21 +73,16 @@ def failure_of(material: Material) -> Failure:
         restarts=unit.n_restarts,
     )
     if not failure.present and not material.subject_verified and material.subject:
-        return from_gates(_gates(material.manifests.get(material.subject, {})))
+        return from_gates(subject.gates if subject else GatesRecord())
     return failure
-
-
-def _gates(manifest: dict[str, Any]) -> dict[str, Any]:
-    gates = manifest.get("gates")
-    return gates if isinstance(gates, dict) else {}
 
 
 def _files(material: Material) -> FilesDiff:
     if not material.subject or not material.reference or material.subject == material.reference:
         return FilesDiff()
-    before = material.manifests.get(material.reference, {}).get("files")
-    after = material.manifests.get(material.subject, {}).get("files")
-    if not isinstance(before, dict) or not isinstance(after, dict):
+    reference, subject = manifest_of(material, material.reference), manifest_of(material, material.subject)
+    before, after = reference.files if reference else None, subject.files if subject else None
+    if before is None or after is None:
         return FilesDiff()
     return diff_files(before, after).with_stats(material.file_stats)
 
@@ -102,11 +104,10 @@ def _env_config(material: Material) -> list[Change]:
 def _manifest_config(material: Material, environment: FingerprintDiff | None) -> list[Change]:
     """Env, profile and unit differences the releases record, plus the fingerprint's unit and flags group."""
     changes = [*_env_config(material), *(environment.group("unit and flags") if environment else [])]
-    ref = material.manifests.get(material.reference or "", {})
-    sub = material.manifests.get(material.subject or "", {})
+    ref, sub = manifest_of(material, material.reference), manifest_of(material, material.subject)
     if ref and sub and material.subject != material.reference:
-        for key, label in (("profile", "profile"), ("unit_sha256", "unit file sha256")):
-            old, new = ref.get(key), sub.get(key)
+        for label, old, new in (("profile", ref.profile, sub.profile),
+                                ("unit file sha256", ref.unit_sha256, sub.unit_sha256)):  # fmt: skip
             if old and new and old != new and not any(c.key == label for c in changes):
                 changes.append(Change("unit and flags", label, str(old)[:12], str(new)[:12]))
     return changes
@@ -142,7 +143,7 @@ def build_case(material: Material) -> Case:
 
 def verified_serving(material: Material) -> str | None:
     """`current` when it is verified and its engine runs (then no advice may move the host off it), else None."""
-    manifest = material.manifests.get(material.current or "", {})
-    if material.current is None or manifest.get("verified") is not True:
+    manifest = manifest_of(material, material.current)
+    if material.current is None or manifest is None or not manifest.verified:
         return None
     return material.current if material.unit is not None and material.unit.running else None

@@ -6,10 +6,12 @@ diff.py), and the build files by the releases' files maps, so the same answer co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specops.diagnose.case import Material, now_fingerprint, recorded
+from specops.commands.manifest import FileEntry
+from specops.diagnose.case import Material, manifest_of, now_fingerprint, recorded
 from specops.diagnose.diff import FilesDiff, FingerprintDiff, diff_files, diff_fingerprints
 from specops.errors import UsageError
 
@@ -30,9 +32,9 @@ class Comparison:
                 "files": [change.to_json() for change in self.files.changes]}  # fmt: skip
 
 
-def _files(material: Material, release: str | None) -> dict[str, Any] | None:
-    files = material.manifests.get(release or "", {}).get("files")
-    return files if isinstance(files, dict) else None
+def _files(material: Material, release: str | None) -> Mapping[str, FileEntry] | None:
+    manifest = manifest_of(material, release)
+    return manifest.files if manifest else None
 
 
 def _now(material: Material) -> Any:

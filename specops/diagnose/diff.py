@@ -8,7 +8,7 @@ collapses to one line. Each difference is a value, so `--json`, the verdict and 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,11 +210,11 @@ def _with(change: FileChange, stat: tuple[int, int] | None) -> FileChange:
     return change if stat is None else FileChange(change.path, change.status, stat[0], stat[1])
 
 
-def _entry_differs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _entry_differs(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
     return any(a.get(key) != b.get(key) for key in ("sha256", "size", "mode", "link"))
 
 
-def diff_files(before: dict[str, Any], after: dict[str, Any]) -> FilesDiff:
+def diff_files(before: Mapping[str, Mapping[str, object]], after: Mapping[str, Mapping[str, object]]) -> FilesDiff:
     """The files that differ between two manifests' files maps (path -> {size, mode, sha256 | link})."""
     changes: list[FileChange] = []
     for path in sorted(set(before) | set(after)):

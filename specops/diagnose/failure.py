@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.commands.manifest import Cause, GatesRecord, ReadinessRecord, SmokeRecord
 from specops.engine.signatures import Match, match, primary_cause
 
 FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
@@ -100,31 +101,27 @@ def from_journal(lines: Sequence[str], *, unit_failed: bool, exit_status: int | 
     return Failure(False)
 
 
-def from_gates(gates: dict[str, Any]) -> Failure:
+def from_gates(gates: GatesRecord) -> Failure:
     """The failure a deploy recorded in the release's manifest (`gates`): readiness cause, or the smoke's."""
-    if not gates or gates.get("passed") is True:
+    if not gates.recorded or gates.passed is True:
         return Failure(False)
-    readiness = gates.get("readiness") if isinstance(gates.get("readiness"), dict) else {}
-    smoke = gates.get("smoke") if isinstance(gates.get("smoke"), dict) else {}
-    tail = [str(line) for line in (readiness or {}).get("tail") or []]
-    for part in (readiness, smoke):
-        cause = (part or {}).get("cause")
-        if isinstance(cause, dict) and cause.get("id"):
-            return _gate_failure(cause, tail, smoke or {})
-    reason = str((smoke or {}).get("reason") or (readiness or {}).get("reason") or "the gates failed")
-    details = " ".join(str(g.get("detail") or "") for g in (smoke or {}).get("gates") or [] if isinstance(g, dict))
+    readiness, smoke = gates.readiness or ReadinessRecord(), gates.smoke or SmokeRecord()
+    tail = list(readiness.tail)
+    details = " ".join(gate.detail for gate in smoke.gates)
+    cause = readiness.cause or smoke.cause
+    if cause is not None:
+        return _gate_failure(cause, tail, details)
+    reason = smoke.reason or readiness.reason or "the gates failed"
     degenerate = bool(DEGENERATE.search(reason + " " + details))
     return Failure(True, reason, frames=_frames(tail), degenerate=degenerate, source="gates",
                    text=(reason + " " + details).lower())  # fmt: skip
 
 
-def _gate_failure(cause: dict[str, Any], tail: list[str], smoke: dict[str, Any]) -> Failure:
-    signature = str(cause.get("id"))
-    summary = str(cause.get("summary") or signature)
-    details = " ".join(str(g.get("detail") or "") for g in smoke.get("gates") or [] if isinstance(g, dict))
-    text = " ".join([signature, summary, str(cause.get("line") or ""), details]).lower()
+def _gate_failure(cause: Cause, tail: list[str], details: str) -> Failure:
+    summary = cause.summary or cause.id
+    text = " ".join([cause.id, summary, cause.line, details]).lower()
     return Failure(
-        True, summary, signature=signature, hint=str(cause.get("hint") or ""), area=area_of(signature), text=text,
+        True, summary, signature=cause.id, hint=cause.hint, area=area_of(cause.id), text=text,
         frames=_frames(tail), degenerate=bool(DEGENERATE.search(text)), source="gates",
     )  # fmt: skip
 

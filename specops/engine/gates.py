@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from specops.commands.manifest import Figures
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.engine.readiness import Readiness, journal_position, unit_problems, wait_ready
@@ -50,13 +51,13 @@ def restart_and_gate(
     host: Host,
     spec: HostSpec,
     profile: Profile,
-    previous_figures: dict[str, Any] | None,
+    previous_figures: Figures | None,
     reporter: Reporter,
     *,
     do_restart: bool = True,
     cursor: str | None = None,
     cancel: threading.Event | None = None,
-    speedup_baseline: dict[str, Any] | None = None,
+    speedup_baseline: Figures | None = None,
 ) -> GateResult:
     """Restart (unless the caller already did), wait until ready or a known failure, then run the smoke gate.
     `previous_figures`: the regression baseline; `speedup_baseline`: the profile's baseline_release figures."""

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from specops.commands.manifest import Figures
 from specops.engine.degenerate import degenerate_reason, loop_reason
 from specops.engine.sampled import run_sampled, skipped_gates
 from specops.engine.signatures import Match, primary_cause
@@ -101,9 +102,9 @@ def run_smoke(
     client: EngineClient,
     profile: Profile,
     spec: HostSpec,
-    previous: dict[str, Any] | None,
+    previous: Figures | None,
     *,
-    baseline: dict[str, Any] | None = None,
+    baseline: Figures | None = None,
     journal_problems: Sequence[Match] = (),
 ) -> SmokeResult:
     """Run the gates against the running server. `previous`: the figures of the last verified release of this

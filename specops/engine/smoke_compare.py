@@ -18,8 +18,9 @@ what the regression gate can hold to a threshold.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from specops.commands.manifest import Figures
 from specops.engine.smoke_types import Gate, SmokeFigures, finite
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ _THROUGHPUTS = (("tokens_per_s", "tok/s"), ("accept_length", "accept"), ("sample
 _WARN_ONLY = ("sampled_tokens_per_s",)
 
 
-def regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] | None) -> Gate:
+def regression_gate(figures: SmokeFigures, profile: Profile, previous: Figures | None) -> Gate:
     """Greedy tokens/s and accept length may drop at most max_regression_pct below the previous verified release;
     a larger drop of the sampled requests' tokens/s is a warning."""
     allowed = profile.smoke.max_regression_pct
@@ -56,7 +57,7 @@ def regression_gate(figures: SmokeFigures, profile: Profile, previous: dict[str,
     return Gate("regression", True, "; ".join(observed), expected, detail, warn=bool(warnings))
 
 
-def ttft_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] | None) -> Gate | None:
+def ttft_gate(figures: SmokeFigures, profile: Profile, previous: Figures | None) -> Gate | None:
     """TTFT p50 and p99 against the previous verified release (a warning beyond the threshold); None without
     sampled requests. `expected` states the rule `_slower` applies: both figures, the percentage and the floor."""
     p50, p99 = finite(figures.get("ttft_p50_s")), finite(figures.get("ttft_p99_s"))
@@ -75,7 +76,7 @@ def ttft_gate(figures: SmokeFigures, profile: Profile, previous: dict[str, Any] 
     return Gate("ttft", True, observed, expected, "warning: " + "; ".join(slower) if slower else "", warn=bool(slower))
 
 
-def speedup_gate(figures: SmokeFigures, profile: Profile, baseline: dict[str, Any] | None) -> Gate | None:
+def speedup_gate(figures: SmokeFigures, profile: Profile, baseline: Figures | None) -> Gate | None:
     """Tokens/s over the baseline release's (recorded in `figures`); None when the profile names no baseline."""
     release, minimum = profile.smoke.baseline_release, profile.smoke.min_speedup
     if release is None:

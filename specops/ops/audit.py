@@ -14,19 +14,22 @@ masked (config.redact), in both copies.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specops.commands.audit_line import AuditLine, parse_audit_line
+from specops.commands.hostdata import AUDIT_SCHEMA, SCHEMA_KEY
 from specops.config.redact import mask_secrets
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed
 from specops.host.base import cut_message
 from specops.localdirs import state_root
-from specops.ops.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, check_schema
 from specops.ops.lock_holder import local_who, utc_now
+from specops.remote.release.hostdata import append_line
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -37,20 +40,23 @@ MAX_LINE_BYTES = 256 * 1024
 COMMAND_TIMEOUT_S = 30.0
 MISSING_PROGRAM = (126, 127)
 
-# stdlib only, run with -I by the host's configured interpreter: one O_APPEND write of the whole line.
-APPEND_SCRIPT = """\
-import os, sys
-path = sys.argv[1]
-data = sys.stdin.buffer.read()
-os.makedirs(os.path.dirname(path), exist_ok=True)
-fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-try:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-finally:
-    os.close(fd)
-"""
+
+# stdlib only, run with -IS by the host's configured interpreter: the one audit-line writer (append_line, its
+# source as it is in the host-side script), appending the whole line read from stdin.
+def _without_docstring(source: str) -> str:
+    """A function's source as a short argv word: its docstring dropped."""
+    tree = ast.parse(source)
+    function = tree.body[0]
+    if isinstance(function, ast.FunctionDef) and ast.get_docstring(function) is not None:
+        function.body = function.body[1:]
+    return ast.unparse(tree) + "\n"
+
+
+APPEND_SCRIPT = (
+    "import os, sys\n"
+    + _without_docstring(inspect.getsource(append_line))
+    + "os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)\nappend_line(sys.argv[1], sys.stdin.buffer.read())\n"
+)
 # When that interpreter is missing (a broken or not-yet-installed venv is exactly when an audit line matters):
 # dd gathers the whole input (iflag=fullblock) and appends it with a single write.
 APPEND_FALLBACK = (
@@ -152,17 +158,11 @@ def append_on_host(host: Host, path: str, line: bytes, python: str | None = None
 
 def append_locally(path: Path, line: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        view = memoryview(line)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
+    append_line(str(path), line, 0o600)
 
 
-def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
-    """The host's last `limit` entries, oldest first; a line that is not JSON comes back as {"unreadable": ...}.
+def read(host: Host, spec: HostSpec, limit: int = 20) -> list[AuditLine]:
+    """The host's last `limit` entries, oldest first; a line that is not JSON comes back `unreadable`.
     Lines without a version (written before versions existed) read as they are; a line from a newer specops is
     HostDataTooNew (exit 5): its fields may not mean what this specops would show. Credentials in a line are
     shown masked, as they are written now: a line an older specops wrote may still hold one."""
@@ -173,13 +173,14 @@ def read(host: Host, spec: HostSpec, limit: int = 20) -> list[dict[str, Any]]:
     result = host.run(argv, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not read the audit log {path}")
-    return [masked(parse_line(line, host.name, path)) for line in result.text.splitlines() if line.strip()]
+    return [read_line(line, host.name, path) for line in result.text.splitlines() if line.strip()]
 
 
-def parse_line(line: str, host: str = "", path: str = AUDIT_FILE) -> dict[str, Any]:
+def read_line(line: str, host: str, path: str) -> AuditLine:
+    """One line through its reader, its credentials masked first (an older specops may have written one)."""
     try:
         value = json.loads(line)
-        check_schema(host, value, path, AUDIT_SCHEMA)
     except ValueError:
-        return {"unreadable": line[:500]}
-    return value if isinstance(value, dict) else {"unreadable": line[:500]}
+        value = None
+    shown = json.dumps(masked(value), ensure_ascii=False) if isinstance(value, dict) else mask_secrets(line)
+    return parse_audit_line(shown, path, host)

@@ -44,8 +44,8 @@ def expected_downtime(releases: list[ReleaseInfo], current: str | None) -> str |
     release serving now recorded (else of the newest verified one); None when no start was ever measured."""
     ordered = sorted(releases, key=lambda r: (r.id == current, r.verified, r.created_at or ""), reverse=True)
     for release in ordered:
-        readiness = release.gates.get("readiness") if isinstance(release.gates, dict) else None
-        seconds = readiness.get("seconds") if isinstance(readiness, dict) else None
-        if isinstance(seconds, int | float) and readiness is not None and readiness.get("ok"):
+        readiness = release.gates.readiness
+        seconds = readiness.seconds if readiness else None
+        if seconds is not None and readiness is not None and readiness.ok:
             return f"expected downtime ~{seconds:.0f} s (the last start, of {release.id}, took {seconds:.1f} s)"
     return None

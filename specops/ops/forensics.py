@@ -9,9 +9,9 @@ works with what is left. Nothing here changes the host.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from specops.commands import journal
+from specops.commands.manifest import Manifest, parse_manifest
 from specops.commands.release import Listing, ReleaseInfo, manifest_path, newest_verified, newness, release_env_path
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -19,7 +19,7 @@ from specops.diagnose.case import Material
 from specops.diagnose.diff import count_unified, diff_files
 from specops.errors import SpecopsError, UsageError
 from specops.host.base import Host
-from specops.ops.hostdata import MANIFEST_SCHEMA, read_record
+from specops.ops.hostfiles import read_document
 from specops.ops.release import read_listing
 from specops.probe.run import probe
 
@@ -33,9 +33,9 @@ DIFF_SCRIPT = (
 )
 
 
-def read_manifest(host: Host, spec: HostSpec, release_id: str) -> dict[str, Any] | None:
+def read_manifest(host: Host, spec: HostSpec, release_id: str) -> Manifest | None:
     """A release's manifest.json (with its files map), or None when it cannot be read."""
-    return read_record(host, manifest_path(spec, release_id), MANIFEST_SCHEMA, READ_TIMEOUT_S)
+    return read_document(host, manifest_path(spec, release_id), parse_manifest, READ_TIMEOUT_S)
 
 
 def read_release_envs(host: Host, spec: HostSpec, releases: set[str]) -> dict[str, str]:
@@ -114,11 +114,11 @@ def _known(listing: Listing, wanted: str | None, name: str) -> None:
 
 
 def _stats(
-    host: Host, spec: HostSpec, manifests: dict[str, dict[str, Any]], before: str | None, after: str | None
+    host: Host, spec: HostSpec, manifests: dict[str, Manifest], before: str | None, after: str | None
 ) -> dict[str, tuple[int, int]]:
     """Line counts of the files that changed from release `before` to `after` ({} when there is nothing to count)."""
-    old, new = manifests.get(before or "", {}).get("files"), manifests.get(after or "", {}).get("files")
-    if not before or not after or before == after or not isinstance(old, dict) or not isinstance(new, dict):
+    old, new = (manifests[r].files if r in manifests else None for r in (before or "", after or ""))
+    if not before or not after or before == after or old is None or new is None:
         return {}
     changed = [c.path for c in diff_files(old, new).changes if c.status == "changed"]
     return diff_stats(host, spec, before, after, changed)

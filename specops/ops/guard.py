@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from specops.commands.guard import (
     GUARD_INTERVAL_S,
@@ -28,10 +27,12 @@ from specops.commands.guard import (
     schema_argv,
     watch_argv,
 )
+from specops.commands.guard_record import GuardRecord, parse_guard_state
+from specops.commands.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.host.base import Host
-from specops.ops.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema, read_record
+from specops.ops.hostfiles import read_document
 from specops.remote.bundle import guard_source
 
 __all__ = [
@@ -67,10 +68,11 @@ def guard_state(release_id: str, rollback_to: str) -> dict[str, object]:
     return {SCHEMA_KEY: GUARD_STATE_SCHEMA, "state": "armed", "release": release_id, "rollback_to": rollback_to}
 
 
-def armed_state(host: Host, spec: HostSpec) -> dict[str, Any] | None:
+def armed_state(host: Host, spec: HostSpec) -> GuardRecord | None:
     """The guard's state on the host while one is armed (its planned target, or what it did after a dead
     deploy: `rolled-back`, `no-rollback` with the reason); None when none is armed or it is unreadable."""
-    return read_record(host, guard_state_path(spec), GUARD_STATE_SCHEMA, TIMEOUT_S)  # missing: no guard armed
+
+    return read_document(host, guard_state_path(spec), parse_guard_state, TIMEOUT_S)  # missing: no guard armed
 
 
 def guard_script() -> str:

@@ -17,12 +17,12 @@ import secrets
 import shlex
 import socket
 import sys
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from specops import __version__
-from specops.ops.hostdata import HOLDER_SCHEMA, SCHEMA_KEY, check_schema
+from specops.commands.hostdata import HOLDER_SCHEMA, SCHEMA_KEY, check_schema, json_object
 
 
 def utc_now() -> str:
@@ -64,14 +64,33 @@ class LockHolder:
 
     @classmethod
     def from_json(cls, text: str, host: str = "", path: str = "holder.json") -> LockHolder | None:
-        """A holder from holder.json, or None when it is missing or unreadable (the lock still counts).
-        HostDataTooNew when a newer specops wrote it (`host` and `path` name it in the error)."""
+        """The one reader of holder.json (pure): a holder, or None when it is missing or unreadable (the lock
+        still counts): not a JSON object, a required field absent, or a field of another type (a `pid` that is
+        not a number must not reach a `kill -0`). HostDataTooNew when a newer specops wrote it (`host` and `path`
+        name it in the error)."""
         try:
-            data = json.loads(text)
+            data = json_object(json.loads(text), path)
             check_schema(host, data, path, HOLDER_SCHEMA)
-            required = {item.name for item in fields(cls) if item.default is MISSING}
-            return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in required or name in data})
-        except (ValueError, TypeError, KeyError):
+        except ValueError:
+            return None
+        pid = data.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            return None
+
+        def field_text(name: str, optional: bool = False) -> str:
+            value = data.get(name, "" if optional else None)  # optional: added later, absent in older holders
+            if not isinstance(value, str):
+                raise ValueError(f"{path}: {name} is not a string")
+            return value
+
+        try:
+            return cls(
+                user=field_text("user"), machine=field_text("machine"), pid=pid, command=field_text("command"),
+                started_at=field_text("started_at"), heartbeat_at=field_text("heartbeat_at"),
+                version=field_text("version"), token=field_text("token"),
+                machine_id=field_text("machine_id", True), process_start=field_text("process_start", True),
+            )  # fmt: skip
+        except ValueError:
             return None
 
 

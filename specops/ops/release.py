@@ -20,12 +20,13 @@ from typing import Any
 from specops.build.stage import StagedBuild
 from specops.build.tree_cache import cached_tree, remember_tree
 from specops.commands import release as cmd
+from specops.commands.manifest import FileEntry, parse_manifest
 from specops.commands.release import SCRIPT_TIMEOUT_S, Listing, ReleaseInfo, ReplyError
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.base import Host
 from specops.host.process import RunningCommand
-from specops.ops.hostdata import MANIFEST_SCHEMA, read_record
+from specops.ops.hostfiles import read_document
 from specops.ops.lock import DEFAULT_STALE_AFTER_S
 from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
 from specops.ops.release_replies import checked_reply, room_refusal, script_failed
@@ -302,12 +303,11 @@ def restore_config(host: Host, spec: HostSpec) -> dict[str, Any]:
     return _run_script(host, spec, cmd.restore_config_argv(spec))
 
 
-def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> dict[str, Any] | None:
+def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> Mapping[str, FileEntry] | None:
     """The files map a push would diff against (None: a full push), read without a session; for --dry-run."""
     cached = cached_tree(base.tree_hash)
     if cached is not None:
         return cached
     # unreadable: a full push; newer: refused, as the push itself would
-    manifest = read_record(host, cmd.manifest_path(spec, base.id), MANIFEST_SCHEMA, SCRIPT_TIMEOUT_S)
-    files = manifest.get("files") if manifest is not None else None
-    return files if isinstance(files, dict) else None
+    manifest = read_document(host, cmd.manifest_path(spec, base.id), parse_manifest, SCRIPT_TIMEOUT_S)
+    return manifest.files if manifest is not None else None

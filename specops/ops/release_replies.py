@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from specops.commands.hostdata import too_new
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError, ReleaseVerifyFailed
 from specops.host.base import Host, Result
-from specops.ops.hostdata import too_new
 
 
 def checked_reply(host: Host, reply: dict[str, Any]) -> dict[str, Any]:

@@ -7,8 +7,7 @@ the profile names a baseline_release, that release's manifest is read for the sp
 
 from __future__ import annotations
 
-from typing import Any
-
+from specops.commands.manifest import Figures
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.engine.smoke import SmokeResult
@@ -30,13 +29,10 @@ def smoke_running(host: Host, spec: HostSpec, profile: Profile) -> SmokeResult:
     return result
 
 
-def _baseline_figures(host: Host, spec: HostSpec, profile: Profile) -> dict[str, Any] | None:
+def _baseline_figures(host: Host, spec: HostSpec, profile: Profile) -> Figures | None:
     """The smoke figures the profile's baseline_release recorded on this host, if it names one."""
     from specops.ops.forensics import read_manifest
 
     release = profile.smoke.baseline_release
     manifest = read_manifest(host, spec, release) if release else None
-    gates = manifest.get("gates") if manifest else None
-    smoke = gates.get("smoke") if isinstance(gates, dict) else None
-    figures = smoke.get("figures") if isinstance(smoke, dict) else None
-    return figures if isinstance(figures, dict) else None
+    return manifest.gates.figures if manifest else None

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.commands.guard_record import GuardRecord
 from specops.commands.journal import last_entry_argv
+from specops.commands.manifest import Figures, parse_manifest
 from specops.commands.release import build_part
 from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
@@ -18,7 +20,7 @@ from specops.errors import ExitCode
 from specops.host.base import Host
 from specops.ops.cache import measure as measure_cache
 from specops.ops.guard import armed_state
-from specops.ops.hostdata import MANIFEST_SCHEMA, read_record
+from specops.ops.hostfiles import read_document
 from specops.ops.release import read_listing
 
 STATUS_PROPERTIES = [
@@ -43,15 +45,15 @@ class HostStatus:
     profile: str | None
     unit: dict[str, str]
     health: int | None
-    figures: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, object] = field(default_factory=dict)
     releases: list[dict[str, Any]] = field(default_factory=list)
     # what changed on the host since `current` was deployed (its recorded fingerprint against a fresh probe):
     # None when not checked or nothing was recorded, [] when nothing drifted
     drift: list[str] | None = None
     # the guard's last watch after "verified" (release, state, deadline, left_s, failures, reason), None: never
-    watch: dict[str, Any] | None = None
+    watch: GuardRecord | None = None
     # the rollback guard's state while one is armed (release, rollback_to, state: armed, rolled-back, no-rollback)
-    guard: dict[str, Any] | None = None
+    guard: GuardRecord | None = None
 
     @property
     def build(self) -> str | None:
@@ -61,25 +63,25 @@ class HostStatus:
     @property
     def watching_left_s(self) -> int | None:
         """Seconds the guard still watches `current` (the host's clock), None when it does not watch it now."""
-        watch = self.watch or {}
-        left = watch.get("left_s")
-        if watch.get("state") != "watching" or watch.get("release") != self.current or not isinstance(left, int):
+        watch = self.watch or GuardRecord()
+        left = watch.left_s
+        if watch.state != "watching" or watch.release != self.current or left is None:
             return None
         return left if left > 0 else None
 
     @property
     def guard_notes(self) -> list[str]:
         """The release the guard, or its watch, would roll back to (the plan's target), or what it did instead."""
-        guard, watch = self.guard or {}, self.watch or {}
-        state = guard.get("state")
+        guard, watch = self.guard or GuardRecord(), self.watch or GuardRecord()
+        state = guard.state
         notes = []
         if state == "armed":
-            notes.append(f"(armed): rolls back to {guard.get('rollback_to') or '-'} if the deploy of "
-                         f"{guard.get('release')} dies before it is verified")  # fmt: skip
-        elif state == "no-rollback" or (state == "rolled-back" and guard.get("rolled_back_to") == self.current):
-            notes.append(f"({state}): {guard.get('reason')}")
+            notes.append(f"(armed): rolls back to {guard.rollback_to or '-'} if the deploy of "
+                         f"{guard.release} dies before it is verified")  # fmt: skip
+        elif state == "no-rollback" or (state == "rolled-back" and guard.rolled_back_to == self.current):
+            notes.append(f"({state}): {guard.reason}")
         if self.watching_left_s is not None:
-            target = watch.get("rollback_to")
+            target = watch.rollback_to
             then = f"rolls back to {target}" if target else "no rollback target was planned: it would stay"
             notes.append(f"(watching): if {self.current} fails its watch, {then}")
         return notes
@@ -97,8 +99,8 @@ class HostStatus:
     @property
     def watch_cut_short(self) -> bool:
         """The guard's watch of `current` ended before its deadline without an outcome (a reboot, a kill)."""
-        watch = self.watch or {}
-        return watch.get("state") == "cut-short" and watch.get("release") == self.current
+        watch = self.watch or GuardRecord()
+        return watch.state == "cut-short" and watch.release == self.current
 
     compile_cache: dict[str, object] | None = None  # {"path": keyed folder, "bytes": size}; None: none prepared yet
 
@@ -144,7 +146,8 @@ class HostStatus:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "build": self.build, "serving": self.serving, "engine": self.engine,
-                "enabled": self.enabled}  # fmt: skip
+                "enabled": self.enabled, "watch": self.watch.to_json() if self.watch else None,
+                "guard": self.guard.to_json() if self.guard else None}  # fmt: skip
 
 
 def _duration(seconds: int) -> str:
@@ -179,8 +182,6 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
         unit["InactiveEnterTimestamp"] = stopped_since(host, unit, spec.unit_name)
     running = running_release(host, spec, unit.get("MainPID", ""))
     current = next((r for r in listing.releases if r.id == listing.current), None)
-    smoke = current.gates.get("smoke") if current and isinstance(current.gates, dict) else None
-    figures = smoke.get("figures", {}) if isinstance(smoke, dict) else {}
     health = None
     if check_health and unit.get("ActiveState") == "active":
         from specops.engine.client import EngineClient
@@ -204,7 +205,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
         profile=current.profile if current else None,
         unit=unit,
         health=health,
-        figures=figures if isinstance(figures, dict) else {},
+        figures=dict((current.gates.figures if current else None) or {}),
         releases=[
             {
                 "id": r.id,
@@ -214,7 +215,7 @@ def host_status(host: Host, spec: HostSpec, check_health: bool = True, check_dri
                 "verified": r.verified,
                 "complete": r.complete,
                 "current": r.id == listing.current,
-                "bad": r.bad,
+                "bad": r.bad.to_json() if r.bad else None,
             }
             for r in listing.releases
         ],
@@ -231,23 +232,17 @@ def environment_drift(host: Host, spec: HostSpec, release_id: str) -> list[str] 
     from specops.probe.run import probe
 
     manifest = read_manifest(host, spec, release_id)
-    recorded = read_fingerprint(manifest.get("facts")) if manifest else None
+    recorded = read_fingerprint(manifest.facts) if manifest else None
     if recorded is None:
         return None
     now = fingerprint_from_facts(probe(host, spec), host=spec.name)
     return [change.text for change in diff_fingerprints(recorded, now).environment]
 
 
-def recorded_smoke_figures(host: Host, spec: HostSpec) -> dict[str, Any] | None:
+def recorded_smoke_figures(host: Host, spec: HostSpec) -> Figures | None:
     """The figures the deploy recorded for the current release (manifest gates.smoke.figures), if any.
 
     The smoke's regression baseline: absent (None) on a host never verified, or with an unreadable manifest,
     and then the regression gate is skipped rather than failed."""
-    manifest = read_record(host, f"{spec.current_dir}/manifest.json", MANIFEST_SCHEMA, 30)  # no release yet
-    if manifest is None:
-        return None
-    try:
-        figures = manifest["gates"]["smoke"]["figures"]
-    except (KeyError, TypeError):
-        return None
-    return figures if isinstance(figures, dict) else None
+    manifest = read_document(host, f"{spec.current_dir}/manifest.json", parse_manifest, 30)  # no release yet
+    return manifest.gates.figures if manifest else None

@@ -209,7 +209,7 @@ def test_audit_record_and_read_over_ssh(
     entry = audit.new_entry("deploy", outcome="ok", from_release="r1", to_release="r2", profile="ddtree",
                             phases={"push": 2.5}, message="ünïcode ok")  # fmt: skip
     audit.record(host, SPEC, entry)
-    assert audit.read(host, SPEC, 1) == [entry]
+    assert [line.to_json() for line in audit.read(host, SPEC, 1)] == [entry]
     mode = module_testhost.exec(["stat", "-c", "%a", "/opt/specops/sglang/audit.jsonl"]).stdout.decode().strip()
     assert mode == "644"
     local = (tmp_path / "state" / "specops" / "audit.jsonl").read_text().splitlines()

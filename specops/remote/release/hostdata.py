@@ -21,6 +21,7 @@ specops, never guessed at: a field this specops does not know could be the one t
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -60,6 +61,21 @@ def utc_text(epoch: float | None = None) -> str:
     """A moment as every file specops writes on a host states it (audit lines, marks, the lock holder, the
     watch): UTC to the second, ISO 8601 with a Z, whatever the host's time zone. Now when `epoch` is None."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def append_line(path: str, data: bytes, mode: int = 0o644) -> None:
+    """Append `data` (one whole audit line) to `path` with O_APPEND, looping on short writes: the one writer of
+    audit lines, on the host (the rollback, the guard, and specops/ops/audit.py's APPEND_SCRIPT, built from this
+    function's source) and on the operator's machine. O_APPEND puts each write at the end, so concurrent
+    writers never overwrite each other; a line is one write unless the kernel cuts it short (a signal, a full
+    disk), and then the rest follows instead of being lost."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def too_new_message(path: str, found: int, newest: int) -> str:

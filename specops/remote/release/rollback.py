@@ -19,7 +19,14 @@ import os
 from typing import Any
 
 from specops.remote.release.catalog import op_list
-from specops.remote.release.hostdata import AUDIT_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, utc_text
+from specops.remote.release.hostdata import (
+    AUDIT_SCHEMA,
+    SCHEMA_KEY,
+    Refused,
+    append_line,
+    checked_release_id,
+    utc_text,
+)
 from specops.remote.release.marks import mark_left_release
 from specops.remote.release.relconfig import restore_config
 from specops.remote.release.script import (
@@ -52,11 +59,7 @@ def rollback_target(service_dir: str, wanted: str, force: bool = False) -> str:
 
 def append_audit(service_dir: str, entry: dict[str, Any]) -> None:
     line = (json.dumps({SCHEMA_KEY: AUDIT_SCHEMA, **entry}, sort_keys=True) + "\n").encode("utf-8")
-    descriptor = os.open(os.path.join(service_dir, "audit.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(descriptor, line)
-    finally:
-        os.close(descriptor)
+    append_line(os.path.join(service_dir, "audit.jsonl"), line)
 
 
 def op_rollback(service_dir: str, unit: str, target: str, reason: str, flags: str = "") -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specops.commands.cache import cache_environment, cache_key, prepare_argvs
+from specops.commands.manifest import parse_gates
 from specops.commands.release import ReleaseInfo
 from specops.host.base import Result
 from specops.host.recording import RecordingHost
@@ -49,7 +50,7 @@ def test_the_unit_names_the_stable_link_and_the_deploy_points_it_at_the_keyed_fo
 
 
 def _release(release_id: str, seconds: float | None, current: bool = False, ok: bool = True) -> ReleaseInfo:
-    gates = {"readiness": {"ok": ok, "seconds": seconds}} if seconds is not None else {}
+    gates = parse_gates({"readiness": {"ok": ok, "seconds": seconds}} if seconds is not None else {})
     return ReleaseInfo(
         id=release_id, complete=True, verified=ok, gates=gates, is_current=current, created_at=release_id
     )

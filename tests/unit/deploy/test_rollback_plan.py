@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from specops.commands.manifest import BadMark
 from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -34,7 +35,7 @@ def _listing(*releases: ReleaseInfo, current: str | None = NEW) -> Listing:
     return Listing(current, [r if r.id != current else _release(r.id, is_current=True) for r in releases])
 
 
-HOST_RELEASES = (_release(OLD), _release(BAD, bad={"reason": "hung after verified"}), _release(UNVERIFIED, verified=False),
+HOST_RELEASES = (_release(OLD), _release(BAD, bad=BadMark("hung after verified")), _release(UNVERIFIED, verified=False),
                  _release(NEW))  # fmt: skip
 
 
@@ -55,7 +56,7 @@ def test_nothing_to_go_back_to_after_one_deploy_is_refused_saying_what_still_ser
 
 def test_when_every_other_release_is_bad_the_hint_names_force() -> None:
     with pytest.raises(RollbackRefused) as caught:
-        choose_target("llm-two", _listing(_release(BAD, bad={"reason": "x"}), _release(NEW)), None, force=False)
+        choose_target("llm-two", _listing(_release(BAD, bad=BadMark("x")), _release(NEW)), None, force=False)
     assert "`specops rollback llm-two --to ID --force`" in caught.value.hint
 
 

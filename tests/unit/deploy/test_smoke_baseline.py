@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from specops.commands.manifest import parse_gates
 from specops.commands.release import Listing, ReleaseInfo
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
 
 
 def _release(rid: str, profile: str, verified_at: str | None, tokens: float | None = 100.0):
-    gates = {"smoke": {"figures": {"tokens_per_s": tokens}}} if tokens is not None else {}
+    gates = parse_gates({"smoke": {"figures": {"tokens_per_s": tokens}}} if tokens is not None else {})
     return ReleaseInfo(id=rid, complete=True, verified=verified_at is not None, verified_at=verified_at,
                        profile=profile, gates=gates)  # fmt: skip
 

@@ -10,7 +10,7 @@ from specops.diagnose.case import build_case
 from specops.diagnose.verdict import CODE, CONFIG, decide
 from specops.host.recording import RecordingHost, reply
 from specops.ops.forensics import DIFF_MARKER, collect
-from tests.unit.diagnose.test_verdict import BAD, GOOD, SCHEDULER, files, manifest
+from tests.unit.diagnose.test_verdict import BAD, GOOD, SCHEDULER, files, manifest_json
 
 SPEC = HostSpec(name="llm-one", ssh="root@llm-one", python="/opt/venv/bin/python", model_path="/m")
 LISTING = {"ok": True, "current": BAD, "releases": [
@@ -33,7 +33,7 @@ def recorded_host(envs: dict[str, str] | None = None, bad_files: dict[str, objec
         host.script(["cat", f"{SPEC.service_dir}/releases/{release}/.specops-env"], env)
     for release, tree, file_map in ((GOOD, "a", files()), (BAD, "b", bad_files or files(scheduler="t"))):
         path = f"{SPEC.service_dir}/releases/{release}/manifest.json"
-        host.script(["cat", "--", path], reply(stdout=json.dumps(manifest(tree, file_map))))
+        host.script(["cat", "--", path], reply(stdout=json.dumps(manifest_json(tree, file_map))))
     diff = f"{DIFF_MARKER}{SCHEDULER}\n--- a\n+++ b\n@@ -1 +1 @@\n-x = 1\n+x = 1 / 0\n"
     host.script(lambda argv: argv[:2] == ("sh", "-c") and DIFF_MARKER in argv, reply(stdout=diff))
     show = "ActiveState=activating\nSubState=auto-restart\nNRestarts=7\nExecMainStatus=1\nMainPID=0\n"

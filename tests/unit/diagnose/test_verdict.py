@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from specops.commands.journal import UnitState
+from specops.commands.manifest import Manifest, parse_manifest
 from specops.diagnose.case import Material, build_case
 from specops.diagnose.verdict import CODE, CONFIG, ENVIRONMENT, HEALTHY, NOTHING, Verdict, decide
 from specops.probe.parse import parse_host_facts
@@ -22,10 +23,15 @@ def files(spec_info: str = "1", scheduler: str = "s") -> dict[str, Any]:
             SCHEDULER: {"size": 9, "mode": 420, "sha256": scheduler}}  # fmt: skip
 
 
-def manifest(tree: str, file_map: dict[str, Any], **extra: Any) -> dict[str, Any]:
+def manifest_json(tree: str, file_map: dict[str, Any], **extra: Any) -> dict[str, Any]:
     facts = fingerprint(tree_hash=tree * 64).to_json()
     return {"tree_hash": tree * 64, "files": file_map, "facts": facts, "profile": "ddtree", "unit_sha256": "u1",
             **extra}  # fmt: skip
+
+
+def manifest(tree: str, file_map: dict[str, Any], **extra: Any) -> Manifest:
+    """The manifest as diagnose gets it: manifest.json through its reader."""
+    return parse_manifest(manifest_json(tree, file_map, **extra), "manifest.json", "llm-one")
 
 
 def verdict(**material: Any) -> Verdict:
@@ -134,7 +140,7 @@ def test_a_healthy_host_has_no_failure() -> None:
 
 
 def test_a_reference_without_a_fingerprint_says_the_host_could_not_be_compared() -> None:
-    old = {k: v for k, v in manifest("a", files()).items() if k != "facts"}
+    old = parse_manifest({k: v for k, v in manifest_json("a", files()).items() if k != "facts"}, "m", "llm-one")
     found = verdict(subject_verified=True, manifests={GOOD: old}, unit=CRASH_LOOP, journal=["it broke"],
                     facts=parse_host_facts(probe_document()))  # fmt: skip
     assert found.kind == NOTHING

@@ -51,7 +51,7 @@ def test_read_returns_the_last_entries_oldest_first(spec: HostSpec, state_home: 
     assert audit.read(local, spec, 5) == []  # no log yet: empty, not an error
     for number in range(7):
         audit.record(local, spec, audit.new_entry("deploy", outcome="ok", to_release=f"r{number}"))
-    assert [entry["to"] for entry in audit.read(local, spec, 3)] == ["r4", "r5", "r6"]
+    assert [entry.to_release for entry in audit.read(local, spec, 3)] == ["r4", "r5", "r6"]
 
 
 def test_a_secret_anywhere_is_refused_and_nothing_is_written(
@@ -110,4 +110,7 @@ def test_an_unreadable_line_is_shown_not_fatal(spec: HostSpec, state_home: Path,
     path = Path(spec.service_dir) / "audit.jsonl"
     path.parent.mkdir(parents=True)
     path.write_text('{"action": "deploy"}\nnot json\n')
-    assert audit.read(local, spec, 10) == [{"action": "deploy"}, {"unreadable": "not json"}]
+    assert [line.to_json() for line in audit.read(local, spec, 10)] == [
+        {"action": "deploy"},
+        {"unreadable": "not json"},
+    ]

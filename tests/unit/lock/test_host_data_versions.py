@@ -84,7 +84,7 @@ def test_audit_lines_without_a_version_are_read_and_a_newer_one_is_refused(
     path = Path(spec.service_dir, "audit.jsonl")
     path.parent.mkdir(parents=True)
     path.write_text('{"action": "deploy", "outcome": "deployed"}\n')
-    assert audit.read(local, spec, 10) == [{"action": "deploy", "outcome": "deployed"}]
+    assert [line.to_json() for line in audit.read(local, spec, 10)] == [{"action": "deploy", "outcome": "deployed"}]
     with path.open("a") as log:
         log.write(json.dumps({"schema": AUDIT_SCHEMA + 1, "action": "deploy"}) + "\n")
     with pytest.raises(HostDataTooNew) as caught:

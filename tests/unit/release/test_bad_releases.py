@@ -46,7 +46,7 @@ def test_a_mark_is_listed_with_its_reason_and_audited_and_unmarking_removes_it(s
     host = LocalHost("llm-two")
     marked = mark_bad(host, spec, MIDDLE, "repetition loops at temperature 0.7")
     assert marked.bad_reason == "repetition loops at temperature 0.7"
-    assert marked.bad is not None and "@" in marked.bad["who"] and marked.bad["when"].endswith("Z")
+    assert marked.bad is not None and "@" in (marked.bad.who or "") and (marked.bad.when or "").endswith("Z")
     listed = {r.id: r for r in read_listing(host, spec).releases}
     assert listed[MIDDLE].bad_reason == "repetition loops at temperature 0.7"
     assert not listed[MIDDLE].rollback_target and listed[OLD].rollback_target

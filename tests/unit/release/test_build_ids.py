@@ -11,6 +11,8 @@ import pytest
 
 from specops.build.stage import build_id, content_release_id, legacy_release_id
 from specops.cli.complete_releases import Known
+from specops.commands.audit_line import AuditLine
+from specops.commands.manifest import BadMark
 from specops.commands.release import ReleaseInfo, newest_complete, newest_verified, parse_listing
 from specops.deploy.host_state import bad_build_warnings
 from specops.deploy.rollback_plan import RollbackRefused, choose_target
@@ -72,7 +74,7 @@ def test_the_host_lists_and_prunes_by_creation_not_by_name(tmp_path: Path) -> No
 
 def _info(release_id: str, created: str, *, verified: bool = True, bad: str | None = None) -> ReleaseInfo:
     return ReleaseInfo(release_id, True, verified, created_at=created, tree_hash=TREE, profile="ddtree",
-                       bad={"reason": bad} if bad else None)  # fmt: skip
+                       bad=BadMark(bad) if bad else None)  # fmt: skip
 
 
 BUILD = build_id(TREE, "ddtree")
@@ -122,7 +124,7 @@ def test_a_redeploy_of_a_build_marked_bad_on_the_host_warns_naming_host_and_reas
 def test_completion_offers_ids_newest_first_by_the_log_then_their_builds() -> None:
     known = Known()
     for release in (NEW_CFG, "20260101T000000Z-cccccccccccc", OLD_CFG):  # deployed in this order
-        known.replay({"action": "deploy", "outcome": "deployed", "to": release})
+        known.replay(AuditLine(action="deploy", outcome="deployed", to_release=release))
     assert known.accepted("release-unmarked") == [OLD_CFG, "20260101T000000Z-cccccccccccc", NEW_CFG, BUILD]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from specops.cli.cmd_status import _print_status
 from specops.commands.guard import guard_state_path
+from specops.commands.guard_record import parse_guard_state, parse_watch
 from specops.config.inventory import HostSpec
 from specops.errors import HostDataTooNew
 from specops.host.recording import RecordingHost, reply
@@ -22,7 +23,7 @@ A, C = "20261101T000000Z-aaaa", "20261103T000000Z-cccc"
 def _shown(capsys: pytest.CaptureFixture[str], guard: dict[str, object]) -> str:
     found = HostStatus(host="llm-two", current=C, running_release=C, uses_current=True, verified=False,
                        profile="ddtree", unit={"ActiveState": "active"}, health=200)  # fmt: skip
-    found.guard = guard
+    found.guard = parse_guard_state(guard, ".specops-guard.json", "llm-two")
     _print_status(found, "sglang.service", as_json=False)
     return capsys.readouterr().out
 
@@ -41,7 +42,7 @@ def test_status_shows_why_the_guard_did_not_roll_back(capsys: pytest.CaptureFixt
 def test_status_shows_the_watchs_planned_target(capsys: pytest.CaptureFixture[str]) -> None:
     watching = {"release": C, "state": "watching", "left_s": 130, "rollback_to": A}
     found = HostStatus(host="llm-two", current=C, running_release=C, uses_current=True, verified=True,
-                       profile="ddtree", unit={"ActiveState": "active"}, health=200, watch=watching)  # fmt: skip
+                       profile="ddtree", unit={"ActiveState": "active"}, health=200, watch=parse_watch(watching))  # fmt: skip
     _print_status(found, "sglang.service", as_json=False)
     assert f"guard (watching): if {C} fails its watch, rolls back to {A}" in capsys.readouterr().out
 
@@ -51,7 +52,8 @@ def test_the_guards_state_is_read_from_the_host_and_a_newer_one_refused() -> Non
     assert guard_state_path(spec).endswith("/" + GUARD_STATE_FILE)  # where the host-side guard reads it
     state = guard_state(C, A)
     host = RecordingHost("llm-two", default=reply()).script(["cat"], reply(stdout=json.dumps(state)))
-    assert armed_state(host, spec) == state
+    armed = armed_state(host, spec)
+    assert armed is not None and armed.to_json() == state and (armed.state, armed.rollback_to) == ("armed", A)
     none = RecordingHost("llm-two", default=reply()).script(["cat"], reply(exit_code=1, stderr="No such file"))
     assert armed_state(none, spec) is None
     newer = RecordingHost("llm-two", default=reply()).script(["cat"], reply(stdout=json.dumps({**state, "schema": 9})))

@@ -82,7 +82,7 @@ def test_listing_parses_sorts_and_marks_rollback_targets() -> None:
         "releases": [
             {"id": "20260103T000000Z-cccccccccccc", "complete": True, "verified": False, "error": None},
             {"id": "20260101T000000Z-aaaaaaaaaaaa", "complete": True, "verified": True, "error": None,
-             "profile": "ddtree", "gates": {"smoke": {"ok": True}}, "created_at": "2026-01-01T00:00:00Z"},
+             "profile": "ddtree", "gates": {"smoke": {"passed": True, "figures": {"tokens_per_s": 40.0}}}, "created_at": "2026-01-01T00:00:00Z"},
             {"id": "20260102T000000Z-bbbbbbbbbbbb", "complete": True, "verified": True, "error": "Expecting value"},
             {"id": "20260104T000000Z-dddddddddddd", "complete": False, "verified": True, "error": None},
         ],
@@ -92,7 +92,7 @@ def test_listing_parses_sorts_and_marks_rollback_targets() -> None:
     assert [r.id[:8] for r in listing.releases] == ["20260101", "20260102", "20260103", "20260104"]
     assert [r.rollback_target for r in listing.releases] == [True, False, False, False]
     assert [r.is_current for r in listing.releases] == [False, False, True, False]
-    assert listing.releases[0].gates == {"smoke": {"ok": True}} and listing.releases[0].profile == "ddtree"
+    assert listing.releases[0].gates.figures == {"tokens_per_s": 40.0} and listing.releases[0].profile == "ddtree"
     newest = cmd.newest_complete(listing.releases)
     assert newest is not None and newest.id.startswith("20260103")
     target = cmd.newest_verified(listing.releases, exclude=listing.current)

@@ -187,8 +187,8 @@ def test_update_manifest_merges_atomically_and_guards_the_content_keys(
 ) -> None:
     _first_push(host, spec, build, tmp_path)
     info = push.update_manifest(host, spec, "r-01", {"verified": True, "verified_at": "2026-01-01T00:00:00Z",
-                                                      "gates": {"smoke": {"tokens_per_s": 41.0}}})  # fmt: skip
-    assert info.rollback_target and info.gates == {"smoke": {"tokens_per_s": 41.0}}
+                                                      "gates": {"smoke": {"figures": {"tokens_per_s": 41.0}}}})  # fmt: skip
+    assert info.rollback_target and info.gates.figures == {"tokens_per_s": 41.0}
     manifest = json.loads((_releases(spec) / "r-01" / "manifest.json").read_text())
     assert manifest["verified_at"] == "2026-01-01T00:00:00Z" and len(manifest["files"]) > 10
     with pytest.raises(ReleaseError, match="without schema, id, tree_hash, files, created_at"):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from specops.commands.guard_record import parse_watch
 from specops.ops.status import HostStatus
 from specops.remote.release import boot
 from specops.remote.release.catalog import op_list
@@ -70,7 +71,7 @@ def test_the_watch_writes_its_boot_and_process_into_the_record() -> None:
 
 def _status(watch: dict[str, object] | None, unit: dict[str, str] | None = None) -> HostStatus:
     return HostStatus(host="llm-two", current=RELEASE, running_release=RELEASE, uses_current=True, verified=True,
-                      profile="ddtree", unit=unit or {}, health=200, watch=watch)  # fmt: skip
+                      profile="ddtree", unit=unit or {}, health=200, watch=parse_watch(watch))  # fmt: skip
 
 
 def test_status_says_the_watch_was_cut_short_not_watching(service: Path) -> None:

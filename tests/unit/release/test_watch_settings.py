@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from specops.commands.guard_record import parse_watch
 from specops.config.profile import Readiness
 from specops.ops.status import HostStatus
 
@@ -26,7 +27,7 @@ def test_watch_defaults_and_zero_disables() -> None:
 
 def _status(watch: dict[str, object] | None, verified: bool = True) -> HostStatus:
     return HostStatus(host="llm-two", current=RELEASE, running_release=RELEASE, uses_current=True, verified=verified,
-                      profile="ddtree", unit={}, health=200, watch=watch)  # fmt: skip
+                      profile="ddtree", unit={}, health=200, watch=parse_watch(watch))  # fmt: skip
 
 
 def test_status_says_verified_watching_with_the_time_left() -> None:
