@@ -209,6 +209,57 @@ def test_the_bundler_imports_nothing_of_specops_but_the_cache_folder_rule() -> N
     assert outside == []
 
 
+# The modules that run a deploy step whose commands the plan fixes (the unit, the guard, the switch, the records,
+# the watch): they run the plan's HostCommand objects (Step.commands), the ones `--dry-run` prints, so they
+# import no builder of a command line (a specops.commands name ending in _argv or _argvs, or the ops functions
+# that build their own release-script command). Each exception says why; like KNOWN_UPWARD, the list can only
+# shrink (test_every_fixed_step_exception_is_still_real).
+FIXED_STEP_RUNNERS = (
+    "specops/deploy/execute.py",
+    "specops/deploy/fixed_steps.py",
+    "specops/ops/guard.py",
+    "specops/ops/planned.py",
+    "specops/ops/unit.py",
+)
+SELF_BUILDING_OPS = {"specops.ops.release": ("switch_current", "update_manifest", "prune")}
+KNOWN_BUILDERS = {
+    ("specops/deploy/execute.py", "conversation_argv"): "the command conversation opens before the plan exists "
+    "(the lock is taken on it); the plan's lock step shows the same builder's argv",
+    ("specops/ops/unit.py", "deliberate_restart_argvs"): "the gates' restart, built when the gates run (its "
+    "readiness wait depends on the run); not a step with fixed commands",
+}
+
+
+def _builders_imported(path: Path) -> set[str]:
+    """The command-line builders a file imports by name (module-level, lazy or TYPE_CHECKING alike)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        for alias in node.names:
+            if node.module.startswith("specops.commands") and node.module != "specops.commands.planned":
+                if alias.name.endswith(("_argv", "_argvs")) or _is_specops_module(f"{node.module}.{alias.name}"):
+                    found.add(alias.name)  # a builder, or a builders' module (`from specops.commands import units`)
+            elif alias.name in SELF_BUILDING_OPS.get(node.module, ()):
+                found.add(alias.name)
+    return found
+
+
+@pytest.mark.parametrize("runner", FIXED_STEP_RUNNERS)
+def test_a_step_with_fixed_commands_runs_the_plans_commands_and_builds_none(runner: str) -> None:
+    found = _builders_imported(PACKAGE.parent / runner)
+    offenders = sorted(name for name in found if (runner, name) not in KNOWN_BUILDERS)
+    assert offenders == [], (
+        f"{runner} builds command lines ({', '.join(offenders)}): run the Step's HostCommand objects instead, "
+        "built once in specops/deploy/step_commands.py (the dry run prints the same objects)"
+    )
+
+
+def test_every_fixed_step_exception_is_still_real() -> None:
+    stale = [key for key in KNOWN_BUILDERS if key[1] not in _builders_imported(PACKAGE.parent / key[0])]
+    assert stale == [], f"remove these from KNOWN_BUILDERS: {stale}"
+
+
 def test_fewer_than_six_modules_sit_at_the_top_of_the_package() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert len(top) < 6, f"specops/ holds {top}: put new modules in the subpackage of their layer"

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 
+from specops.commands.planned import HostCommand, run
 from specops.config.inventory import HostSpec
 
+CACHE_ROLE = "cache"  # the compile cache's part of the deploy's unit step
 KEY_PLACEHOLDER = "<torch>-<cuda>-<arch>"  # the key in a plan: known once the preflight has probed the host
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 # variable -> subfolder of the cache (None: the cache folder itself), as the SGLang versions in use read them:
@@ -73,6 +75,13 @@ def prepare_argvs(spec: HostSpec, key: str) -> list[list[str]]:
     argvs.append(["chmod", "0700", folder])
     argvs += [["ln", "-sfn", folder, f"{link}.new"], ["mv", "-Tf", f"{link}.new", link]]
     return argvs
+
+
+def prepare_commands(spec: HostSpec, key: str) -> list[HostCommand]:
+    """`prepare_argvs` as the deploy's commands: its plan shows them with KEY_PLACEHOLDER (the key comes from
+    the preflight's facts), and ops/cache.py `prepare` runs them with the key."""
+    note = "the compile cache, keyed by the preflight's facts"
+    return [run(argv, note=note, role=CACHE_ROLE) for argv in prepare_argvs(spec, key)]
 
 
 def size_argv(spec: HostSpec) -> list[str]:

@@ -15,16 +15,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from specops.commands.journal import last_entry_argv
+from specops.commands.planned import run
 from specops.commands.units import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy import step_commands as cmds
 from specops.deploy.outcome import HostOutcome, Outcome
-from specops.deploy.steps import Condition, HostCommand, Step, Times
+from specops.deploy.steps import Condition, Handler, HostCommand, Step, Times
 from specops.engine.gates import GateResult
 from specops.errors import ExitCode
 from specops.host.base import Host
-from specops.ops.release import update_manifest
+from specops.ops.planned import script_reply
 from specops.ops.status import stopped_since
 
 ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
@@ -93,8 +94,8 @@ def engine_answers(host: Host, spec: HostSpec) -> bool:
 def read_step_commands(spec: HostSpec) -> list[HostCommand]:
     note = "a verified release whose engine is not active is started through the gates, not left stopped"
     since = "only when the engine is not active and systemd no longer knows since when: its last journal entry"
-    return [cmds.run(engine_state_argv(spec.unit_name), note=note),
-            cmds.run(last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since)]  # fmt: skip
+    return [run(engine_state_argv(spec.unit_name), note=note),
+            run(last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since)]  # fmt: skip
 
 
 def start_steps(spec: HostSpec, profile: Profile, release_id: str, engine: EngineState, reap: bool) -> list[Step]:
@@ -102,8 +103,7 @@ def start_steps(spec: HostSpec, profile: Profile, release_id: str, engine: Engin
     ok, passed, failed = Condition.CHECKS_PASS, Condition.GATES_PASS, Condition.GATES_FAIL
     steps: list[Step] = []
     if engine.draining and spec.pre_stop:
-        steps.append(Step("pre_stop", f"run the pre_stop hook on this machine: {' '.join(spec.pre_stop)}; a failure "
-                          "stops here", (), ok, phase="pre_stop"))  # fmt: skip
+        steps.append(pre_stop_step(spec, "here"))
     drain_s = profile.drain.timeout_s
     reap_note = "; --reap: stop orphans of the old engine" if reap else "; anything left there stops here"
     if engine.draining:
@@ -111,25 +111,44 @@ def start_steps(spec: HostSpec, profile: Profile, release_id: str, engine: Engin
     else:
         stop = f"{spec.unit_name} is {engine.shown}: nothing to drain; make sure it is stopped"
     steps.append(Step("stop", f"{stop}, then wait for its cgroup and GPUs to be free{reap_note}",
-                      tuple(cmds.stop_commands(spec, drain_s)), ok, phase="drain"))  # fmt: skip
+                      tuple(cmds.stop_commands(spec, drain_s)), ok, phase="drain", handler=Handler.STOP))  # fmt: skip
     gates = f"restart {spec.unit_name}, readiness (deadline {profile.readiness.timeout_s} s, extended while loading)"
-    steps.append(Step("gates", gates + ", then the smoke gate", tuple(cmds.gates_commands(spec)), ok, phase="gates"))
+    steps.append(Step("gates", gates + ", then the smoke gate", tuple(cmds.gates_commands(spec)), ok, phase="gates",
+                      handler=Handler.GATES))  # fmt: skip
     steps.append(Step("started", f"record the gates in {release_id}'s manifest (last_gates)",
                       (cmds.manifest_update(spec, release_id, '{"last_gates": ..., "last_started_at": ...}'),),
-                      passed))  # fmt: skip
+                      passed, handler=Handler.STARTED))  # fmt: skip
     steps.append(Step("start-failed", f"name the cause from the journal; {release_id} stays verified and is not "
-                      "marked bad (it passed these gates before: the host is the suspect)", (), failed))  # fmt: skip
+                      "marked bad (it passed these gates before: the host is the suspect)", (), failed,
+                      handler=Handler.START_FAILED))  # fmt: skip
     if spec.post_start:
-        steps.append(Step("post_start", f"run the post_start hook on this machine: {' '.join(spec.post_start)}; "
-                          "only once a verified engine serves", (), ok, phase="post_start"))  # fmt: skip
+        steps.append(post_start_step(spec))
     return steps
 
 
-def record_started(host: Host, spec: HostSpec, release_id: str, gates: GateResult, outcome: HostOutcome,
-                   done: Outcome) -> None:  # fmt: skip
-    """The gates passed: the manifest keeps them beside the deploy's own (which stay what verified it)."""
+def pre_stop_step(spec: HostSpec, stops: str) -> Step:
+    """The operator's pre_stop hook, run on this machine before the engine is drained; `stops`: what a failure
+    stops ("here", "the deploy here")."""
+    summary = f"run the pre_stop hook on this machine: {' '.join(spec.pre_stop or [])}; a failure stops {stops}"
+    return Step("pre_stop", summary, (), Condition.CHECKS_PASS, phase="pre_stop", handler=Handler.PRE_STOP)
+
+
+def post_start_step(spec: HostSpec) -> Step:
+    """The operator's post_start hook, run on this machine once a verified engine serves."""
+    summary = (
+        f"run the post_start hook on this machine: {' '.join(spec.post_start or [])}; only once a verified "
+        "engine serves"
+    )
+    return Step("post_start", summary, (), Condition.CHECKS_PASS, phase="post_start", handler=Handler.POST_START)
+
+
+def record_started(host: Host, spec: HostSpec, step: Step, release_id: str, gates: GateResult,
+                   outcome: HostOutcome, done: Outcome) -> None:  # fmt: skip
+    """The gates passed: the manifest keeps them beside the deploy's own (which stay what verified it); `step`:
+    the plan's "started" step, whose update-manifest command this runs."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    update_manifest(host, spec, release_id, {"last_gates": gates.to_json(), "last_started_at": now})
+    (manifest,) = step.commands
+    script_reply(host, spec, manifest, {"last_gates": gates.to_json(), "last_started_at": now})
     outcome.outcome, outcome.release = done, release_id
 
 

@@ -9,17 +9,18 @@ it can no longer be sure it is the only one changing this host.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from specops.commands.cache import cache_key
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
 from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy.blame import environment_hint, failed_gates_blame
+from specops.deploy.fixed_steps import GATE_FAILED, FixedSteps
 from specops.deploy.host_state import bad_build_warnings, read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
@@ -28,7 +29,8 @@ from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, interrupted_serving, rollback_host
 from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
-from specops.deploy.steps import Action, Step, step_applies
+from specops.deploy.step_commands import MANIFEST
+from specops.deploy.steps import Action, Handler, Step, step_applies
 from specops.diagnose.fingerprint import fingerprint_from_facts
 from specops.doctor.model import CheckContext
 from specops.doctor.registry import all_checks, run_checks
@@ -38,18 +40,15 @@ from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
 from specops.host.conversation import conversation
 from specops.ops import cache as compile_cache
-from specops.ops import guard, interrupts, lock
+from specops.ops import interrupts, lock
 from specops.ops.lock import LockLost
-from specops.ops.release import PushSession, open_push, prune, switch_current, update_manifest
-from specops.ops.unit import enable_unit, install_boot_unit, install_env_file, install_release_env, install_unit
+from specops.ops.planned import script_reply
+from specops.ops.release import PushSession, open_push
 from specops.probe.run import probe
 
 __all__ = ["DeployOptions", "HostOutcome", "LockLost", "Outcome", "deploy_host"]
 
-GATE_FAILED = ExitCode.CHECKS_FAILED
 PARTIAL_OUTCOME = "host_outcome"  # on a SpecopsError that stopped a deploy: the HostOutcome as far as it got
-# done around the plan: before it exists, or after the lock
-OUTSIDE_STEPS = ("lock", "read", "unlock", "serving", "record")
 PHASE_MESSAGES = {
     "push": "sending the release",
     "preflight": "running the doctor's checks on the candidate",
@@ -109,7 +108,7 @@ def deploy_host(
 
 
 @dataclass
-class _HostDeploy:
+class _HostDeploy(FixedSteps):
     """One locked deploy on one connected host: reads the host, plans, and runs the plan's steps in order."""
 
     host: Host
@@ -165,8 +164,8 @@ class _HostDeploy:
             self._run_step(push, lambda: self._push(session))  # on the conversation the listing came from
         session.close()  # pushed (or nothing to push): the host script exits
         for step in self.steps.steps:
-            if step.name not in (*OUTSIDE_STEPS, "push") and self._applies(step):
-                self._run_step(step, self._handler(step.name))
+            if step.handler not in (Handler.OUTSIDE, Handler.PUSH) and self._applies(step):
+                self._run_step(step, functools.partial(self._handlers()[step.handler], step))
 
     def _applies(self, step: Step) -> bool:
         return step_applies(step.when, self.checks_ok, self.gates)
@@ -201,31 +200,25 @@ class _HostDeploy:
         finally:
             self.outcome.phases[name] = time.monotonic() - started
 
-    def _handler(self, name: str) -> Callable[[], None]:
+    def _handlers(self) -> dict[Handler, Callable[[Step], None]]:
+        """What runs each step the plan names (Step.handler); a handler runs its step's own commands."""
         return {
-            "preflight": self._preflight, "unit": self._unit, "guard": self._arm, "switch": self._switch,
-            "gates": self._gates, "verified": self._verified, "failed": self._failed, "rollback": self._rollback,
-            "disarm": self._disarm, "disarm-leftover": self._disarm, "watch": self._watch,
-            "pre_stop": self._pre_stop, "stop": self._stop, "post_start": self._post_start, "env": self._env,
-            "started": self._started, "start-failed": self._start_failed,
-        }[name]  # fmt: skip
+            Handler.PREFLIGHT: self._preflight, Handler.UNIT: self._unit, Handler.ARM: self._arm,
+            Handler.SWITCH: self._switch, Handler.GATES: self._gates, Handler.VERIFIED: self._verified,
+            Handler.FAILED: self._failed, Handler.ROLLBACK: self._rollback, Handler.DISARM: self._disarm,
+            Handler.WATCH: self._watch, Handler.PRE_STOP: self._pre_stop, Handler.STOP: self._stop,
+            Handler.POST_START: self._post_start, Handler.ENV: self._env, Handler.STARTED: self._started,
+            Handler.START_FAILED: self._start_failed,
+        }  # fmt: skip
 
-    def _env(self) -> None:
-        install_env_file(self.host, self.spec, self.host_plan.env_text)
-
-    def _started(self) -> None:
-        assert self.gates is not None
-        engine_start.record_started(self.host, self.spec, self.steps.release, self.gates, self.outcome, Outcome.STARTED)
-        self.outcome.cause = engine_start.started_note(self.state.engine)
-
-    def _start_failed(self) -> None:
+    def _start_failed(self, _step: Step) -> None:
         assert self.gates is not None
         engine_start.start_failed(self.spec, self.steps.release, self.gates, self.outcome, self.state.engine)
 
-    def _pre_stop(self) -> None:
+    def _pre_stop(self, _step: Step) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter)
 
-    def _stop(self) -> None:
+    def _stop(self, _step: Step) -> None:
         """A stop that leaves the GPUs busy ends the deploy: no engine is started on them, and the guard (which
         would start the last verified release on them) is disarmed; the outcome names the holders and the fix."""
         self.stop_asked = True
@@ -233,10 +226,11 @@ class _HostDeploy:
                           self.held.confirm):  # fmt: skip
             return
         self.checks_ok = False
-        if self.steps.step("guard") is not None:
-            self._disarm()
+        disarm = self.steps.step("disarm")  # planned with every guard
+        if self.steps.guard and disarm is not None:
+            self._disarm(disarm)
 
-    def _post_start(self) -> None:
+    def _post_start(self, _step: Step) -> None:
         stop_step.post_start(self.spec, self.outcome, self.reporter)
 
     def _push(self, session: PushSession) -> None:
@@ -249,7 +243,7 @@ class _HostDeploy:
         self.outcome.push = PushFigures(result.sent_files, result.sent_bytes, result.linked_files, result.base_id,
                                         result.seconds)  # fmt: skip
 
-    def _preflight(self) -> None:
+    def _preflight(self, step: Step) -> None:
         candidate = f"{self.spec.service_dir}/releases/{self.steps.release}"
         facts = probe(self.host, self.spec, self.profile, extra_roots={"candidate": candidate})
         self.cache_key = compile_cache.key_from_facts(self.spec, facts)
@@ -265,60 +259,14 @@ class _HostDeploy:
             return
         self.checks_ok = False
         # what `specops diagnose HOST --release ID` reads later: the host's fingerprint, and why it stopped here
-        update_manifest(
-            self.host,
-            self.spec,
-            self.steps.release,
-            {"facts": self.facts_record, "preflight": preflight_record(verdict.blocking)},
-        )
+        (manifest,) = step.part(MANIFEST)
+        script_reply(self.host, self.spec, manifest,
+                     {"facts": self.facts_record, "preflight": preflight_record(verdict.blocking)})  # fmt: skip
         self.outcome.outcome, self.outcome.exit_code = Outcome.PREFLIGHT_FAILED, GATE_FAILED
         self.outcome.cause = "; ".join(f"{r.id}: {r.summary}" for r in verdict.blocking)
         self.outcome.hint = verdict.hint()
 
-    def _unit(self) -> None:
-        install_release_env(self.host, self.spec, self.steps.release, self.host_plan.env_text)  # live: at the restart
-        compile_cache.prepare(self.host, self.spec, self.cache_key)
-        install_boot_unit(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
-        if self.steps.unit_changed:
-            install_unit(self.host, self.spec, self.host_plan.unit_text)  # and enables it
-        else:
-            enable_unit(self.host, self.spec)
-        # the fingerprint rides on this manifest update (no extra round trip): `specops diagnose` compares it later
-        update_manifest(self.host, self.spec, self.steps.release, {"unit": self.host_plan.unit_text,
-                                                                  "env_file": self.spec.env_file,
-                                                                  "profile": self.profile.name,
-                                                                  "compile_cache": self.cache_key,
-                                                                  "facts": self.facts_record,
-                                                                  "preflight": None})  # fmt: skip
-
-    def _arm(self) -> None:
-        # Disarmed by its own step, not in a `finally`: on Ctrl-C or an error the guard stays armed, and once
-        # the lock is released it puts the last verified release back (the deploy can no longer prove the new one).
-        # It puts back the plan's rollback target, the one the dry run names, never one it picks on the host.
-        guard.arm(self.host, self.spec, lock.lock_root(), lock.DEFAULT_STALE_AFTER_S, self.steps.release,
-                  self.steps.rollback_to or "")  # fmt: skip
-        self.guarded = True
-        self.outcome.guard_to = self.steps.rollback_to
-
-    def _disarm(self) -> None:
-        guard.disarm(self.host, self.spec)
-        self.guarded = False
-        self.outcome.guard_to = None
-
-    def _watch(self) -> None:
-        # After the disarm: the guard hands over to its watch, and this deploy returns without waiting for it.
-        watch = guard.watch_settings(self.spec, self.profile)
-        if watch is not None:
-            guard.start_watch(self.host, self.spec, self.steps.release, lock.lock_root(), watch,
-                              self.steps.rollback_to or "")  # fmt: skip
-            self.outcome.watch_s = watch.window_s
-
-    def _switch(self) -> None:
-        self.stop_asked = True  # a restart of what `current` names, from here on
-        switch_current(self.host, self.spec, self.steps.release)
-        self.outcome.release = self.steps.release
-
-    def _gates(self) -> None:
+    def _gates(self, _step: Step) -> None:
         listing, release = self.state.listing, self.steps.release
         starts = self.steps.action is Action.START  # the same release again: its own figures are the baseline
         previous = last_verified_figures(listing, self.profile.name, exclude=None if starts else release)
@@ -330,29 +278,7 @@ class _HostDeploy:
                                       cancel=self.options.cancel, speedup_baseline=speedup_baseline)  # fmt: skip
         self.outcome.gates = self.gates
 
-    def _verified(self) -> None:
-        assert self.gates is not None
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        # proven again: a release marked bad (reused with this exact tree) is a rollback target again
-        changes = {"verified": True, "verified_at": now, "gates": self.gates.to_json(), "bad": None,
-                   "startup_s": round(self.gates.readiness.seconds, 1)}  # fmt: skip
-        update_manifest(self.host, self.spec, self.steps.release, changes)
-        self.outcome.outcome = Outcome.DEPLOYED
-        protect = {self.steps.release} | ({self.steps.rollback_to} if self.steps.rollback_to else set())
-        prune(self.host, self.spec, self.spec.keep_releases, protect)
-
-    def _failed(self) -> None:
-        assert self.gates is not None
-        update_manifest(self.host, self.spec, self.steps.release, {"verified": False, "gates": self.gates.to_json()})
-        self.outcome.cause, self.outcome.exit_code = self.gates.cause, GATE_FAILED
-        self.outcome.outcome = Outcome.FAILED
-        self.outcome.hint = (
-            "left running for debugging (--no-rollback)"
-            if self.options.no_rollback
-            else "no verified release to roll back to on this host"
-        )
-
-    def _rollback(self) -> None:
+    def _rollback(self, _step: Step) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
         blame = failed_gates_blame(self.host, self.spec, self.steps.config, self.gates, self.steps.rollback_to,
                                    self.facts_record)  # fmt: skip

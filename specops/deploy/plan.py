@@ -27,13 +27,11 @@ from specops.commands.units import sha256_text
 from specops.config.builds import BuildChoice, choose_build
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
-from specops.config.waivers import waiver_reasons
 from specops.deploy import step_commands as cmds
-from specops.deploy.blame import blame_for_failed_gates
+from specops.deploy.deploy_steps import deploy_steps
 from specops.deploy.engine_start import EngineState, read_step_commands, start_steps
-from specops.deploy.steps import Action, Condition, HostSteps, PushPlan, Step
+from specops.deploy.steps import Action, Handler, HostSteps, PushPlan, Step
 from specops.errors import SpecopsError
-from specops.ops.guard import watch_settings
 from specops.ops.lock import lock_root
 from specops.ops.release import identical_release
 
@@ -246,9 +244,10 @@ def _middle_steps(host_plan: HostPlan, choice: Choice, push: PushPlan | None, gu
     if choice.action is Action.START:
         spec = host_plan.target.host
         env = Step("env", f"write {spec.env_file} (0600); {spec.unit_name} unchanged",
-                   tuple(cmds.env_commands(spec, len(host_plan.env_text.splitlines()))), phase="unit")  # fmt: skip
+                   tuple(cmds.env_commands(spec, len(host_plan.env_text.splitlines()))), phase="unit",
+                   handler=Handler.ENV)  # fmt: skip
         return [env, *start_steps(spec, host_plan.target.profile, choice.release_id, engine, options.reap)]
-    return _deploy_steps(host_plan, choice, push, guard, options)
+    return deploy_steps(host_plan, choice, push, guard, options)
 
 
 def _push_plan(staged: StagedBuild, choice: Choice, state: HostState) -> PushPlan | None:
@@ -257,91 +256,3 @@ def _push_plan(staged: StagedBuild, choice: Choice, state: HostState) -> PushPla
     base_files = state.base_files if choice.base is not None else None
     sent = len(files_to_send(staged.files, base_files)) - 1  # the manifest is always sent, not counted
     return PushPlan(sent, len(staged.files), choice.base.id if choice.base and base_files is not None else None)
-
-
-def _deploy_steps(
-    host_plan: HostPlan, choice: Choice, push: PushPlan | None, guard: bool, options: DeployOptions
-) -> list[Step]:
-    spec, profile, release_id = host_plan.target.host, host_plan.target.profile, choice.release_id
-    ok, passed, failed = Condition.CHECKS_PASS, Condition.GATES_PASS, Condition.GATES_FAIL
-    steps = [Step("push", _push_summary(release_id, push, choice), phase="push")]
-    candidate = f"{spec.service_dir}/releases/{release_id}"
-    steps.append(Step("preflight", _preflight_summary(host_plan, options),
-                      tuple(cmds.preflight_commands(spec, candidate, release_id)), phase="preflight"))  # fmt: skip
-    if spec.pre_stop:
-        steps.append(Step("pre_stop", f"run the pre_stop hook on this machine: {' '.join(spec.pre_stop)}; a failure "
-                          "stops the deploy here", (), ok, phase="pre_stop"))  # fmt: skip
-    unit = f"write {spec.env_file} (0600)" + (f" and {spec.unit_name} (changed)" if choice.unit_changed
-                                              else f"; {spec.unit_name} unchanged")  # fmt: skip
-    env_lines = len(host_plan.env_text.splitlines())
-    steps.append(Step("unit", unit, tuple(cmds.unit_commands(spec, release_id, choice.unit_changed, env_lines)), ok,
-                      phase="unit"))  # fmt: skip
-    target = choice.rollback_to.id if choice.rollback_to else ""
-    if guard:
-        steps.append(Step("guard", f"arm the host-side rollback guard (rolls back to {target} if this deploy dies)",
-                          tuple(cmds.guard_commands(spec, release_id, target)), ok))  # fmt: skip
-    else:  # a crashed deploy's guard would otherwise roll this release back once the lock is gone
-        steps.append(Step("disarm-leftover", "disarm any rollback guard an earlier deploy left (this deploy arms "
-                          "none)", tuple(cmds.disarm_commands(spec)), ok))  # fmt: skip
-    steps.append(Step("switch", f"point current at {release_id}", tuple(cmds.switch_commands(spec, release_id)),
-                      ok, phase="switch"))  # fmt: skip
-    drain_s = profile.drain.timeout_s
-    reap = "; --reap: stop orphans of the old engine" if options.reap else "; anything left there stops the deploy"
-    steps.append(Step("stop", f"drain and stop {spec.unit_name} (SIGTERM, up to {drain_s} s for running requests), "
-                      f"then wait for its cgroup and GPUs to be free{reap}", tuple(cmds.stop_commands(spec, drain_s)),
-                      ok, phase="drain"))  # fmt: skip
-    gates = f"restart {spec.unit_name}, readiness (deadline {profile.readiness.timeout_s} s, extended while loading)"
-    steps.append(Step("gates", gates + ", then the smoke gate", tuple(cmds.gates_commands(spec)), ok, phase="gates"))
-    protect = {release_id} | ({choice.rollback_to.id} if choice.rollback_to else set())
-    steps.append(Step("verified", f"record the gates in {release_id}'s manifest, prune old releases",
-                      tuple(cmds.verified_commands(spec, release_id, protect)), passed))  # fmt: skip
-    steps.append(Step("failed", f"record the failed gates in {release_id}'s manifest" + _after_failure(choice, guard),
-                      tuple(cmds.failed_commands(spec, release_id)), failed))  # fmt: skip
-    if guard and choice.rollback_to is not None:
-        reason = f"deploy of {release_id} failed: {cmds.CAUSE_PLACEHOLDER}"
-        blame = blame_for_failed_gates(choice.config)
-        marking = (f"{release_id} marked bad, unless the engine's journal names a fault of the host (then nothing is "
-                   "marked, and the rollback runs only to a release verified on this environment)" if blame.marks_bad
-                   else f"{release_id} NOT marked bad ({blame.reason})")  # fmt: skip
-        steps.append(Step("rollback", f"roll back to {choice.rollback_to.id} with its unit and env file, then the "
-                          f"same gates; {marking}", tuple(cmds.rollback_commands(spec, choice.rollback_to.id, reason,
-                          drain_s, not blame.marks_bad)), failed, phase="rollback"))  # fmt: skip
-    if guard:
-        steps.append(Step("disarm", "disarm the rollback guard", tuple(cmds.disarm_commands(spec)), ok))
-    watch = watch_settings(spec, profile) if guard else None
-    if watch is not None:
-        summary = (f"the guard keeps watching {release_id} for {watch.window_s} s: {watch.failures} failed "
-                   f"/health_generate in a row roll it back to {target}")  # fmt: skip
-        steps.append(Step("watch", summary, tuple(cmds.watch_commands(spec, release_id, watch, target)), passed))
-    if spec.post_start:
-        steps.append(Step("post_start", f"run the post_start hook on this machine: {' '.join(spec.post_start)}; "
-                          "only once a verified engine serves", (), ok, phase="post_start"))  # fmt: skip
-    return steps
-
-
-def _preflight_summary(host_plan: HostPlan, options: DeployOptions) -> str:
-    """Which checks are waived (and why), and what a failure of the others does."""
-    reasons = waiver_reasons(host_plan.target.host.waive, options.skip_checks)
-    waived = "; waived: " + ", ".join(f"{check} ({reason})" for check, reason in reasons.items()) if reasons else ""
-    others = " of another check" if reasons else ""
-    then = ("; --force: deploy anyway, naming each failing check it overrides" if options.force
-            else f"; a FAIL{others} stops the deploy here")  # fmt: skip
-    return f"the doctor's checks on the candidate{waived}{then}"
-
-
-def _push_summary(release_id: str, push: PushPlan | None, choice: Choice) -> str:
-    if push is None:
-        return f"nothing to send: {choice.reason}"
-    linked = f", hard-link the other {push.total_files - push.send_files} from {push.base}" if push.base else ""
-    return (
-        f"send {push.send_files} of {push.total_files} files as release {release_id}{linked}; the host verifies"
-        " the tree hash"
-    )
-
-
-def _after_failure(choice: Choice, guard: bool) -> str:
-    if guard:
-        return ""
-    if choice.rollback_to is not None:
-        return "; leave it running for debugging (--no-rollback)"
-    return "; leave it running: no verified release to roll back to"

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from specops.commands import planned
 from specops.commands import release as release_cmd
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
 from specops.commands.manifest import Figures
@@ -29,7 +30,7 @@ from specops.deploy.engine_start import EngineState, read_engine_state
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.rollback import ProfileFor, interrupted_serving, smoke_figures
 from specops.deploy.rollback_restore import serve_after_interruption
-from specops.deploy.steps import Action, HostSteps, Step, step_applies
+from specops.deploy.steps import Action, Handler, HostSteps, Step, step_applies
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ChecksFailed, SpecopsError
 from specops.events import Event, Reporter
@@ -39,7 +40,6 @@ from specops.ops import audit, interrupts, lock
 from specops.ops.lock import LockLost
 from specops.ops.release import read_listing
 
-OUTSIDE_STEPS = ("lock", "read", "unlock", "record", "serving")
 DRY_RUN_TOKEN = Secret("dryrun")
 
 
@@ -74,7 +74,7 @@ def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engi
                      (*cmds.conversation_commands(spec), *cmds.lock_commands(token, options.lock_wait_s)),
                      phase="lock")  # fmt: skip
     read = Step("read", "read the host's releases and whether the engine runs",
-                (cmds.run(release_cmd.list_argv(spec)), *engine_start.read_step_commands(spec)))  # fmt: skip
+                (planned.run(release_cmd.list_argv(spec)), *engine_start.read_step_commands(spec)))  # fmt: skip
     middle = engine_start.start_steps(spec, profile, current.id, engine, options.reap)
     unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
     record = Step("record", f"append the outcome (action restart) to {spec.service_dir}/audit.jsonl and the local "
@@ -165,19 +165,19 @@ class _Restart:
     stop_asked: bool = False  # the engine's stop may have begun: an interruption starts it again
 
     def run(self) -> None:
-        handlers: dict[str, Callable[[], None]] = {
-            "pre_stop": self._pre_stop, "stop": self._stop, "gates": self._gates, "started": self._started,
-            "start-failed": self._failed, "post_start": self._post_start,
+        handlers: dict[Handler, Callable[[Step], None]] = {
+            Handler.PRE_STOP: self._pre_stop, Handler.STOP: self._stop, Handler.GATES: self._gates,
+            Handler.STARTED: self._started, Handler.START_FAILED: self._failed, Handler.POST_START: self._post_start,
         }  # fmt: skip
         for step in self.steps.steps:
-            if step.name in OUTSIDE_STEPS or not step_applies(step.when, self.checks_ok, self.gates):
+            if step.handler is Handler.OUTSIDE or not step_applies(step.when, self.checks_ok, self.gates):
                 continue
             self.held.confirm(f"the {step.name} step")  # lost: no longer sure to be the only one changing it
             if step.phase is not None:
                 self.reporter.event(Event(self.spec.name, step.phase, self._message(step)))
             started = time.monotonic()
             try:
-                handlers[step.name]()
+                handlers[step.handler](step)
             finally:
                 if step.phase is not None:
                     self.outcome.phases[step.phase] = time.monotonic() - started
@@ -189,30 +189,30 @@ class _Restart:
             "gates": "restarting, then readiness and the smoke gate",
         }.get(step.name, step.summary)
 
-    def _pre_stop(self) -> None:
+    def _pre_stop(self, _step: Step) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter, "restart")
 
-    def _stop(self) -> None:
+    def _stop(self, _step: Step) -> None:
         self.outcome.release = None  # from here on nothing serves until the gates pass
         self.stop_asked = True
         self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap,
                                         self.held.confirm)  # fmt: skip
 
-    def _gates(self) -> None:
+    def _gates(self, _step: Step) -> None:
         self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter)
         self.outcome.gates = self.gates
 
-    def _started(self) -> None:
+    def _started(self, step: Step) -> None:
         assert self.gates is not None
-        engine_start.record_started(self.host, self.spec, self.steps.release, self.gates, self.outcome,
+        engine_start.record_started(self.host, self.spec, step, self.steps.release, self.gates, self.outcome,
                                     Outcome.RESTARTED)  # fmt: skip
         self.outcome.cause = engine_start.started_note(self.engine)
 
-    def _failed(self) -> None:
+    def _failed(self, _step: Step) -> None:
         assert self.gates is not None
         engine_start.start_failed(self.spec, self.steps.release, self.gates, self.outcome, self.engine, self.verified)
 
-    def _post_start(self) -> None:
+    def _post_start(self, _step: Step) -> None:
         stop_step.post_start(self.spec, self.outcome, self.reporter, "restart")
 
 

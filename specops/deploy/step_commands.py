@@ -1,7 +1,10 @@
-"""The host commands of each deploy step, built with the same pure builders (specops/commands/) the executors use.
+"""The host commands of each deploy step, built with the pure builders (specops/commands/): the objects a Step holds.
 
-Pure: nothing here talks to a host. The executors in specops/ops/, specops/engine/ and specops/probe/ build the
-same argv when they run; the deploy tests record what a deploy ran and compare it with these lists.
+Pure: nothing here talks to a host. A step whose commands are fixed when planning (the env file, the unit, the
+guard, the disarm, the switch, the records, the watch) is run from these very objects (specops/ops/planned.py,
+specops/deploy/fixed_steps.py); one that depends on the run (the probe's script, the stop's polls, the gates,
+the rollback's cause, the compile cache's key) shows a placeholder here, and its executor builds the command
+with the same builder when it runs. The deploy tests record what a deploy ran and compare it with these lists.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import json
 from specops.commands import engine_stop, journal, units
 from specops.commands import release as release_cmd
 from specops.commands.boot import boot_unit
-from specops.commands.cache import KEY_PLACEHOLDER, prepare_argvs
+from specops.commands.cache import KEY_PLACEHOLDER, prepare_commands
 from specops.commands.conversation import conversation_argv
 from specops.commands.guard import (
     WatchSettings,
@@ -23,27 +26,19 @@ from specops.commands.guard import (
     watch_argv,
 )
 from specops.commands.lock import lock_argv
+from specops.commands.planned import HostCommand, Times, put, run
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
-from specops.deploy.steps import HostCommand, Step, Times
-from specops.host.base import PUT_SCRIPT
+from specops.deploy.steps import Step
+from specops.ops import unit
 from specops.ops.audit import APPEND_FALLBACK, APPEND_SCRIPT, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
 
+MANIFEST = "manifest"  # a step's update of a release's manifest (HostCommand.role)
 CAUSE_PLACEHOLDER = "<the gates' cause>"
 HOLDER = "holder.json (who, machine, pid, command, heartbeat time)"
 DEAD_HOLDER = Secret("0")  # the dead holder's token, known only once the lock is seen (shown ***)
-
-
-def run(argv: list[str], *, stdin: str = "", times: Times = Times.ONCE, note: str = "") -> HostCommand:
-    return HostCommand(tuple(argv), stdin=stdin, times=times, note=note)
-
-
-def put(path: str, mode: int, content: str, *, times: Times = Times.ONCE) -> HostCommand:
-    """A file written atomically (temp file, chmod, rename), as every Host's `put` does it."""
-    argv = ("sh", "-c", PUT_SCRIPT, "specops-put", path, f"{mode:o}")
-    return HostCommand(argv, kind="put", path=path, mode=mode, stdin=content, times=times)
 
 
 def conversation_commands(spec: HostSpec) -> list[HostCommand]:
@@ -112,36 +107,33 @@ def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[
 def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int) -> list[HostCommand]:
     """The release's own env file always (it may carry a new secret; the live one is written from it when the
     release is started: restart_commands); the unit only when its text changed: verified under a scratch path
-    first, then moved in and systemd reloaded. The unit is enabled on every deploy."""
-    commands = [
-        put(release_cmd.release_env_path(spec, release_id), 0o600, _env_content(env_lines)),
-        *(
-            run(argv, note="the compile cache, keyed by the preflight's facts")
-            for argv in prepare_argvs(spec, KEY_PLACEHOLDER)
-        ),
-    ]
+    first, then moved in and systemd reloaded. The unit is enabled on every deploy. Each command carries its part
+    (HostCommand.role): specops/ops/unit.py runs each part with these very objects."""
     boot = boot_unit(spec)
-    commands += [
-        run(units.read_unit_argv(boot), note="the boot unit: it re-arms the guard after a reboot mid-deploy"),
-        put(units.unit_path(boot), 0o644, "the boot unit", times=Times.IF_NEEDED),
-    ]
+    commands = [
+        put(release_cmd.release_env_path(spec, release_id), 0o600, _env_content(env_lines), role=unit.RELEASE_ENV),
+        *prepare_commands(spec, KEY_PLACEHOLDER),
+        run(units.read_unit_argv(boot), note="the boot unit: it re-arms the guard after a reboot mid-deploy",
+            role=unit.BOOT),
+        put(units.unit_path(boot), 0o644, "the boot unit", times=Times.IF_NEEDED, role=unit.BOOT),
+    ]  # fmt: skip
     if unit_changed:
         scratch = units.verify_path(spec.unit_name)
         commands += [
-            run(units.read_unit_argv(spec.unit_name)),
-            run(
-                units.show_argv(spec.unit_name, ["LoadState", "FragmentPath"]),
-                note="a unit specops does not manage stops the deploy here: nothing is written",
-            ),
-            run(units.mkdir_argv(units.VERIFY_DIR)),
-            put(scratch, 0o644, "the new unit"),
-            run(units.verify_argv(spec.unit_name), note="skipped by systemd when systemd-analyze is missing"),
-            run(units.remove_argv(scratch)),
-            put(units.unit_path(spec.unit_name), 0o644, "the new unit"),
-            run(units.show_argv(spec.unit_name, ["NeedDaemonReload"])),
-            run(units.daemon_reload_argv()),
-        ]
-    commands.append(run(units.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`"))
+            run(units.read_unit_argv(spec.unit_name), role=unit.UNIT),
+            run(units.show_argv(spec.unit_name, ["LoadState", "FragmentPath"]), role=unit.UNIT,
+                note="a unit specops does not manage stops the deploy here: nothing is written"),
+            run(units.mkdir_argv(units.VERIFY_DIR), role=unit.UNIT),
+            put(scratch, 0o644, "the new unit", role=unit.UNIT),
+            run(units.verify_argv(spec.unit_name), note="skipped by systemd when systemd-analyze is missing",
+                role=unit.UNIT),
+            run(units.remove_argv(scratch), role=unit.UNIT),
+            put(units.unit_path(spec.unit_name), 0o644, "the new unit", role=unit.UNIT),
+            run(units.show_argv(spec.unit_name, ["NeedDaemonReload"]), role=unit.UNIT),
+            run(units.daemon_reload_argv(), role=unit.UNIT),
+        ]  # fmt: skip
+    commands.append(run(units.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`",
+                        role=unit.ENABLE))  # fmt: skip
     changes = '{"unit": ..., "env_file": ..., "profile": ..., "compile_cache": ...}'
     return [*commands, manifest_update(spec, release_id, changes)]
 
@@ -157,20 +149,24 @@ def _env_content(env_lines: int) -> str:
 def manifest_update(
     spec: HostSpec, release_id: str, changes: str, times: Times = Times.ONCE, note: str = ""
 ) -> HostCommand:
+    """The release script's update-manifest: its changes (stdin) are the deploy's, known once it runs."""
     argv = release_cmd.update_manifest_argv(spec, release_id)
-    return run(argv, stdin=f"the changes: {changes}", times=times, note=note)
+    return run(argv, stdin=f"the changes: {changes}", times=times, note=note, role=MANIFEST)
 
 
-def guard_commands(spec: HostSpec, release_id: str, rollback_to: str) -> list[HostCommand]:
+def guard_commands(spec: HostSpec, release_id: str, rollback_to: str, lock_dir: str = "") -> list[HostCommand]:
+    """Arming the guard (specops/ops/guard.py `arm` runs these): its schema read, the disarm of a leftover one,
+    its script and state written, its timer started; `lock_dir`: the lock whose heartbeat it watches."""
     from specops.ops.guard import guard_script, guard_state
 
     size = len(guard_script().encode("utf-8"))
+    state = json.dumps(guard_state(release_id, rollback_to), sort_keys=True)  # written as shown (one line)
     return [
         run(schema_argv(spec), note="a guard armed by a newer specops is left alone; none there: nothing to check"),
         *disarm_commands(spec),
         put(guard_script_path(spec), 0o600, f"the release script ({size} bytes)"),
-        put(guard_state_path(spec), 0o600, json.dumps(guard_state(release_id, rollback_to), sort_keys=True)),
-        run(arm_argv(spec, lock_root(), DEFAULT_STALE_AFTER_S)),
+        put(guard_state_path(spec), 0o600, state),
+        run(arm_argv(spec, lock_dir or lock_root(), DEFAULT_STALE_AFTER_S)),
     ]
 
 
@@ -178,9 +174,11 @@ def disarm_commands(spec: HostSpec) -> list[HostCommand]:
     return [run(argv, note="exits non-zero when no guard exists") for argv in disarm_argvs(spec)]
 
 
-def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings, rollback_to: str) -> list[HostCommand]:
+def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings, rollback_to: str,
+                   lock_dir: str = "") -> list[HostCommand]:  # fmt: skip
+    """The guard's watch started (specops/ops/guard.py `start_watch` runs it); `lock_dir`: the lock's folder."""
     note = "the deploy returns; the watch runs on the host (`specops status` shows it)"
-    return [run(watch_argv(spec, release_id, lock_root(), watch, rollback_to), note=note)]
+    return [run(watch_argv(spec, release_id, lock_dir or lock_root(), watch, rollback_to), note=note)]
 
 
 def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:

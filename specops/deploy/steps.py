@@ -10,25 +10,17 @@ the env file's secrets stay on this machine until they are written, 0600, on the
 
 from __future__ import annotations
 
-import hashlib
-import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from specops.commands.config_change import ConfigChange
-
-SCRIPT_MARK = "<script"
-
-
-class Times(StrEnum):
-    """How often a planned command runs: the plan cannot know how long a readiness wait polls."""
-
-    ONCE = "once"
-    IF_NEEDED = "if-needed"  # zero or one time; the command's note says when
-    REPEATED = "repeated"  # one or more times in a row (a poll)
-    BACKGROUND = "background"  # any number of times, beside the other steps (the lock's heartbeat)
+from specops.commands.planned import SCRIPT_MARK as SCRIPT_MARK  # the command model, re-exported
+from specops.commands.planned import HostCommand as HostCommand
+from specops.commands.planned import Times as Times
+from specops.commands.planned import command_line as command_line
+from specops.commands.planned import shown_argv as shown_argv
+from specops.commands.planned import shown_word as shown_word
 
 
 class Condition(StrEnum):
@@ -63,29 +55,28 @@ class Action(StrEnum):
     RESTART = "restart"  # `specops restart`: the current release, drained and started through the gates
 
 
-@dataclass(frozen=True)
-class HostCommand:
-    """One command a step runs on the host: a plain command (`run`), a file written atomically (`put`), or the
-    one exec (`conversation`) that every later `run` and `put` of the deploy is sent over as a request."""
+class Handler(StrEnum):
+    """What runs a step (specops/deploy/execute.py): the step names its handler, so a step is defined once, in
+    the plan, with its commands. OUTSIDE: done around the step loop (the lock, the read, the record)."""
 
-    argv: tuple[str, ...]
-    kind: Literal["run", "put", "conversation"] = "run"
-    path: str = ""  # put: the file written
-    mode: int | None = None  # put: its mode
-    stdin: str = ""  # what the command reads on stdin, in words (never a secret's value)
-    times: Times = Times.ONCE
-    note: str = ""
-
-    @property
-    def shown(self) -> str:
-        return command_line(self.argv)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind, "command": self.shown, "argv": shown_argv(self.argv), "times": str(self.times),
-            "path": self.path or None, "mode": f"{self.mode:04o}" if self.mode is not None else None,
-            "stdin": self.stdin or None, "note": self.note or None,
-        }  # fmt: skip
+    OUTSIDE = "outside"
+    PUSH = "push"
+    PREFLIGHT = "preflight"
+    PRE_STOP = "pre_stop"
+    ENV = "env"
+    UNIT = "unit"
+    ARM = "arm"
+    DISARM = "disarm"
+    SWITCH = "switch"
+    STOP = "stop"
+    GATES = "gates"
+    VERIFIED = "verified"
+    FAILED = "failed"
+    ROLLBACK = "rollback"
+    WATCH = "watch"
+    POST_START = "post_start"
+    STARTED = "started"
+    START_FAILED = "start_failed"
 
 
 @dataclass(frozen=True)
@@ -98,6 +89,11 @@ class Step:
     commands: tuple[HostCommand, ...] = ()
     when: Condition = Condition.ALWAYS
     phase: str | None = None
+    handler: Handler = Handler.OUTSIDE
+
+    def part(self, role: str) -> tuple[HostCommand, ...]:
+        """The step's commands of one role (HostCommand.role), in order: what a handler runs for that part."""
+        return tuple(command for command in self.commands if command.role == role)
 
     def to_json(self) -> dict[str, Any]:
         return {"step": self.name, "summary": self.summary, "when": str(self.when),
@@ -145,22 +141,3 @@ class HostSteps:
             "config_changed": {"unit": self.config.unit, "env": list(self.config.env)},
             "steps": [step.to_json() for step in self.steps],
         }  # fmt: skip
-
-
-def shown_word(word: str) -> str:
-    """A word as people see it: an inline script by size and hash, a Secret as *** (its str)."""
-    text = str(word)
-    if "\n" in text:
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-        return f"{SCRIPT_MARK}: {len(text.encode('utf-8'))} bytes, sha256 {digest}>"
-    return text
-
-
-def shown_argv(argv: Sequence[str]) -> list[str]:
-    return [shown_word(word) for word in argv]
-
-
-def command_line(argv: Sequence[str]) -> str:
-    """The command as the Host sends it (shlex-quoted words), with scripts and secrets shown as above."""
-    words = shown_argv(argv)
-    return " ".join(word if word.startswith(SCRIPT_MARK) else shlex.quote(word) for word in words)

@@ -37,6 +37,11 @@ PUT_SCRIPT = (
 )
 
 
+def put_argv(remote_path: str, mode: int) -> list[str]:
+    """The command every Host's `put` runs (its stdin: the bytes); a deploy's plan shows the same words."""
+    return ["sh", "-c", PUT_SCRIPT, "specops-put", remote_path, f"{mode:o}"]
+
+
 @dataclass(frozen=True)
 class Result:
     """One finished command: a plain value (what ran, how it ended, what it printed, how long it took).
@@ -169,8 +174,7 @@ class HostBase:
 
     def put(self, data: bytes, remote_path: str, mode: int = 0o644, *, timeout: float = 300) -> None:
         """Write `data` to `remote_path` atomically with `mode`; the parent directory must exist."""
-        argv = ["sh", "-c", PUT_SCRIPT, "specops-put", remote_path, f"{mode:o}"]
-        self.run(argv, input=data, timeout=timeout)
+        self.run(put_argv(remote_path, mode), input=data, timeout=timeout)
 
     def get(self, remote_path: str, *, timeout: float = 300) -> bytes:
         return self.run(["cat", "--", remote_path], timeout=timeout).stdout

@@ -6,10 +6,11 @@ releases never touches it (see specops/commands/cache.py for the why).
 
 from __future__ import annotations
 
-from specops.commands.cache import cache_key, prepare_argvs, shared_cache_dir, size_argv
+from specops.commands.cache import cache_key, prepare_commands, shared_cache_dir, size_argv
 from specops.commands.release import ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
+from specops.ops.planned import run_all
 from specops.probe.facts import HostFacts
 
 CACHE_TIMEOUT_S = 60.0
@@ -24,8 +25,7 @@ def key_from_facts(spec: HostSpec, facts: HostFacts) -> str:
 
 def prepare(host: Host, spec: HostSpec, key: str) -> str:
     """Create the keyed folder (writable by the engine) and point `<service>/cache` at it; the folder's path."""
-    for argv in prepare_argvs(spec, key):
-        host.run(argv, timeout=CACHE_TIMEOUT_S)
+    run_all(host, prepare_commands(spec, key), timeout=CACHE_TIMEOUT_S)  # as the plan shows them (its key: a mark)
     return shared_cache_dir(spec, key)
 
 

@@ -13,26 +13,18 @@ newer specops is left alone (HostDataTooNew, exit 5): this specops cannot know w
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Sequence
 
-from specops.commands.guard import (
-    GUARD_INTERVAL_S,
-    WatchSettings,
-    arm_argv,
-    disarm_argvs,
-    guard_script_path,
-    guard_state_path,
-    guard_unit,
-    schema_argv,
-    watch_argv,
-)
+from specops.commands.guard import GUARD_INTERVAL_S, WatchSettings, guard_script_path, guard_state_path, guard_unit
 from specops.commands.guard_record import GuardRecord, parse_guard_state
 from specops.commands.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema
+from specops.commands.planned import HostCommand
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
-from specops.host.base import Host
+from specops.host.base import Host, Result
 from specops.ops.hostfiles import read_document
+from specops.ops.planned import execute, run_all
 from specops.remote.bundle import guard_source
 
 __all__ = [
@@ -51,15 +43,16 @@ HEADER = "# specops rollback guard, schema {}\n"
 _HEADER_LINE = re.compile(r"# specops rollback guard, schema (\d+)$")
 
 
-def arm(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float, release_id: str, rollback_to: str) -> None:
+def arm(host: Host, commands: Sequence[HostCommand]) -> None:
     """Install the script and the plan's rollback target, and start the timer (a leftover guard of a crashed
-    deploy is replaced, unless a newer specops armed it)."""
-    armed_schema(host, spec)
-    disarm(host, spec)
-    host.put(guard_script().encode("utf-8"), guard_script_path(spec), mode=0o600)
-    state = json.dumps(guard_state(release_id, rollback_to), sort_keys=True) + "\n"
-    host.put(state.encode("utf-8"), guard_state_path(spec), mode=0o600)
-    host.run(arm_argv(spec, lock_dir, stale_after_s), timeout=TIMEOUT_S)
+    deploy is replaced, unless a newer specops armed it). `commands`: the plan's (deploy/step_commands.py
+    guard_commands): the schema read, the disarm, the script and state written, the timer started."""
+    schema, *stop, script, state, start = commands
+    _check_schema(host, script.path, execute(host, schema, check=False, timeout=TIMEOUT_S))  # none: nothing to check
+    disarm(host, stop)
+    execute(host, script, data=guard_script().encode("utf-8"))
+    execute(host, state, data=f"{state.stdin}\n".encode())  # the state file: the line the plan shows
+    execute(host, start, timeout=TIMEOUT_S)
 
 
 def guard_state(release_id: str, rollback_to: str) -> dict[str, object]:
@@ -71,7 +64,6 @@ def guard_state(release_id: str, rollback_to: str) -> dict[str, object]:
 def armed_state(host: Host, spec: HostSpec) -> GuardRecord | None:
     """The guard's state on the host while one is armed (its planned target, or what it did after a dead
     deploy: `rolled-back`, `no-rollback` with the reason); None when none is armed or it is unreadable."""
-
     return read_document(host, guard_state_path(spec), parse_guard_state, TIMEOUT_S)  # missing: no guard armed
 
 
@@ -81,22 +73,20 @@ def guard_script() -> str:
     return HEADER.format(GUARD_SCHEMA) + guard_source()
 
 
-def armed_schema(host: Host, spec: HostSpec) -> int | None:
+def _check_schema(host: Host, path: str, result: Result | None) -> int | None:
     """The schema of the guard script on the host (0: one written before versions), None when there is none;
-    HostDataTooNew when a newer specops wrote it."""
-    path = guard_script_path(spec)
-    result = host.run(schema_argv(spec), timeout=TIMEOUT_S, check=False)  # none: nothing to check
-    if not result.ok:
+    HostDataTooNew when a newer specops wrote it. `result`: the script's first line, as read."""
+    if result is None or not result.ok:
         return None
     found = _HEADER_LINE.match(result.text.strip())
     return check_schema(host.name, {SCHEMA_KEY: int(found.group(1)) if found else 0}, path, GUARD_SCHEMA)
 
 
-def disarm(host: Host, spec: HostSpec) -> None:
-    """Stop the timer and a running watch, and forget failed runs; a no-op when no guard exists (systemctl then
-    exits non-zero: "not loaded", which is why these are not checked)."""
-    for argv in disarm_argvs(spec):
-        host.run(argv, timeout=TIMEOUT_S, check=False)
+def disarm(host: Host, commands: Sequence[HostCommand]) -> None:
+    """Stop the timer and a running watch, and forget failed runs (`commands`: the plan's, step_commands.py
+    disarm_commands); a no-op when no guard exists (systemctl then exits non-zero: "not loaded", which is why
+    these are not checked)."""
+    run_all(host, commands, check=False, timeout=TIMEOUT_S)
 
 
 def watch_settings(spec: HostSpec, profile: Profile) -> WatchSettings | None:
@@ -112,10 +102,8 @@ def watch_settings(spec: HostSpec, profile: Profile) -> WatchSettings | None:
     return WatchSettings(readiness.watch_s, readiness.watch_timeout_s, readiness.watch_failures, url)
 
 
-def start_watch(
-    host: Host, spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings, rollback_to: str
-) -> None:
+def start_watch(host: Host, command: HostCommand) -> None:
     """Hand the verified release to the guard's watch (remote/release/watch.py) on the host, and return: the
-    window runs there, without this process, and a failed watch rolls back to `rollback_to` (the plan's target).
-    Called after `disarm`, which stopped any earlier watch."""
-    host.run(watch_argv(spec, release_id, lock_dir, watch, rollback_to), timeout=TIMEOUT_S)
+    window runs there, without this process, and a failed watch rolls back to the plan's target. `command`: the
+    plan's (step_commands.py watch_commands). Called after `disarm`, which stopped any earlier watch."""
+    execute(host, command, timeout=TIMEOUT_S)

@@ -48,7 +48,7 @@ class PushResult:
 
 def read_listing(host: Host, spec: HostSpec) -> Listing:
     """Every release with its manifest summary, and where `current` points: one round trip."""
-    return cmd.parse_listing(_run_script(host, spec, cmd.list_argv(spec)))
+    return cmd.parse_listing(run_script(host, spec, cmd.list_argv(spec)))
 
 
 def list_releases(host: Host, spec: HostSpec) -> list[ReleaseInfo]:
@@ -259,7 +259,7 @@ def push_release(
 
 def switch_current(host: Host, spec: HostSpec, release_id: str) -> str | None:
     """Point `current` at the release by one rename (never a moment without `current`); returns the previous id."""
-    reply = _run_script(host, spec, cmd.switch_argv(spec, release_id))
+    reply = run_script(host, spec, cmd.switch_argv(spec, release_id))
     previous = reply.get("previous")
     return previous if isinstance(previous, str) else None
 
@@ -267,18 +267,18 @@ def switch_current(host: Host, spec: HostSpec, release_id: str) -> str | None:
 def prune(host: Host, spec: HostSpec, keep: int, protect: set[str], stale_after_s: float = 0) -> list[str]:
     """Remove old releases, and unfinished leftovers untouched for `stale_after_s`; never current, the newest
     verified or `protect`. Returns the removed ids."""
-    reply = _run_script(host, spec, cmd.prune_argv(spec, keep, protect, stale_after_s))
+    reply = run_script(host, spec, cmd.prune_argv(spec, keep, protect, stale_after_s))
     return [str(release_id) for release_id in reply.get("removed") or []]
 
 
 def update_manifest(host: Host, spec: HostSpec, release_id: str, changes: Mapping[str, Any]) -> ReleaseInfo:
     """Merge `changes` (verified, verified_at, gates, facts, ...) into the release's manifest, atomically."""
     data = json.dumps(dict(changes)).encode()
-    reply = _run_script(host, spec, cmd.update_manifest_argv(spec, release_id), data)
+    reply = run_script(host, spec, cmd.update_manifest_argv(spec, release_id), data)
     return cmd.parse_listing({"current": None, "releases": [reply]}).releases[0]
 
 
-def _run_script(
+def run_script(
     host: Host, spec: HostSpec, argv: list[str], input: bytes | None = None, timeout: float = SCRIPT_TIMEOUT_S
 ) -> dict[str, Any]:
     result = host.run(argv, input=input, timeout=timeout, check=False)  # a refusal is exit 3 with a JSON reply
@@ -295,12 +295,12 @@ def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: 
     env file, restart, and the release it left marked bad (not with `keep_unmarked`). `force`: a target marked
     bad is allowed."""
     argv = cmd.rollback_argv(spec, target_id, reason, force=force, keep_unmarked=keep_unmarked)
-    return _run_script(host, spec, argv, timeout=SCRIPT_TIMEOUT_S + 600)
+    return run_script(host, spec, argv, timeout=SCRIPT_TIMEOUT_S + 600)
 
 
 def restore_config(host: Host, spec: HostSpec) -> dict[str, Any]:
     """The current release's recorded unit and env file back in place (daemon-reload when the unit changed)."""
-    return _run_script(host, spec, cmd.restore_config_argv(spec))
+    return run_script(host, spec, cmd.restore_config_argv(spec))
 
 
 def base_files(host: Host, spec: HostSpec, base: ReleaseInfo) -> Mapping[str, FileEntry] | None:

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specops.commands.boot import boot_unit, boot_unit_path, boot_unit_text
-from specops.commands.release import release_env_path
-from specops.commands.units import (
-    deliberate_restart_argvs,
-    enable_argv,
-    needs_daemon_reload,
-    parse_show,
-    read_unit_argv,
-    show_argv,
-    unit_path,
-    unmanaged_reason,
-    verify_argv,
-    verify_path,
-)
+from specops.commands.boot import boot_unit_text
+from specops.commands.planned import HostCommand
+from specops.commands.units import deliberate_restart_argvs, needs_daemon_reload, parse_show, unmanaged_reason
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, SpecopsError
-from specops.host.base import Host
+from specops.host.base import Host, Result
+from specops.ops.planned import execute
 from specops.ops.release import restore_config
 
 UNIT_TIMEOUT_S = 60.0
@@ -37,22 +28,23 @@ class UnitChange:
     verified: bool
 
 
-def read_unit(host: Host, spec: HostSpec) -> str | None:
-    """The unit file installed now, or None."""
-    result = host.run(["cat", unit_path(spec.unit_name)], timeout=UNIT_TIMEOUT_S, check=False)  # none installed
-    return result.text if result.ok else None
+# the parts of the deploy's unit step (deploy/step_commands.py unit_commands), each run by the function named
+RELEASE_ENV, BOOT, UNIT, ENABLE = "release-env", "boot", "unit", "enable"
 
 
-def install_env_file(host: Host, spec: HostSpec, text: str) -> None:
-    """The env file holds secrets: root-owned 0600, written by an atomic rename (put)."""
-    host.run(["mkdir", "-p", spec.service_dir], timeout=UNIT_TIMEOUT_S)
-    host.put(text.encode("utf-8"), spec.env_file, mode=0o600)
+def install_env_file(host: Host, commands: Sequence[HostCommand], text: str) -> None:
+    """The env file holds secrets: root-owned 0600, written by an atomic rename (put). `commands`: the plan's
+    (its folder made, the file written: step_commands.py env_commands)."""
+    mkdir, write = commands
+    execute(host, mkdir, timeout=UNIT_TIMEOUT_S)
+    execute(host, write, data=text.encode("utf-8"))
 
 
-def install_release_env(host: Host, spec: HostSpec, release_id: str, text: str) -> None:
+def install_release_env(host: Host, commands: Sequence[HostCommand], text: str) -> None:
     """The release's own env file (root-only 0600, atomic rename): what it is verified with, and what a
     rollback to it, or any restart of it, puts back as the live env file (remote/release/relconfig.py)."""
-    host.put(text.encode("utf-8"), release_env_path(spec, release_id), mode=0o600)
+    (write,) = commands
+    execute(host, write, data=text.encode("utf-8"))
 
 
 class UnitNotManaged(SpecopsError):
@@ -61,60 +53,68 @@ class UnitNotManaged(SpecopsError):
     exit_code = ExitCode.CHECKS_FAILED
 
 
-def install_unit(host: Host, spec: HostSpec, text: str) -> UnitChange:
+def install_unit(host: Host, spec: HostSpec, text: str, commands: Sequence[HostCommand]) -> UnitChange:
     """Verify the unit under a scratch path (when systemd-analyze exists), move it in, daemon-reload if needed.
+    `commands`: the plan's, in this order (step_commands.py unit_commands, the UNIT part).
 
     Checked again right before writing (the preflight checked it too): a unit specops does not manage is
     never overwritten, whatever --force says."""
-    old = read_unit(host, spec)
-    state = parse_show(host.run(show_argv(spec.unit_name, ["LoadState", "FragmentPath"]), timeout=UNIT_TIMEOUT_S).text)
+    read, show, mkdir, scratch, verify, remove, write, need, reload_command = commands
+    found = execute(host, read, timeout=UNIT_TIMEOUT_S, check=False)  # none installed: exit 1
+    old = found.text if found is not None and found.ok else None
+    state = parse_show(_text(execute(host, show, timeout=UNIT_TIMEOUT_S)))
     reason = unmanaged_reason(spec.unit_name, state.get("LoadState", ""), state.get("FragmentPath", ""), old)
     if reason is not None:
         raise UnitNotManaged(
             f"{spec.name}: {reason}; nothing was written",
             hint=f"name the engine's own unit with hosts.{spec.name}.service (e.g. 'sglang')",
         )
-    verified = _verify(host, spec, text)
+    verified = _verify(host, spec, text, (mkdir, scratch, verify, remove))
     if old != text:
-        host.put(text.encode("utf-8"), unit_path(spec.unit_name), mode=0o644)
-    show = host.run(show_argv(spec.unit_name, ["NeedDaemonReload"]), timeout=UNIT_TIMEOUT_S)
-    need = parse_show(show.text).get("NeedDaemonReload", "no")
-    reload = needs_daemon_reload(old, text, need)
+        execute(host, write, data=text.encode("utf-8"))
+    reload = needs_daemon_reload(old, text, parse_show(_text(execute(host, need, timeout=UNIT_TIMEOUT_S))).get(
+        "NeedDaemonReload", "no"))  # fmt: skip
     if reload:
-        host.run(["systemctl", "daemon-reload"], timeout=UNIT_TIMEOUT_S)
-    enable_unit(host, spec)
+        execute(host, reload_command, timeout=UNIT_TIMEOUT_S)
     return UnitChange(changed=old != text, reloaded=reload, verified=verified)
 
 
-def enable_unit(host: Host, spec: HostSpec) -> None:
+def enable_unit(host: Host, commands: Sequence[HostCommand]) -> None:
     """Enable the engine's unit and the boot unit, on every deploy (a unit installed by an older specops was
     never enabled): a host that reboots starts the release `current` names, and the boot unit has the guard
     roll back one that was never verified. The boot unit must be installed first (install_boot_unit)."""
-    host.run(enable_argv(spec.unit_name, boot_unit(spec)), timeout=UNIT_TIMEOUT_S)
+    (enable,) = commands
+    execute(host, enable, timeout=UNIT_TIMEOUT_S)
 
 
-def install_boot_unit(host: Host, spec: HostSpec, lock_dir: str, stale_after_s: float) -> bool:
+def install_boot_unit(host: Host, spec: HostSpec, commands: Sequence[HostCommand], lock_dir: str,
+                      stale_after_s: float) -> bool:  # fmt: skip
     """Write the boot unit (commands/boot.py) when its text differs; True when it was written. Enabling it (and
-    the reload that loads it) is `enable_unit`'s."""
+    the reload that loads it) is `enable_unit`'s. `commands`: the plan's (its read, its write)."""
+    read, write = commands
     text = boot_unit_text(spec, lock_dir, stale_after_s)
-    old = host.run(read_unit_argv(boot_unit(spec)), timeout=UNIT_TIMEOUT_S, check=False)  # none before the first
-    if old.ok and old.text == text:
+    old = execute(host, read, timeout=UNIT_TIMEOUT_S, check=False)  # none before the first
+    if old is not None and old.ok and old.text == text:
         return False
-    host.put(text.encode("utf-8"), boot_unit_path(spec), mode=0o644)
+    execute(host, write, data=text.encode("utf-8"))
     return True
 
 
-def _verify(host: Host, spec: HostSpec, text: str) -> bool:
-    scratch = verify_path(spec.unit_name)
-    host.run(["mkdir", "-p", scratch.rsplit("/", 1)[0]], timeout=UNIT_TIMEOUT_S)
-    host.put(text.encode("utf-8"), scratch, mode=0o644)
+def _text(result: Result | None) -> str:
+    return result.text if result is not None else ""
+
+
+def _verify(host: Host, spec: HostSpec, text: str, commands: tuple[HostCommand, ...]) -> bool:
+    mkdir, scratch, verify, remove = commands
+    execute(host, mkdir, timeout=UNIT_TIMEOUT_S)
+    execute(host, scratch, data=text.encode("utf-8"))
     try:
-        result = host.run(verify_argv(spec.unit_name), timeout=UNIT_TIMEOUT_S, check=False)  # judged below
+        result = execute(host, verify, timeout=UNIT_TIMEOUT_S, check=False)  # judged below
     finally:
-        host.run(["rm", "-f", scratch], timeout=UNIT_TIMEOUT_S)
-    if result.exit_code == 127:
+        execute(host, remove, timeout=UNIT_TIMEOUT_S)
+    if result is not None and result.exit_code == 127:
         return False  # no systemd-analyze on this host: install without the extra check
-    if not result.ok:
+    if result is not None and not result.ok:
         raise UnitInvalid(
             f"{spec.name}: systemd-analyze rejected the unit:\n{result.err_tail(10)}",
             hint="`specops render HOST` shows the unit; nothing was installed",

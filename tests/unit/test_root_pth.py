@@ -16,6 +16,7 @@ import pytest
 from specops.commands.boot import boot_argv
 from specops.commands.guard import WatchSettings
 from specops.config.inventory import HostSpec
+from specops.deploy.step_commands import guard_commands, watch_commands
 from specops.host.local import LocalHost
 from specops.host.recording import RecordingHost, reply
 from specops.ops import guard
@@ -106,7 +107,7 @@ def _executed(spec: HostSpec, argv: tuple[str, ...] | list[str]) -> list[str]:
 def _armed(spec: HostSpec, lock_dir: Path) -> tuple[RecordingHost, list[str]]:
     """Arm the guard through its executor; the guard file is written locally, the timer's command returned."""
     recorder = RecordingHost("gpu-a", default=reply()).script(["head"], reply(exit_code=1))
-    guard.arm(recorder, spec, str(lock_dir), 90, "R2", "R1")
+    guard.arm(recorder, guard_commands(spec, "R2", "R1", str(lock_dir)))
     script = Path(guard.guard_script_path(spec))
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_bytes(recorder.files[str(script)])
@@ -136,7 +137,7 @@ def test_the_watch_does_not_run_it(venv: Path, marker: Path, tmp_path: Path) -> 
     lock_dir.mkdir()
     recorder, _argv = _armed(spec, lock_dir)
     settings = WatchSettings(window_s=1, timeout_s=1, failures=1, url="http://127.0.0.1:9/health_generate")
-    guard.start_watch(recorder, spec, "R2", str(lock_dir), settings, "R1")
+    guard.start_watch(recorder, *watch_commands(spec, "R2", settings, "R1", str(lock_dir)))
     subprocess.run(_executed(spec, recorder.commands[-1]), capture_output=True, timeout=60)
     assert not marker.exists(), marker.read_text()
 

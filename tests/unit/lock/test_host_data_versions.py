@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from specops.config.inventory import HostSpec
+from specops.deploy.step_commands import guard_commands
 from specops.errors import ExitCode, HostDataTooNew
 from specops.host.local import LocalHost
 from specops.host.recording import RecordingHost, reply
@@ -101,7 +102,7 @@ def _guard_host(first_line: str | None) -> RecordingHost:
 @pytest.mark.parametrize("first_line", [None, "import re\n", f"# specops rollback guard, schema {GUARD_SCHEMA}\n"])
 def test_the_guard_is_armed_over_none_an_unversioned_or_a_current_one(spec: HostSpec, first_line: str | None) -> None:
     host = _guard_host(first_line)
-    guard.arm(host, spec, "/run/specops/lock", 90, "R2", "R1")
+    guard.arm(host, guard_commands(spec, "R2", "R1", "/run/specops/lock"))
     script = host.files[guard.guard_script_path(spec)].decode()
     assert script.startswith(f"# specops rollback guard, schema {GUARD_SCHEMA}\n")
     assert host.commands[-1][0] == "systemd-run"
@@ -110,7 +111,7 @@ def test_the_guard_is_armed_over_none_an_unversioned_or_a_current_one(spec: Host
 def test_a_guard_armed_by_a_newer_specops_is_left_alone(spec: HostSpec) -> None:
     host = _guard_host(f"# specops rollback guard, schema {GUARD_SCHEMA + 1}\n")
     with pytest.raises(HostDataTooNew) as caught:
-        guard.arm(host, spec, "/run/specops/lock", 90, "R2", "R1")
+        guard.arm(host, guard_commands(spec, "R2", "R1", "/run/specops/lock"))
     _too_new(caught.value, guard.guard_script_path(spec), GUARD_SCHEMA + 1, GUARD_SCHEMA)
     assert [argv[0] for argv in host.commands] == ["head"]  # not stopped, not replaced
     assert not host.files
@@ -124,7 +125,7 @@ def test_the_guard_script_with_its_version_line_still_runs(spec: HostSpec, tmp_p
     lock_dir.mkdir()
     Path(spec.service_dir).mkdir(parents=True)
     recorder = RecordingHost("llm-two", default=reply())
-    guard.arm(recorder.script(["head"], reply(exit_code=1)), spec, str(lock_dir), 90, "R2", "R1")
+    guard.arm(recorder.script(["head"], reply(exit_code=1)), guard_commands(spec, "R2", "R1", str(lock_dir)))
     script = Path(guard.guard_script_path(spec))
     script.write_bytes(recorder.files[str(script)])
     result = host.run(
