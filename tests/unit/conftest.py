@@ -7,6 +7,32 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.needs import built_host_venv, need_program
+from tests.unit.strict import _loopback_only, _loopback_only_session  # noqa: F401 - autouse, off unless strict
+
+# Fixtures that download (torch wheels, SGLang) or start the test engines: only tests marked `testbed` may use them,
+# so the fast suite (-m "not testbed and not corpus") needs no network and no root.
+BUILDING_FIXTURES = frozenset({"host_venv", "real_sglang", "testbed_python"})
+UNIT_DIR = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Refuse a unit test outside `testbed` that asks for a building fixture (it would download in the fast suite)."""
+    wrong = [
+        f"{item.nodeid} uses {', '.join(sorted(BUILDING_FIXTURES & set(getattr(item, 'fixturenames', ()))))}"
+        for item in items
+        if item.path.is_relative_to(UNIT_DIR)
+        and BUILDING_FIXTURES & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("testbed") is None
+    ]
+    if wrong:
+        raise pytest.UsageError(
+            "these unit tests download or build but are not marked testbed (the fast suite must not): "
+            + "; ".join(wrong)
+            + " - mark them @pytest.mark.testbed, or use the host_venv_built fixture (skips when not built)"
+        )
+
+
 VALID_HOST = """\
 [hosts.llm-two]
 ssh = "root@llm-two"
@@ -36,3 +62,15 @@ def write_config(config_dir: Path) -> Callable[[str], Path]:
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def ffmpeg() -> str:
+    """The ffmpeg program (Debian 12's FFmpeg 5, whose libraries torchcodec's core5 loads); skips without it."""
+    return need_program("ffmpeg", "ffmpeg")
+
+
+@pytest.fixture(scope="session")
+def host_venv_built() -> Path:
+    """The hosts' venv (torch 2.13 CPU + torchcodec 0.13.0) if already built: the fast suite never downloads it."""
+    return built_host_venv()

@@ -6,13 +6,13 @@ Set SPECOPS_UPDATE_GOLDEN=1 to rewrite the golden files after a deliberate chang
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.unit.clirun import run_cli
+from tests.unit.needs import need_program
 
 GOLDEN = Path(__file__).parent / "golden"
 PROFILES = ["nextn", "dflash", "ddtree"]
@@ -51,11 +51,11 @@ def test_env_file_matches_golden_and_masks_secrets(
     _check_golden(f"{profile}.env", result.out)
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 @pytest.mark.parametrize("profile", PROFILES)
 def test_rendered_unit_passes_systemd_analyze_verify(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, profile: str
 ) -> None:
+    need_program("systemd-analyze", "systemd")
     result = run_cli(capsys, "--config", str(GOLDEN / "specops.toml"), "render", "gold", "--profile", profile)
     verified = systemd_verify(result.out, "sglang-gold.service", tmp_path)
     assert verified.returncode == 0, verified.stderr

@@ -22,6 +22,7 @@ from specops.host.recording import RecordingHost, reply
 from specops.ops import guard
 from specops.probe.run import probe, probe_deep
 from specops.remote.probe.sglang import SPEC_INFO_REL
+from tests.unit.needs import need_root
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +150,7 @@ def test_the_doctor_warns_when_the_engines_user_owns_the_venv(tmp_path: Path) ->
 
     from tests.unit.doctor.factory import context, run
 
+    need_root("giving site-packages to another user")
     root = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     nobody = pwd.getpwnam("nobody")

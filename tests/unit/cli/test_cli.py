@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +11,7 @@ import pytest
 
 from tests.unit.clirun import run_cli
 from tests.unit.conftest import VALID_HOST
+from tests.unit.needs import need_program, need_root
 
 
 def test_help_lists_commands_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,13 +188,15 @@ def test_internal_error_is_one_line_unless_debug(
     assert "internal error: RuntimeError: template exploded" in debug.err.splitlines()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root for a mount namespace")
 def test_starter_config_renders_a_unit_systemd_accepts(capsys: pytest.CaptureFixture[str], config_dir: Path) -> None:
     """The documented example: `specops render llm-two --profile ddtree` passes `systemd-analyze verify`.
 
     The example's interpreter (/opt/sglang/venv/bin/python) does not exist here, and verify checks that
     ExecStart's binary exists, so verify runs in a private mount namespace where that path is a python.
     """
+    need_root("a private mount namespace")
+    need_program("unshare", "util-linux")
+    need_program("systemd-analyze", "systemd")
     assert run_cli(capsys, "init").code == 0
     result = run_cli(capsys, "render", "llm-two", "--profile", "ddtree")
     assert result.code == 0, result.err

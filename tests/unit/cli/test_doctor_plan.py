@@ -22,6 +22,7 @@ from specops.cli.early import plan as early_plan
 from specops.errors import ExitCode
 from tests.unit.cli.test_doctor_startup import run_entry
 from tests.unit.conftest import VALID_HOST
+from tests.unit.needs import need_root
 
 Seen = list[tuple[str, str, str]]  # the `connects` fixture's (tests/unit/cli/conftest.py)
 
@@ -272,10 +273,10 @@ def test_a_plan_folder_another_user_can_write_is_not_trusted(
     assert stat.S_IMODE(folder.stat().st_mode) == 0o777  # left as it is: the operator decides
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
 def test_a_plan_folder_owned_by_another_user_is_not_trusted(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], connects: Seen, remembered: Path
 ) -> None:
+    need_root("giving a folder to another user")
     plan = remembered
     os.chown(plan.parent, 65534, 65534)
     seen, warnings = second_run(monkeypatch, capsys, connects)

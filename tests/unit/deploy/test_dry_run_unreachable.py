@@ -22,8 +22,8 @@ from specops.host.base import Host
 from tests.unit.deploy.scene import HOST, PYTHON, use_scene
 from tests.unit.deploy.world import World
 
-CONNECT_TIMEOUT_S = 2
-SILENT = ("silent1", "silent2", "silent3")
+CONNECT_TIMEOUT_S = 1
+SILENT = ("silent1", "silent2", "silent3", "silent4", "silent5")
 
 
 @pytest.fixture
@@ -74,9 +74,9 @@ def test_dry_run_shows_every_reachable_plan_and_a_line_per_silent_host(world: Wo
                 f"within {CONNECT_TIMEOUT_S}s\n") in result.out  # fmt: skip
         assert f"try `ssh -v -p {port} deploy@127.0.0.1`" in result.out  # a valid ssh line, not `ssh host:port`
     assert f"refused: unreachable (exit 4): deploy@127.0.0.1:{refused}: connection refused" in result.out
-    assert result.out.rstrip().endswith("dry run: nothing was changed (4 of 5 hosts could not be read)")
+    assert result.out.rstrip().endswith("dry run: nothing was changed (6 of 7 hosts could not be read)")
     assert "Traceback" not in result.out + result.err
-    # one after the other, three silent hosts would take 3 x 2 s; in parallel, one connect timeout
+    # one after the other, five silent hosts would take 5 x 1 s; in parallel, one connect timeout
     assert elapsed < 2 * CONNECT_TIMEOUT_S + 1.5, f"{elapsed:.1f}s"
 
 

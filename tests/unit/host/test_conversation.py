@@ -16,6 +16,7 @@ import pytest
 from specops.commands.conversation import conversation_argv
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed, RemoteTimeout
+from specops.host import conversation as conversation_module
 from specops.host.base import Host
 from specops.host.conversation import ConversationHost, ConversationLost, conversation
 from specops.host.local import LocalHost
@@ -84,14 +85,25 @@ def test_put_and_get_are_atomic_writes_with_their_mode(talk: Host, tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["env"]
 
 
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed child whose new parent has not reaped it yet is gone for good)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_a_command_past_its_timeout_is_killed_with_its_children(talk: Host, tmp_path: Path) -> None:
-    marker = tmp_path / "child"
+    pidfile = tmp_path / "child"
     with pytest.raises(RemoteTimeout) as late:
-        talk.run(["sh", "-c", f"(sleep 3; touch {marker}) & sleep 30"], timeout=0.5)
+        talk.run(["sh", "-c", f"sleep 30 & echo $! > {pidfile}; sleep 30"], timeout=0.5)
     assert "did not finish within 0.5s" in late.value.message
     assert talk.run(["echo", "still here"]).text == "still here\n"  # the conversation goes on
-    time.sleep(3.5)
-    assert not marker.exists()  # the whole process group got the signal
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _running(child)  # the background child too: the whole process group got the signal
 
 
 def test_a_secret_word_reaches_the_command_but_not_the_process_list(talk: Host, plain: CountingHost) -> None:
@@ -118,14 +130,20 @@ def in_flight(talk: Host) -> None:
     assert talk._busy.locked()
 
 
-def test_a_busy_conversation_does_not_hold_up_another_thread(plain: CountingHost, talk: Host) -> None:
-    slow = threading.Thread(target=talk.run, args=(["sleep", "4"],))
+def test_a_busy_conversation_does_not_hold_up_another_thread(
+    plain: CountingHost, talk: Host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After BUSY_WAIT_S (shortened here) the other thread's request goes its own way, a plain exec."""
+    monkeypatch.setattr(conversation_module, "BUSY_WAIT_S", 0.2)
+    done = tmp_path / "done"  # the slow command runs until the test says so: no race with a fixed sleep
+    slow = threading.Thread(target=talk.run, args=(["sh", "-c", f"while [ ! -e {done} ]; do sleep 0.02; done"],))
     slow.start()
     in_flight(talk)
-    started = time.monotonic()
     assert talk.run(["echo", "beat"]).text == "beat\n"  # the lock's heartbeat, say
-    assert time.monotonic() - started < 4
-    slow.join()
+    assert slow.is_alive()  # the beat was answered while the slow command still held the conversation
+    done.touch()
+    slow.join(timeout=30)
+    assert not slow.is_alive()
     assert len(plain.started) == 2
 
 

@@ -21,6 +21,7 @@ from specops.host.target import SshTarget
 from tests.testbed.testhost.keys import write_keypair
 from tests.unit.clirun import run_cli
 from tests.unit.conftest import VALID_HOST
+from tests.unit.needs import need_root
 
 IP = "10.0.0.7"
 
@@ -124,8 +125,7 @@ def test_an_included_file_owned_by_another_user_is_refused(tmp_path: Path) -> No
     config.write_text(f"Include {included}\n")
     config.chmod(0o600)
     assert resolve_ssh_target("gpu", config).proxy_command == "nc %h %p"  # ours (or root's), 0644: fine
-    if os.getuid() != 0:
-        pytest.skip("only root can give a file away")
+    need_root("only root can give a file away")
     os.chown(included, 65534, 65534)
     with pytest.raises(ConfigError, match=f"Bad owner or permissions on {included}"):
         resolve_ssh_target("gpu", config)

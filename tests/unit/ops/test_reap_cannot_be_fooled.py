@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -44,7 +45,8 @@ class Host:
         self.pids.append(pid)
 
     def verdict(self) -> GpuVerdict:
-        text = LocalHost().run(inspect_argv(UNIT), timeout=30).text
+        """The engine's user is whoever runs the tests: root in CI, any user on a developer's machine."""
+        text = LocalHost().run(inspect_argv(UNIT, pwd.getpwuid(os.getuid()).pw_name), timeout=30).text
         return judge(parse_inspect(text), UNIT, str(self.service_dir), {0})
 
     def daemon(self, cwd: Path, env: dict[str, str]) -> int:

@@ -17,7 +17,6 @@ from specops.remote.probe import libs
 from specops.remote.probe.elf import ElfError, _sections, read_elf
 from specops.remote.probe.elfhash import SHT_GNU_HASH, SHT_HASH, _lookup_tables, defined_in_library
 from tests.testbed.pyenv import site_packages, torchcodec_010_dir
-from tests.testbed.pyenv_fixtures import host_venv  # noqa: F401 - the fixture
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"  # glibc ships both .gnu.hash and .hash, and versioned duplicates
 MESSAGE_LOGGER_OLD_ABI = "_ZN3c1013MessageLoggerC1EPKciib"  # torchcodec 0.10 needs it; torch 2.13 dropped it
@@ -97,8 +96,9 @@ def torch_lib_dir(venv: Path) -> Path:
     return site_packages(venv) / "torch" / "lib"
 
 
-def test_torch_libraries_lookup_agrees_with_full_scan(host_venv: Path) -> None:  # noqa: F811
-    paths = sorted(torch_lib_dir(host_venv).glob("libtorch*.so")) + sorted(torch_lib_dir(host_venv).glob("libc10*.so"))
+def test_torch_libraries_lookup_agrees_with_full_scan(host_venv_built: Path) -> None:
+    torch_libs = torch_lib_dir(host_venv_built)
+    paths = sorted(torch_libs.glob("libtorch*.so")) + sorted(torch_libs.glob("libc10*.so"))
     assert any(p.name == "libtorch_cpu.so" for p in paths)
     for path in paths:
         assert lookup_kind(path) == "gnu", path.name
@@ -107,11 +107,11 @@ def test_torch_libraries_lookup_agrees_with_full_scan(host_venv: Path) -> None: 
 
 
 @pytest.fixture
-def torch_of_host_venv(host_venv: Path, monkeypatch: pytest.MonkeyPatch) -> Path:  # noqa: F811
+def torch_of_host_venv(host_venv_built: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """libs.py looking at the host venv's torch (this interpreter has none), with an empty lookup cache."""
-    monkeypatch.setattr(libs, "torch_lib_dir", lambda: str(torch_lib_dir(host_venv)))
+    monkeypatch.setattr(libs, "torch_lib_dir", lambda: str(torch_lib_dir(host_venv_built)))
     monkeypatch.setattr(libs, "_CACHE", {})
-    return host_venv
+    return host_venv_built
 
 
 def expected_missing(library: Path, torch_libs: Path) -> list[str]:

@@ -1,7 +1,8 @@
 """The probe against the test hosts' real venv (torch 2.13 CPU + torchcodec 0.13), run on this machine.
 
 Why: the torchcodec verdicts (which FFmpeg core resolves, which torch symbols are missing) must be right on
-real wheels, and `--deep` must agree with them; no test host is needed for the healthy case.
+real wheels, and `--deep` must agree with them; no test host is needed for the healthy case. The venv is built
+by CI (.ci/run) or `python -m tests.testbed.pyenv ensure`: without it these tests skip (and fail under CI=true).
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import pytest
 from specops.host.local import LocalHost
 from specops.probe.run import probe, probe_deep
 from tests.testbed.pyenv import venv_python
-from tests.testbed.pyenv_fixtures import host_venv  # noqa: F401 - the fixture
 from tests.unit.probe.conftest import host_spec
 
 
-def test_static_probe_sees_torch_and_core5_resolving(host_venv: Path) -> None:  # noqa: F811
-    facts = probe(LocalHost(), host_spec(str(venv_python(host_venv))))
+def test_static_probe_sees_torch_and_core5_resolving(host_venv_built: Path, ffmpeg: str) -> None:
+    """FFmpeg 5 (its libraries, its program) is what makes core5 resolve and the CLI version agree."""
+    facts = probe(LocalHost(), host_spec(str(venv_python(host_venv_built))))
     assert facts.torch.found and facts.torch.version == "2.13.0+cpu" and facts.torch.cuda is None
     assert facts.torch.has_libc10_cuda is False
     codec = facts.torchcodec
@@ -36,8 +37,8 @@ def test_static_probe_sees_torch_and_core5_resolving(host_venv: Path) -> None:  
 
 
 @pytest.mark.testbed  # imports torch in the hosts' venv (~7 s): outside the fast suite; e2e covers it too
-def test_deep_probe_agrees(host_venv: Path) -> None:  # noqa: F811
-    deep = probe_deep(LocalHost(), host_spec(str(venv_python(host_venv))))
+def test_deep_probe_agrees(host_venv_built: Path, ffmpeg: str) -> None:
+    deep = probe_deep(LocalHost(), host_spec(str(venv_python(host_venv_built))))
     print(f"deep probe: {deep.seconds:.2f}s")
     assert deep.torch_ok and deep.torch_version == "2.13.0+cpu" and deep.torch_cuda is None
     assert deep.torch_cuda_available is False

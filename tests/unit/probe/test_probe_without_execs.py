@@ -4,7 +4,6 @@ exactly what `ffmpeg -version`, platform and socket would have said."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,10 +17,8 @@ def _path_with(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
 
 
-def test_the_version_read_from_the_real_ffmpeg_is_its_own_first_line() -> None:
-    program = shutil.which("ffmpeg")
-    assert program is not None, "the ffmpeg package is a test dependency (.ci/run installs it)"
-    first_line = subprocess.run([program, "-version"], capture_output=True, text=True, check=True).stdout
+def test_the_version_read_from_the_real_ffmpeg_is_its_own_first_line(ffmpeg: str) -> None:
+    first_line = subprocess.run([ffmpeg, "-version"], capture_output=True, text=True, check=True).stdout
     cli = ffmpeg_cli()
     assert cli["read_from_file"] is True
     assert first_line.startswith(cli["out"] + " Copyright")
@@ -45,8 +42,6 @@ def test_a_copy_whose_libraries_are_gone_still_names_its_version(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Running it would fail (no libavutil); the consistency check still learns which FFmpeg the CLI is."""
-    program = shutil.which("ffmpeg")
-    assert program is not None
     banner = b"\x00\x7fELF-ish\x00%s version 6.1.1-3ubuntu5\n Copyright (c) %d-%d the FFmpeg developers\x00"
     stray = tmp_path / "ffmpeg"
     stray.write_bytes(banner)

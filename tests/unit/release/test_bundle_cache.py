@@ -12,6 +12,7 @@ import pytest
 from specops.commands.release import plain_session_argv
 from specops.remote import bundle
 from specops.remote.bundle import RELEASE_MODULES, RELEASE_PACKAGE, bundle_cache_dir, bundle_key
+from tests.unit.needs import need_root
 
 
 @pytest.fixture
@@ -140,8 +141,8 @@ def test_a_cache_folder_another_user_can_write_is_not_trusted(
     assert release_file(cache_home).read_text() == EVIL  # nothing written into a folder others can write
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
 def test_a_cache_folder_owned_by_another_user_is_not_trusted(cache_home: Path) -> None:
+    need_root("giving a folder to another user")
     fresh = sent_script()
     os.chown(cache_home, 65534, 65534)
     os.chown(release_file(cache_home), 65534, 65534)
