@@ -145,7 +145,19 @@ def main(argv: list[str] | None = None, head_start: HeadStart | None = None) -> 
 
         return respond(os.environ)
     with no_color_if_asked(args):
-        return _run(args, head_start)
+        code = _run(args, head_start)
+    return _late_signal(code, "--json" in args)
+
+
+def _late_signal(code: int, as_json: bool) -> int:
+    """A signal whose exception was dropped (see specops/ops/interrupts.py) after the command's last step
+    boundary: what the command did stands and was reported; the exit code still says it was interrupted."""
+    if "specops.ops.interrupts" not in sys.modules:  # never loaded: no signal came
+        return code
+    from specops.ops import interrupts
+
+    signum = interrupts.unanswered()
+    return _interrupted(interrupts.Interrupted(signum), as_json, finished=True) if signum else code
 
 
 @contextmanager
@@ -224,16 +236,20 @@ def _while_interrupted(error: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
-def _interrupted(interruption: KeyboardInterrupt, as_json: bool) -> int:
+def _interrupted(interruption: KeyboardInterrupt, as_json: bool, *, finished: bool = False) -> int:
     """An interruption ends with what each host serves now (noted by the code that knew it) and 128 + the
-    signal's number; a command that changed no host has no notes and says only that it was interrupted."""
+    signal's number; a command that changed no host has no notes and says only that it was interrupted.
+    `finished`: the signal came as the command ended, after all it reported above."""
     from specops.cli.output import print_json, stderr_console
     from specops.ops import interrupts
 
+    interrupts.answered()
     code = interrupts.exit_code(interruption)
     message = f"interrupted ({interrupts.signal_name(interruption)})"
     notes = interrupts.take_notes()
     hint = "`specops status HOST` shows what serves" if notes else "run the command again to finish it"
+    if finished:
+        message, hint = f"{message} as the command ended", "what it reported above is what it did"
     with contextlib.suppress(OSError, ValueError):  # after SIGHUP the terminal may be gone: the code still counts
         if as_json:
             print_json({"error": {"message": message, "lines": [message, *notes], "hint": hint, "exit_code": code}})

@@ -7,6 +7,12 @@ carrying the signal's name and exit code (128 + its number, as shells report it)
 ends a Ctrl-C cleanly (the lock released, the guard left armed, the audit line) ends these too.
 
 While an interrupted operation puts back what served (`shielded`), a second signal does not cut that short.
+
+Python runs a signal's handler wherever the main thread happens to be, and an exception raised inside a
+finaliser is dropped: paramiko's `Channel.__del__` calls `close()` under a bare `except: pass`. A signal that
+lands there would be lost and the command would go on as if none came. So the signal stays `pending` until
+the CLI's error boundary has answered it, and each step boundary (`check`, called by the lock's `confirm`)
+raises it again when its exception never got anywhere.
 What each host serves after the interruption is noted here (`note`) by the code that knows it, and printed by
 the CLI's error boundary with the exit code.
 """
@@ -14,6 +20,7 @@ the CLI's error boundary with the exit code.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +31,7 @@ _notes: list[str] = []
 _lock = threading.Lock()
 _shield = {"depth": 0}
 _last = {"signum": 0}  # the signal that ended this command (0: none yet)
+_pending = {"signum": 0}  # a signal raised and not yet answered by the CLI (its exception may have been dropped)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -51,7 +59,27 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
     _last["signum"] = signum
     if _shield["depth"] > 0:  # putting back what served after an interruption: that one ends the command
         return
+    _pending["signum"] = signum
     raise interruption
+
+
+def check() -> None:
+    """Raise the pending interruption again when its exception was dropped on the way (a finaliser's bare
+    `except`), so the command still ends at this step boundary. Nothing while it is being handled (an `except`,
+    a `finally` or a `with` exit meeting it: `sys.exc_info`) or while what served is put back (`shielded`)."""
+    signum = _pending["signum"]
+    if signum and _shield["depth"] == 0 and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+        raise Interrupted(signum)
+
+
+def unanswered() -> int:
+    """The signal still pending once the command returned (0: none): it came after the last step boundary."""
+    return _pending["signum"]
+
+
+def answered() -> None:
+    """The CLI's error boundary has reported the interruption: nothing is pending any more."""
+    _pending["signum"] = 0
 
 
 def again() -> KeyboardInterrupt:

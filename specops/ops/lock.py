@@ -25,6 +25,7 @@ from types import TracebackType
 from specops.commands.lock import DEFAULT_LOCK_ROOT, HOLDER_FILE, LockReply, lock_argv, parse_lock_reply
 from specops.errors import CommandFailed, ExitCode, LockHeld, SpecopsError
 from specops.host.base import Host
+from specops.ops import interrupts
 from specops.ops.lock_holder import LockHolder, LockInfo, dead_here, local_who, utc_now
 
 __all__ = ["HostLock", "LockHolder", "LockInfo", "LockLost", "Released", "acquire", "local_who", "release", "status",
@@ -232,7 +233,9 @@ class HostLock:
         names it). The heartbeat thread's flag is not enough: a process suspended for minutes (SIGSTOP, a laptop
         lid) runs on after SIGCONT before its next heartbeat finds the lock gone, and would stop an engine
         someone else (the guard) just started. So a lock last proven ours over CONFIRM_AFTER_S ago is asked
-        about now, with one heartbeat (while the heartbeat thread runs, never)."""
+        about now, with one heartbeat (while the heartbeat thread runs, never). A signal whose exception was
+        dropped on the way (see ops/interrupts.py) ends the command here, before the next change."""
+        interrupts.check()
         if not self.lost and time.monotonic() - self._proven_at > CONFIRM_AFTER_S:
             self._beat()
         if self.lost:

@@ -43,6 +43,7 @@ def _kill_at(
             break
         seen.append(line.rstrip())
         if f" {phase} " in line:
+            assert process.poll() is None, f"the command ended (exit {process.returncode}) before the signal: {seen}"
             os.kill(process.pid, signum)
             process.wait(timeout=180)  # a handled signal may start what served before it exits (gates included)
             return seen

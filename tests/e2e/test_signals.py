@@ -50,9 +50,9 @@ def shared(
 def _interrupted(scene: Scene, process: subprocess.Popen[str], name: str, code: int, phase: str = "drain") -> str:
     """Send `name` once `phase` starts; the CLI's exit code and its stderr, with the lock free afterwards."""
     seen = _kill_at(process, phase, timeout=300, signum=getattr(signal, name))
-    assert process.returncode == code, "\n".join(seen)
     assert process.stderr is not None
-    said = "\n".join(seen) + process.stderr.read()
+    said = "\n".join(seen) + "\n" + process.stderr.read()
+    assert process.returncode == code, said
     assert f"error: interrupted ({name})" in said
     held = json.loads(scene.cli("lock", "status", scene.host.name, "--json").out)
     assert held.get("holder") is None, held

@@ -22,6 +22,7 @@ def handlers() -> Iterator[None]:
     for signum, handler in saved.items():
         signal.signal(signum, handler)
     interrupts.take_notes()
+    interrupts.answered()
 
 
 @pytest.mark.parametrize(("signum", "name", "code"), [(signal.SIGINT, "SIGINT", 130),
@@ -64,3 +65,54 @@ def test_an_interrupted_command_says_what_serves_and_exits_128_plus_the_signal(
     as_json = run_cli(capsys, "hosts", "--json")
     assert as_json.code == 129
     assert '"message": "interrupted (SIGHUP)"' in as_json.out and '"exit_code": 129' in as_json.out
+
+
+def _channel_dropped_while_a_signal_lands(signum: int) -> None:
+    """A paramiko Channel garbage-collected in the main thread: its `__del__` calls `close()` under a bare
+    `except: pass`; the signal arrives while that close runs, so the handler's exception is raised there."""
+    import paramiko
+
+    channel = paramiko.Channel(1)
+    channel.close = lambda: os.kill(os.getpid(), signum)  # type: ignore[method-assign]
+    del channel
+
+
+def test_a_signal_dropped_by_a_finaliser_still_ends_the_command_at_the_next_step_boundary(handlers: None) -> None:
+    _channel_dropped_while_a_signal_lands(signal.SIGTERM)  # nothing raised here: paramiko dropped the exception
+    with pytest.raises(KeyboardInterrupt) as raised:
+        interrupts.check()
+    assert (interrupts.signal_name(raised.value), interrupts.exit_code(raised.value)) == ("SIGTERM", 143)
+
+
+def test_the_step_boundary_does_not_raise_again_while_the_interruption_is_handled(handlers: None) -> None:
+    """The interruption's own unwinding (an except, a finally, a with-exit: the lock's release) and the restore
+    of what served run step boundaries too: none of them may be cut short by the signal they are answering."""
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            os.kill(os.getpid(), signal.SIGHUP)
+        finally:
+            interrupts.check()  # the unlock while Ctrl-C unwinds: nothing raised over it
+    with interrupts.shielded():
+        interrupts.check()
+    interrupts.answered()
+    interrupts.check()  # answered by the CLI: nothing pending
+
+
+def test_a_signal_dropped_after_the_last_step_still_sets_the_exit_code(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, handlers: None
+) -> None:
+    from specops.cli.state import AppState
+
+    load = AppState.load_config
+
+    def dropped_then_load(self: AppState) -> object:
+        _channel_dropped_while_a_signal_lands(signal.SIGTERM)
+        return load(self)
+
+    monkeypatch.setattr("specops.cli.state.AppState.load_config", dropped_then_load)
+    result = run_cli(capsys, "hosts")
+    assert result.code == 143
+    assert result.err.splitlines()[-2:] == [
+        "error: interrupted (SIGTERM) as the command ended",
+        "hint: what it reported above is what it did",
+    ]

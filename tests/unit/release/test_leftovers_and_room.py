@@ -4,6 +4,7 @@ when the releases' filesystem has too little room; `prune` with the lock's life 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -160,3 +161,35 @@ def test_a_session_dropped_mid_push_shows_the_end_of_its_output_not_the_whole_li
     assert lines[0] == "llm-one: the release script (session) exited with 255"
     assert lines[1].startswith("  | … ") and "more characters not shown" in lines[1]
     assert len(listing) > 20_000 and len(error.message) < 2_300
+
+
+def test_a_push_goes_on_when_another_deploy_links_the_same_build_file_while_tar_reads_it(tmp_path: Path) -> None:
+    """The stage is hard-linked to the operator's build: another deploy of the same build staging it (a link made)
+    or removing its stage moves the file's ctime, and GNU tar says "file changed as we read it" and exits 1
+    although not a byte changed. The push goes on (the host verifies every sha256); the bytes are the file's."""
+    import tarfile
+
+    from specops.ops.push_stream import send_tar
+
+    content = os.urandom(16 * 2**20)  # far more than the pipe holds: tar is mid-file when the first chunk arrives
+    (tmp_path / "big.bin").write_bytes(content)
+    received = bytearray()
+
+    def write(chunk: bytes) -> bool:
+        if not received:
+            os.link(tmp_path / "big.bin", tmp_path / "other-stage.bin")  # what a second deploy's stage does
+        received.extend(chunk)
+        return True
+
+    send_tar(tmp_path, ["big.bin"], write)
+    with tarfile.open(fileobj=io.BytesIO(bytes(received))) as archive:
+        member = archive.extractfile("big.bin")
+        assert member is not None and member.read() == content
+
+
+def test_a_push_still_fails_when_tar_fails_for_another_reason(tmp_path: Path) -> None:
+    from specops.ops.push_stream import send_tar
+
+    with pytest.raises(ReleaseError) as raised:
+        send_tar(tmp_path, ["missing.bin"], lambda chunk: True)
+    assert raised.value.message.startswith(f"tar failed in {tmp_path}: tar: missing.bin: Cannot stat")
