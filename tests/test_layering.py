@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "specops"
 ALLOWED = {
     "typer": ("specops/cli/",),
     "rich": ("specops/cli/",),
-    "paramiko": ("specops/host/ssh.py",),
+    "paramiko": ("specops/host/ssh/connection.py",),
     "httpx": ("specops/engine/client.py",),
     "click": (),
     "torch": (),
@@ -285,7 +285,7 @@ NEVER_FOR_DOCTOR_JSON = ("rich", "httpx", "jinja2", "invoke", "specops.deploy", 
 DOCTOR_RUN = """\
 import atexit
 import sys
-import specops.host.ssh
+import specops.host.ssh.connection
 from specops.errors import ConnectError
 
 def loaded(names):
@@ -296,7 +296,7 @@ def refuse(spec, **kwargs):
     print("REACH=" + type(spec).__name__)
     raise ConnectError("refused by the test")
 
-specops.host.ssh.connect = refuse
+specops.host.ssh.connection.connect = refuse
 atexit.register(lambda: print("AFTER=" + loaded({after})))  # exit handlers still run on a doctor's quick exit
 sys.argv = ["specops", "--config", {config!r}, "doctor", "llm-two", *{extra!r}]
 from specops.cli.entry import entry
@@ -355,7 +355,7 @@ def test_a_doctor_or_deploy_imports_no_test_or_async_machinery() -> None:
     evaluates) would pull in unittest.mock and asyncio: ~50 ms of each command's start-up."""
     code = (
         "import sys\n"
-        "import specops.host.ssh, specops.doctor.runner, specops.deploy.execute\n"
+        "import specops.host.ssh.connection, specops.doctor.runner, specops.deploy.execute\n"
         "print('LOADED=' + ','.join(m for m in ('invoke', 'asyncio', 'unittest') if m in sys.modules))\n"
         "import invoke\n"  # still importable by anything else in the process
         "print('INVOKE=' + invoke.__name__)\n"
@@ -369,7 +369,7 @@ def test_paramiko_imports_without_importlib_metadata_and_still_knows_its_version
     first connection); specops gives it the same line from the same METADATA file without that import."""
     code = (
         "import sys\n"
-        "import specops.host.ssh, paramiko\n"
+        "import specops.host.ssh.connection, paramiko\n"
         "print('LOADED=' + str('importlib.metadata' in sys.modules))\n"
         "import importlib.metadata\n"
         "print('SAME=' + str(importlib.metadata.version('paramiko') == paramiko.__version__ != ''))\n"
@@ -388,7 +388,7 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
     replaces the stand-in for everyone after."""
     code = (
         "import sys\n"
-        "from specops.host.paramiko_import import _metadata_stand_in\n"
+        "from specops.host.ssh.paramiko_import import _metadata_stand_in\n"
         "with _metadata_stand_in():\n"
         "    from importlib import metadata\n"
         "    print('STAND_IN=' + type(metadata).__name__)\n"
@@ -399,7 +399,7 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-4:] == ["STAND_IN=_StandIn", "PIP=True", "AFTER=module", "KEPT=module"]
     attribute_form = (  # `import importlib.metadata; importlib.metadata.X(...)`, as some libraries call it
-        "from specops.host.paramiko_import import _metadata_stand_in\n"
+        "from specops.host.ssh.paramiko_import import _metadata_stand_in\n"
         "with _metadata_stand_in():\n"
         "    import importlib.metadata\n"
         "    print('FIRST=' + type(importlib.metadata).__name__)\n"

@@ -46,7 +46,7 @@ def _reach(monkeypatch: pytest.MonkeyPatch, hosts: dict[str, Host]) -> None:
             raise ConnectError(f"{name}: cannot connect: connection refused", hint="is the host up?")
         return hosts[name]
 
-    monkeypatch.setattr("specops.host.ssh.connect", connect)
+    monkeypatch.setattr("specops.host.ssh.connection.connect", connect)
 
 
 @pytest.fixture

@@ -8,13 +8,13 @@
 
 Security: host keys are checked strictly, for the host and for every jump host, against the known_hosts files
 OpenSSH would read (~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, or what User/GlobalKnownHostsFile in
-~/.ssh/config name instead) and its RevokedHostKeys, read as OpenSSH reads them (host/hostkeys.py); an unknown,
+~/.ssh/config name instead) and its RevokedHostKeys, read as OpenSSH reads them (hostkeys.py); an unknown,
 revoked or changed key is refused, never added.
 Bastions: a host behind ProxyJump is reached through a direct-tcpip channel of its last jump host, whose ONE
-connection per run all hosts behind it share (host/shared.py); ProxyCommand gives a socket of its own
-(host/proxycommand.py). Keys: ssh-agent and key files in OpenSSH's order (host/keyorder.py), a passphrase
-asked once per key and run (host/passphrase.py). Everything that is not paramiko lives in those pure modules
-and in host/resolve.py (~/.ssh/config -> SshTarget with its hops).
+connection per run all hosts behind it share (shared.py); ProxyCommand gives a socket of its own
+(proxycommand.py). Keys: ssh-agent and key files in OpenSSH's order (keyorder.py), a passphrase
+asked once per key and run (passphrase.py). Everything that is not paramiko lives in those pure modules
+and in resolve.py (~/.ssh/config -> SshTarget with its hops).
 Speed (docs/performance.md): our own socket with TCP_NODELAY (3 ms per command instead of 43 ms), AES-GCM
 first, a large receive window. Every paramiko or socket failure
 leaves this module as a ConnectError (exit 4) or RemoteTimeout, never as a traceback.
@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specops.errors import ConnectError
-from specops.host import host_certs, known_hosts, ssh_errors
 from specops.host.base import (
     DEFAULT_TIMEOUT_S,
     KILL_AFTER_S,
@@ -46,23 +45,24 @@ from specops.host.base import (
     with_env,
 )
 from specops.host.become import CHECK_TIMEOUT_S, Become, Escalation
-from specops.host.hostkeys import HostKeyChecker, known_hosts_files
-from specops.host.keyorder import key_order
-from specops.host.paramiko_import import lean_paramiko_import
-from specops.host.passphrase import KeyUnlocker
-from specops.host.prestart import PrestartedCommands
 from specops.host.process import POLL_S, RunningCommand
-from specops.host.proxycommand import ProxySocket, proxy_argv, start_proxy
-from specops.host.resolve import resolve_ssh_target
-from specops.host.shared import SharedConnections, register_at_exit
-from specops.host.target import SshTarget
+from specops.host.ssh import errors, host_certs, known_hosts
+from specops.host.ssh.hostkeys import HostKeyChecker, known_hosts_files
+from specops.host.ssh.keyorder import key_order
+from specops.host.ssh.paramiko_import import lean_paramiko_import
+from specops.host.ssh.passphrase import KeyUnlocker
+from specops.host.ssh.prestart import PrestartedCommands
+from specops.host.ssh.proxycommand import ProxySocket, proxy_argv, start_proxy
+from specops.host.ssh.resolve import resolve_ssh_target
+from specops.host.ssh.shared import SharedConnections, register_at_exit
+from specops.host.ssh.target import SshTarget
 
 with lean_paramiko_import():
     import paramiko
     import paramiko.agent
 
 if TYPE_CHECKING:
-    from specops.host.target import Reach
+    from specops.host.ssh.target import Reach
 
 # paramiko logs handshake failures with a traceback from its own thread; we raise ConnectError instead. A
 # NullHandler keeps Python's last-resort handler from printing them (a configured root logger still sees them).
@@ -114,17 +114,17 @@ def _hop_socket(target: SshTarget, files: Sequence[Path] | None, timeout: float,
     try:
         through = _shared_hop(chain, files, timeout)
     except ConnectError as error:
-        raise ssh_errors.hop_failed(name, last, error) from None
+        raise errors.hop_failed(name, last, error) from None
     try:
         return through.open_channel("direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout)
     except paramiko.ChannelException as error:
-        raise ssh_errors.hop_refused(name, target, last, error.text) from None
+        raise errors.hop_refused(name, target, last, error.text) from None
     except (paramiko.SSHException, OSError, EOFError) as error:
-        raise ssh_errors.hop_refused(name, target, last, str(error) or type(error).__name__) from None
+        raise errors.hop_refused(name, target, last, str(error) or type(error).__name__) from None
 
 
 def _shared_hop(chain: tuple[SshTarget, ...], files: Sequence[Path] | None, timeout: float) -> paramiko.Transport:
-    """The ONE transport per jump host and run (host/shared.py); a hop's own hops are shared the same way."""
+    """The ONE transport per jump host and run (shared.py); a hop's own hops are shared the same way."""
     hop = chain[-1]
     key = tuple(_trust_key(h, files) for h in chain)
 
@@ -168,7 +168,7 @@ def _handshake(
         raise failure from None
     if not transport.is_authenticated():
         transport.close()
-        raise ssh_errors.auth_failed(target, keys)
+        raise errors.auth_failed(target, keys)
     transport.set_keepalive(KEEPALIVE_S)
     return transport
 
@@ -189,7 +189,7 @@ class SshHost(HostBase):
     ) -> RunningCommand:
         """Start the command on its own exec channel and hand it back running (see host/process.py); with
         `become`, the whole command line (deadline included) runs through sudo (host/become.py). The same command
-        started early by `prestart` is handed over instead (host/prestart.py)."""
+        started early by `prestart` is handed over instead (prestart.py)."""
         words = checked_argv(argv, env)
         early = self._prestarted.take(words, timeout) if env is None else None
         if early is not None:
@@ -204,7 +204,7 @@ class SshHost(HostBase):
         return command
 
     def prestart(self, argv: Sequence[str], *, timeout: float) -> None:
-        """Start `argv` now, for the first `stream` of the same command (host/prestart.py)."""
+        """Start `argv` now, for the first `stream` of the same command (prestart.py)."""
         self._prestarted.add(checked_argv(argv), timeout, self.stream(argv, timeout=timeout))
 
     def become(self, become: Become) -> None:
@@ -243,7 +243,7 @@ class SshHost(HostBase):
                 "direct-tcpip", (remote_host, remote_port), ("127.0.0.1", 0), timeout=CONNECT_TIMEOUT_S
             )
         except paramiko.ChannelException as error:
-            raise ssh_errors.tunnel_refused(self.name, remote_host, remote_port, error.text) from None
+            raise errors.tunnel_refused(self.name, remote_host, remote_port, error.text) from None
         except (paramiko.SSHException, OSError, EOFError) as error:
             raise self._lost(error) from None
 
@@ -265,7 +265,7 @@ class SshHost(HostBase):
             raise self._lost(error) from None
 
     def _lost(self, error: BaseException) -> ConnectError:
-        return ssh_errors.connection_lost(self.name, self.target, error)
+        return errors.connection_lost(self.name, self.target, error)
 
 
 class _ChannelPipe:
@@ -310,7 +310,7 @@ _unlocker = KeyUnlocker()
 
 
 def _authenticate(transport: paramiko.Transport, target: SshTarget) -> list[str]:
-    """Public-key authentication in OpenSSH's order (host/keyorder.py); returns what it tried, for the error."""
+    """Public-key authentication in OpenSSH's order (keyorder.py); returns what it tried, for the error."""
     tried: list[str] = []
     agent = _agent(target)
     agent_keys = list(agent.get_keys()) if agent is not None else []
@@ -375,26 +375,26 @@ def _decrypt(path: str, passphrase: str) -> paramiko.PKey:
 def _connect_error(error: BaseException, target: SshTarget, sock: Any, timeout: float) -> ConnectError:
     """Every other way connect can fail, as the one ConnectError that tells the operator what happened."""
     if isinstance(sock, ProxySocket) and (status := sock.exit_status()) is not None:
-        return ssh_errors.proxy_command_exited(target, status, sock.errors())
+        return errors.proxy_command_exited(target, status, sock.errors())
     if isinstance(sock, ProxySocket) and sock.errors():
-        return ssh_errors.proxy_command_failed(target, sock.errors())
+        return errors.proxy_command_failed(target, sock.errors())
     if isinstance(error, paramiko.BadAuthenticationType) or "No authentication methods" in str(error):
-        return ssh_errors.auth_failed(target, [])
-    return ssh_errors.handshake_failed(target, error, timeout)
+        return errors.auth_failed(target, [])
+    return errors.handshake_failed(target, error, timeout)
 
 
 def _proxy_socket(target: SshTarget, timeout: float) -> ProxySocket:
     try:
         return start_proxy(proxy_argv(target))
     except (OSError, ValueError) as error:
-        raise ssh_errors.proxy_command_failed(target, str(error)) from None
+        raise errors.proxy_command_failed(target, str(error)) from None
 
 
 def _open_socket(target: SshTarget, timeout: float) -> socket.socket:
     try:
         sock = socket.create_connection((target.hostname, target.port), timeout=timeout)
     except OSError as error:
-        raise ssh_errors.socket_failed(target, error, timeout) from None
+        raise errors.socket_failed(target, error, timeout) from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # paramiko never sets it: 40 ms per round trip
     return sock
 
