@@ -21,7 +21,7 @@ from bench.fleet import Fleet
 
 if TYPE_CHECKING:
     from specops.config.loader import Config
-    from specops.host.ssh.connection import SshHost
+    from specops.host.ssh.channels import SshHost
 
 GPU_QUERY = ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total", "--format=csv,noheader,nounits"]
 DOCTOR_IMPORTS = (

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "specops"
 ALLOWED = {
     "typer": ("specops/cli/",),
     "rich": ("specops/cli/",),
-    "paramiko": ("specops/host/ssh/connection.py",),
+    "paramiko": ("specops/host/ssh/connection.py", "specops/host/ssh/auth.py", "specops/host/ssh/channels.py"),
     "httpx": ("specops/engine/client.py",),
     "click": (),
     "torch": (),
@@ -135,6 +135,32 @@ def test_module_is_imported_only_where_allowed(module: str) -> None:
         if module in _imports(path) and not relative.startswith(ALLOWED[module]):
             offenders.append(relative)
     assert offenders == [], f"{module} may only be imported in {ALLOWED[module] or 'no module'}"
+
+
+def test_paramiko_is_imported_only_through_the_lean_import() -> None:
+    """Every `import paramiko` sits in `with lean_paramiko_import():` (specops/host/ssh/paramiko_import.py), so
+    whichever SSH module loads first, paramiko never pays for invoke and importlib.metadata (~70 ms a command)."""
+    offenders = []
+    for path in _source_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        lean = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.With)
+            and any(_calls(item.context_expr, "lean_paramiko_import") for item in node.items)
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            if any(name.split(".")[0] == "paramiko" for name in names) and id(node) not in lean:
+                offenders.append(f"{_relative(path)}:{node.lineno}")
+    assert offenders == []
+
+
+def _calls(expression: ast.expr, name: str) -> bool:
+    return isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name) and expression.func.id == name
 
 
 def test_core_never_imports_the_cli() -> None:

@@ -1,6 +1,7 @@
 """Transports behind one `Host` protocol (base.py): SSH (ssh/), this machine (local.py), a recording (recording.py).
 
-Import the concrete module you need; this package imports nothing heavy (paramiko loads only with ssh/connection.py).
+Import the concrete module you need; this package imports nothing heavy (paramiko loads only with
+ssh/connection.py, ssh/auth.py and ssh/channels.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import pytest
 
 from specops.config.inventory import HostSpec
 from specops.errors import LockHeld
-from specops.host.ssh.connection import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from specops.ops import audit
 from specops.ops.lock import LockHolder, acquire, status
 from tests.testbed.testhost import TestHost

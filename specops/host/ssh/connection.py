@@ -1,4 +1,5 @@
-"""SSH transport: the ONLY module that imports paramiko (a layering test enforces it).
+"""Connecting over SSH: a resolved target's socket (TCP, a ProxyCommand, or a channel through its last jump host),
+the key exchange, the host key checked, authentication; `connect(spec)` hands back the SshHost (channels.py).
 
     host = connect(spec)                     # HostSpec: `ssh` resolved through ~/.ssh/config like OpenSSH
     with host:
@@ -6,52 +7,39 @@
         host.put(unit_text.encode(), "/etc/systemd/system/sglang.service")
         tunnel = host.open_tunnel("127.0.0.1", 30000)   # socket-like; carries HTTP to the engine
 
+paramiko is imported only here, in auth.py (the keys) and in channels.py (running commands); a layering test
+enforces it. Everything else in specops/host/ssh/ is pure.
 Security: host keys are checked strictly, for the host and for every jump host, against the known_hosts files
 OpenSSH would read (~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, or what User/GlobalKnownHostsFile in
 ~/.ssh/config name instead) and its RevokedHostKeys, read as OpenSSH reads them (hostkeys.py); an unknown,
 revoked or changed key is refused, never added.
 Bastions: a host behind ProxyJump is reached through a direct-tcpip channel of its last jump host, whose ONE
 connection per run all hosts behind it share (shared.py); ProxyCommand gives a socket of its own
-(proxycommand.py). Keys: ssh-agent and key files in OpenSSH's order (keyorder.py), a passphrase
-asked once per key and run (passphrase.py). Everything that is not paramiko lives in those pure modules
-and in resolve.py (~/.ssh/config -> SshTarget with its hops).
+(proxycommand.py). Keys: ssh-agent and key files in OpenSSH's order (auth.py, keyorder.py), a passphrase
+asked once per key and run (passphrase.py). Targets come from resolve.py (~/.ssh/config -> SshTarget with its
+hops).
 Speed (docs/performance.md): our own socket with TCP_NODELAY (3 ms per command instead of 43 ms), AES-GCM
-first, a large receive window. Every paramiko or socket failure
-leaves this module as a ConnectError (exit 4) or RemoteTimeout, never as a traceback.
+first, a large receive window. Every paramiko or socket failure while connecting leaves this module as a
+ConnectError (exit 4), never as a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specops.errors import ConnectError
-from specops.host.base import (
-    DEFAULT_TIMEOUT_S,
-    KILL_AFTER_S,
-    HostBase,
-    Result,
-    Tunnel,
-    checked_argv,
-    wire_command,
-    with_deadline,
-    with_env,
-)
-from specops.host.become import CHECK_TIMEOUT_S, Become, Escalation
-from specops.host.process import POLL_S, RunningCommand
 from specops.host.ssh import errors, host_certs, known_hosts
+from specops.host.ssh.auth import authenticate
+from specops.host.ssh.channels import CONNECT_TIMEOUT_S, SshHost
 from specops.host.ssh.hostkeys import HostKeyChecker, known_hosts_files
-from specops.host.ssh.keyorder import key_order
 from specops.host.ssh.paramiko_import import lean_paramiko_import
-from specops.host.ssh.passphrase import KeyUnlocker
-from specops.host.ssh.prestart import PrestartedCommands
 from specops.host.ssh.proxycommand import ProxySocket, proxy_argv, start_proxy
 from specops.host.ssh.resolve import resolve_ssh_target
 from specops.host.ssh.shared import SharedConnections, register_at_exit
@@ -59,7 +47,6 @@ from specops.host.ssh.target import SshTarget
 
 with lean_paramiko_import():
     import paramiko
-    import paramiko.agent
 
 if TYPE_CHECKING:
     from specops.host.ssh.target import Reach
@@ -68,15 +55,13 @@ if TYPE_CHECKING:
 # NullHandler keeps Python's last-resort handler from printing them (a configured root logger still sees them).
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
-CONNECT_TIMEOUT_S = 10.0
 KEEPALIVE_S = 15
 WINDOW_BYTES = 2**27  # what the host may send before we acknowledge: big outputs and get() stream freely
 MAX_PACKET_BYTES = 2**18
-NETWORK_SLACK_S = 2.0
 RSA_SIGNATURES = {"ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256")}  # an ssh-rsa key signs with these
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
-__all__ = ["SshHost", "connect", "open_ssh", "resolve_ssh_target", "shared_hops"]
+__all__ = ["connect", "open_ssh", "shared_hops"]
 
 
 def connect(
@@ -158,7 +143,7 @@ def _handshake(
         host_key = transport.get_remote_server_key()
         certificate = host_key.public_blob.key_blob if host_key.public_blob is not None else None
         checker.check(host_key.asbytes(), host_key.get_name(), certificate, _verify_ca_signature)
-        keys = _authenticate(transport, target)
+        keys = authenticate(transport, target)
     except ConnectError:
         transport.close()
         raise
@@ -171,205 +156,6 @@ def _handshake(
         raise errors.auth_failed(target, keys)
     transport.set_keepalive(KEEPALIVE_S)
     return transport
-
-
-class SshHost(HostBase):
-    """A Host over one SSH connection; every run/put/get is its own exec channel on it."""
-
-    def __init__(self, name: str, target: SshTarget, transport: paramiko.Transport, connect_s: float = 0.0) -> None:
-        self.name = name
-        self.target = target
-        self.connect_s = connect_s  # connect + handshake + auth (+ the hops), for `--verbose` and benchmarks
-        self.escalation: Escalation | None = None  # set by become(): every command then runs through sudo
-        self._transport_ = transport
-        self._prestarted = PrestartedCommands()
-
-    def stream(
-        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None
-    ) -> RunningCommand:
-        """Start the command on its own exec channel and hand it back running (see host/process.py); with
-        `become`, the whole command line (deadline included) runs through sudo (host/become.py). The same command
-        started early by `prestart` is handed over instead (prestart.py)."""
-        words = checked_argv(argv, env)
-        early = self._prestarted.take(words, timeout) if env is None else None
-        if early is not None:
-            return early
-        line = with_deadline(with_env(words, env), timeout)
-        preamble = b""
-        if self.escalation is not None:
-            line, preamble = self.escalation.wrap(line)
-        command = self._start(words, line, timeout)
-        if preamble:  # sudo's password: the first line of stdin, before anything the caller writes
-            command.write(preamble)
-        return command
-
-    def prestart(self, argv: Sequence[str], *, timeout: float) -> None:
-        """Start `argv` now, for the first `stream` of the same command (prestart.py)."""
-        self._prestarted.add(checked_argv(argv), timeout, self.stream(argv, timeout=timeout))
-
-    def become(self, become: Become) -> None:
-        """Act through sudo from now on: asks the host once how (NOPASSWD or the run's password), raising
-        BecomeError (exit 4) naming the host and the fix when it cannot."""
-        escalation = Escalation(become, f"{self.name} ({self.target.address})", self.target.user)
-        escalation.establish(self._run_as_login)
-        self.escalation = escalation
-
-    def _run_as_login(self, argv: Sequence[str], input: bytes | None) -> Result:
-        words = checked_argv(argv)
-        with self._start(words, with_deadline(words, CHECK_TIMEOUT_S), CHECK_TIMEOUT_S) as command:
-            if input:
-                command.write(input)
-            return command.wait(check=False)
-
-    def _start(self, words: tuple[str, ...], line: Sequence[str], timeout: float) -> RunningCommand:
-        started = time.monotonic()
-        channel = self._open_session()
-        try:
-            channel.settimeout(POLL_S)
-            channel.exec_command(wire_command(line))
-        except (paramiko.SSHException, OSError, EOFError) as error:
-            channel.close()
-            raise self._lost(error) from None
-        pipe = _ChannelPipe(channel, self._lost)
-        grace = KILL_AFTER_S + NETWORK_SLACK_S  # the host's own `timeout` acts first
-        return RunningCommand(pipe, words, host=self.name, timeout=timeout, grace=grace, started=started)
-
-    def open_tunnel(self, remote_host: str, remote_port: int) -> Tunnel:
-        """A direct-tcpip channel: bytes to `remote_host:remote_port` as seen FROM the host (usually
-        127.0.0.1 and the engine's port), so HTTP reaches a server that listens only on the host's loopback."""
-        transport = self._transport()
-        try:
-            return transport.open_channel(
-                "direct-tcpip", (remote_host, remote_port), ("127.0.0.1", 0), timeout=CONNECT_TIMEOUT_S
-            )
-        except paramiko.ChannelException as error:
-            raise errors.tunnel_refused(self.name, remote_host, remote_port, error.text) from None
-        except (paramiko.SSHException, OSError, EOFError) as error:
-            raise self._lost(error) from None
-
-    def close(self) -> None:
-        """Closes this host's connection (and its channel through a jump host); the jump host stays for others."""
-        self._prestarted.close_all()
-        self._transport_.close()
-
-    def _transport(self) -> paramiko.Transport:
-        transport = self._transport_
-        if not transport.is_active():
-            raise self._lost(ConnectionError("the connection is closed"))
-        return transport
-
-    def _open_session(self) -> paramiko.Channel:
-        try:
-            return self._transport().open_session(timeout=CONNECT_TIMEOUT_S)
-        except (paramiko.SSHException, OSError, EOFError) as error:
-            raise self._lost(error) from None
-
-    def _lost(self, error: BaseException) -> ConnectError:
-        return errors.connection_lost(self.name, self.target, error)
-
-
-class _ChannelPipe:
-    """A paramiko exec channel as a process.Pipe: poll timeouts stay TimeoutError, everything else that can go
-    wrong on the connection becomes the ConnectError naming the host (never a paramiko traceback)."""
-
-    def __init__(self, channel: paramiko.Channel, lost: Callable[[BaseException], ConnectError]) -> None:
-        self._channel, self._lost = channel, lost
-
-    def send(self, data: bytes, /) -> int:
-        return int(self._call(self._channel.send, data))
-
-    def recv(self, size: int, /) -> bytes:
-        return bytes(self._call(self._channel.recv, size))
-
-    def recv_stderr(self, size: int, /) -> bytes:
-        return bytes(self._call(self._channel.recv_stderr, size))
-
-    def shutdown_write(self) -> None:
-        self._call(self._channel.shutdown_write)
-
-    def wait_exit(self, timeout: float, /) -> int | None:
-        return self._channel.exit_status if self._channel.status_event.wait(timeout) else None
-
-    def close(self) -> None:
-        """Closing twice, or after the connection went (Ctrl-C while the reader threads and the deploy's
-        cleanup close at once), is not an error: paramiko then finds its transport already unlinked from the
-        channel and raises AttributeError from inside `Channel.close`."""
-        with contextlib.suppress(paramiko.SSHException, OSError, EOFError, AttributeError):
-            self._channel.close()
-
-    def _call(self, method: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return method(*args)
-        except TimeoutError:
-            raise
-        except (paramiko.SSHException, OSError, EOFError) as error:
-            raise self._lost(error) from None
-
-
-_unlocker = KeyUnlocker()
-
-
-def _authenticate(transport: paramiko.Transport, target: SshTarget) -> list[str]:
-    """Public-key authentication in OpenSSH's order (keyorder.py); returns what it tried, for the error."""
-    tried: list[str] = []
-    agent = _agent(target)
-    agent_keys = list(agent.get_keys()) if agent is not None else []
-    described = [(key.asbytes(), f"{key.get_name()} {key.comment or ''}") for key in agent_keys]
-    try:
-        for candidate in key_order(target, described):
-            key: paramiko.PKey | None = (
-                agent_keys[candidate.agent_index]
-                if candidate.agent_index is not None
-                else _load_key(candidate.path or "", target.certificate_files)
-            )
-            if key is None:
-                continue
-            tried.append(candidate.label)
-            with contextlib.suppress(paramiko.AuthenticationException):
-                transport.auth_publickey(target.user, key)
-            if transport.is_authenticated():
-                break
-    finally:
-        if agent is not None:
-            agent._close()  # type: ignore[attr-defined]  # paramiko's AgentSSH has no public close
-    return tried
-
-
-def _agent(target: SshTarget) -> paramiko.agent.AgentSSH | None:
-    """ssh-agent at SSH_AUTH_SOCK or IdentityAgent; an agent that does not answer is skipped, as OpenSSH does."""
-    if not target.agent_socket:
-        return None
-    agent = paramiko.agent.AgentSSH()
-    try:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.settimeout(CONNECT_TIMEOUT_S)
-        conn.connect(target.agent_socket)
-        agent._connect(conn)  # type: ignore[attr-defined]  # (the one way to use a socket other than $SSH_AUTH_SOCK)
-    except (OSError, paramiko.SSHException):
-        return None
-    return agent
-
-
-def _load_key(path: str, certificates: Sequence[str]) -> paramiko.PKey | None:
-    """The key file (asking for its passphrase once per run), with its certificate when one matches."""
-    try:
-        key: paramiko.PKey = paramiko.PKey.from_path(path)
-    except (paramiko.PasswordRequiredException, TypeError):  # cryptography says TypeError for a missing passphrase
-        key = _unlocker.unlock(path, functools.partial(_decrypt, path))  # type: ignore[assignment]
-    except (paramiko.SSHException, ValueError, OSError):
-        return None  # not a key paramiko can read: OpenSSH skips it too
-    for certificate in (*certificates, f"{path}-cert.pub"):
-        with contextlib.suppress(OSError, ValueError, paramiko.SSHException):
-            key.load_certificate(certificate)
-            break
-    return key
-
-
-def _decrypt(path: str, passphrase: str) -> paramiko.PKey:
-    try:
-        return paramiko.PKey.from_path(path, passphrase.encode())  # type: ignore[arg-type]  # bytes, not str
-    except (paramiko.SSHException, ValueError, TypeError) as error:
-        raise ValueError("wrong passphrase") from error
 
 
 def _connect_error(error: BaseException, target: SshTarget, sock: Any, timeout: float) -> ConnectError:

@@ -19,6 +19,7 @@ import pytest
 import specops.host.ssh.connection
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
+from specops.host.ssh.resolve import resolve_ssh_target
 from tests.unit.deploy.scene import HOST, PYTHON, use_scene
 from tests.unit.deploy.world import World
 
@@ -55,7 +56,7 @@ def _fleet(world: World, hosts: dict[str, int]) -> list[str]:
     def connect(spec: HostSpec) -> Host:
         if spec.name == HOST:
             return scripted[-1]
-        return real_connect(specops.host.ssh.connection.resolve_ssh_target(spec.ssh), name=spec.name, known_hosts=[])
+        return real_connect(resolve_ssh_target(spec.ssh), name=spec.name, known_hosts=[])
 
     world.monkeypatch.setattr(specops.host.ssh.connection, "connect", connect)
     return [HOST, *hosts]
