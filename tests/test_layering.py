@@ -265,7 +265,7 @@ def _builders_imported(path: Path) -> set[str]:
         for alias in node.names:
             if node.module.startswith("specops.commands") and node.module != "specops.commands.planned":
                 if alias.name.endswith(("_argv", "_argvs")) or _is_specops_module(f"{node.module}.{alias.name}"):
-                    found.add(alias.name)  # a builder, or a builders' module (`from specops.commands import units`)
+                    found.add(alias.name)  # a builder, or a builders' module (`from specops.commands import unit`)
             elif alias.name in SELF_BUILDING_OPS.get(node.module, ()):
                 found.add(alias.name)
     return found

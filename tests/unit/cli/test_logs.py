@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specops.host.recording import RecordingHost, reply
-from specops.ops.logs import JournalQuery, follow
+from specops.ops.journal import JournalQuery, follow
 from tests.unit.clirun import run_cli
 from tests.unit.conftest import VALID_HOST
 
