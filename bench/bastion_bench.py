@@ -43,7 +43,7 @@ def drive(config: str, targets: list[str], runs: int, warm_up: bool = True) -> l
     """In-process `specops doctor TARGETS --json`, `runs` times (after one untimed warm-up unless told not to);
     raises if a host was missed."""
     from specops.cli.main import main
-    from specops.host.ssh import shared_hops
+    from specops.host.ssh.connection import shared_hops
 
     times = []
     first_timed = 1 if warm_up else 0

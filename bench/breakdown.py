@@ -21,23 +21,24 @@ from bench.fleet import Fleet
 
 if TYPE_CHECKING:
     from specops.config.loader import Config
-    from specops.host.ssh import SshHost
+    from specops.host.ssh.channels import SshHost
 
 GPU_QUERY = ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total", "--format=csv,noheader,nounits"]
 DOCTOR_IMPORTS = (
     "import specops.cli.main, specops.cli.doctor_view, specops.doctor.runner, specops.doctor.registry, "
-    "specops.host.ssh, specops.probe.run, specops.config.loader; specops.doctor.registry.all_checks()"
+    "specops.host.ssh.connection, specops.probe.run, specops.config.loader; specops.doctor.registry.all_checks()"
 )
 CLI_IMPORT = "import specops.cli.main"
 # what a plain `doctor HOST` loads before its connection starts (specops/cli/early/doctor.py): the rest loads
 # meanwhile; the first time (validating the config), and again with the plan that first run kept
 # (specops/cli/early/plan.py)
 BEFORE_CONNECT_IMPORTS = (
-    "import specops.cli.early.doctor, specops.config.loader, specops.doctor.runner, specops.probe.run, specops.host.ssh"
+    "import specops.cli.early.doctor, specops.config.loader, specops.doctor.runner, specops.probe.run, "
+    "specops.host.ssh.connection"
 )
 BEFORE_CONNECT_FROM_PLAN = (
     "import specops.cli.early.doctor, specops.cli.early.plan, specops.doctor.runner, specops.probe.run, "
-    "specops.host.ssh"
+    "specops.host.ssh.connection"
 )
 BASHRC = "/root/.bashrc"
 
@@ -58,7 +59,7 @@ def _config(fleet: Fleet) -> Config:
 
 
 def _connect(fleet: Fleet, config: Config, name: str) -> SshHost:
-    from specops.host.ssh import connect
+    from specops.host.ssh.connection import connect
 
     return connect(config.inventory.hosts[name], ssh_config=fleet.ssh_config)
 

@@ -33,7 +33,8 @@ from pathlib import Path
 from specops.build.stage import StagedBuild, stage_build
 from specops.commands.release import ReleaseInfo, newest_complete
 from specops.config.inventory import HostSpec
-from specops.host.ssh import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from specops.ops import release as push
 from tests.testbed.testhost import TestHost, start_host, stop_host
 

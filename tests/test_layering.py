@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "specops"
 ALLOWED = {
     "typer": ("specops/cli/",),
     "rich": ("specops/cli/",),
-    "paramiko": ("specops/host/ssh.py",),
+    "paramiko": ("specops/host/ssh/connection.py", "specops/host/ssh/auth.py", "specops/host/ssh/channels.py"),
     "httpx": ("specops/engine/client.py",),
     "click": (),
     "torch": (),
@@ -137,6 +137,32 @@ def test_module_is_imported_only_where_allowed(module: str) -> None:
     assert offenders == [], f"{module} may only be imported in {ALLOWED[module] or 'no module'}"
 
 
+def test_paramiko_is_imported_only_through_the_lean_import() -> None:
+    """Every `import paramiko` sits in `with lean_paramiko_import():` (specops/host/ssh/paramiko_import.py), so
+    whichever SSH module loads first, paramiko never pays for invoke and importlib.metadata (~70 ms a command)."""
+    offenders = []
+    for path in _source_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        lean = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.With)
+            and any(_calls(item.context_expr, "lean_paramiko_import") for item in node.items)
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            if any(name.split(".")[0] == "paramiko" for name in names) and id(node) not in lean:
+                offenders.append(f"{_relative(path)}:{node.lineno}")
+    assert offenders == []
+
+
+def _calls(expression: ast.expr, name: str) -> bool:
+    return isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name) and expression.func.id == name
+
+
 def test_core_never_imports_the_cli() -> None:
     offenders = [
         _relative(path)
@@ -239,7 +265,7 @@ def _builders_imported(path: Path) -> set[str]:
         for alias in node.names:
             if node.module.startswith("specops.commands") and node.module != "specops.commands.planned":
                 if alias.name.endswith(("_argv", "_argvs")) or _is_specops_module(f"{node.module}.{alias.name}"):
-                    found.add(alias.name)  # a builder, or a builders' module (`from specops.commands import units`)
+                    found.add(alias.name)  # a builder, or a builders' module (`from specops.commands import unit`)
             elif alias.name in SELF_BUILDING_OPS.get(node.module, ()):
                 found.add(alias.name)
     return found
@@ -285,7 +311,7 @@ NEVER_FOR_DOCTOR_JSON = ("rich", "httpx", "jinja2", "invoke", "specops.deploy", 
 DOCTOR_RUN = """\
 import atexit
 import sys
-import specops.host.ssh
+import specops.host.ssh.connection
 from specops.errors import ConnectError
 
 def loaded(names):
@@ -296,7 +322,7 @@ def refuse(spec, **kwargs):
     print("REACH=" + type(spec).__name__)
     raise ConnectError("refused by the test")
 
-specops.host.ssh.connect = refuse
+specops.host.ssh.connection.connect = refuse
 atexit.register(lambda: print("AFTER=" + loaded({after})))  # exit handlers still run on a doctor's quick exit
 sys.argv = ["specops", "--config", {config!r}, "doctor", "llm-two", *{extra!r}]
 from specops.cli.entry import entry
@@ -355,7 +381,7 @@ def test_a_doctor_or_deploy_imports_no_test_or_async_machinery() -> None:
     evaluates) would pull in unittest.mock and asyncio: ~50 ms of each command's start-up."""
     code = (
         "import sys\n"
-        "import specops.host.ssh, specops.doctor.runner, specops.deploy.execute\n"
+        "import specops.host.ssh.connection, specops.doctor.runner, specops.deploy.execute\n"
         "print('LOADED=' + ','.join(m for m in ('invoke', 'asyncio', 'unittest') if m in sys.modules))\n"
         "import invoke\n"  # still importable by anything else in the process
         "print('INVOKE=' + invoke.__name__)\n"
@@ -369,7 +395,7 @@ def test_paramiko_imports_without_importlib_metadata_and_still_knows_its_version
     first connection); specops gives it the same line from the same METADATA file without that import."""
     code = (
         "import sys\n"
-        "import specops.host.ssh, paramiko\n"
+        "import specops.host.ssh.connection, paramiko\n"
         "print('LOADED=' + str('importlib.metadata' in sys.modules))\n"
         "import importlib.metadata\n"
         "print('SAME=' + str(importlib.metadata.version('paramiko') == paramiko.__version__ != ''))\n"
@@ -388,7 +414,7 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
     replaces the stand-in for everyone after."""
     code = (
         "import sys\n"
-        "from specops.host.paramiko_import import _metadata_stand_in\n"
+        "from specops.host.ssh.paramiko_import import _metadata_stand_in\n"
         "with _metadata_stand_in():\n"
         "    from importlib import metadata\n"
         "    print('STAND_IN=' + type(metadata).__name__)\n"
@@ -399,7 +425,7 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-4:] == ["STAND_IN=_StandIn", "PIP=True", "AFTER=module", "KEPT=module"]
     attribute_form = (  # `import importlib.metadata; importlib.metadata.X(...)`, as some libraries call it
-        "from specops.host.paramiko_import import _metadata_stand_in\n"
+        "from specops.host.ssh.paramiko_import import _metadata_stand_in\n"
         "with _metadata_stand_in():\n"
         "    import importlib.metadata\n"
         "    print('FIRST=' + type(importlib.metadata).__name__)\n"

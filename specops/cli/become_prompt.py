@@ -11,7 +11,7 @@ import getpass
 
 from specops.config.secrets import Secret
 from specops.errors import UsageError
-from specops.host.passphrase import has_terminal
+from specops.host.ssh.passphrase import has_terminal
 
 PROMPT = "sudo password (of the login user on the hosts): "
 

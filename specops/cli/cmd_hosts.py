@@ -34,7 +34,7 @@ def hosts(
 
 
 def _row(config: Config, spec: HostSpec) -> dict[str, Any]:
-    from specops.host.resolve import resolve_ssh_target
+    from specops.host.ssh.resolve import resolve_ssh_target
 
     target = resolve_ssh_target(spec.ssh, jump=spec.jump)
     groups = [group for group in config.inventory.groups if spec.name in config.inventory.members(group)]

@@ -15,7 +15,7 @@ from specops.errors import ExitCode, SpecopsError, UsageError
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.host.base import Host
-    from specops.ops.logs import JournalQuery
+    from specops.ops.journal import JournalQuery
     from specops.ops.status import HostStatus
 
 
@@ -247,7 +247,7 @@ def logs(
     --grep searches the window (--since, else the engine's current run) and shows the last N matches.
     --json (without -f): the lines and each explained line with its signature id, kind and fatality; for a
     group, one document with an entry per host."""
-    from specops.ops import logs as journal
+    from specops.ops import journal
 
     query = journal.JournalQuery(lines=lines, since=since, grep=grep)
     query.pattern()  # a bad --grep is a usage error before anything connects
@@ -276,7 +276,7 @@ def _fleet_logs(
 ) -> NoReturn:
     """Print each host's lines prefixed `HOST | ` (or one JSON document); exit with the most severe error."""
     from specops.deploy.survey import most_severe
-    from specops.ops.logs import journal_fleet
+    from specops.ops.journal import journal_fleet
 
     width = max(len(spec.name) for spec in specs)
     failed: dict[str, SpecopsError] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from specops.commands.guard import arm_argv, guard_script_path
 from specops.commands.quoting import exec_arg
-from specops.commands.units import unit_path
+from specops.commands.unit import unit_path
 from specops.config.inventory import HostSpec
 
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from specops.commands.journal import last_entry_argv
 from specops.commands.planned import run
-from specops.commands.units import parse_show, show_argv
+from specops.commands.unit import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy import step_commands as cmds

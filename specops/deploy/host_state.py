@@ -12,7 +12,7 @@ from typing import Any
 
 from specops.build.stage import StagedBuild, build_id
 from specops.commands.release import Listing, release_env_path
-from specops.commands.units import read_unit_argv
+from specops.commands.unit import read_unit_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
 from specops.deploy.engine_start import engine_answers, read_engine_state

@@ -23,7 +23,7 @@ from specops.build.stage import StagedBuild, stage_build
 from specops.commands.config_change import ConfigChange, config_change
 from specops.commands.release import Listing, ReleaseInfo, files_to_send, newest_complete, newest_verified
 from specops.commands.systemd import flag_spellings, render_env_file, render_unit
-from specops.commands.units import sha256_text
+from specops.commands.unit import sha256_text
 from specops.config.builds import BuildChoice, choose_build
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets

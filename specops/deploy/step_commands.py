@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 
-from specops.commands import engine_stop, journal, units
+from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
+from specops.commands import unit as unit_cmd
 from specops.commands.boot import boot_unit
 from specops.commands.cache import KEY_PLACEHOLDER, prepare_commands
 from specops.commands.conversation import conversation_argv
@@ -86,7 +87,7 @@ def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
     env = [run(["cat", release_cmd.release_env_path(spec, current)], note="the current release's env file "
                "(compared here, never shown); exits 1 when it has none")] if current else []  # fmt: skip
     return [
-        run(units.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed"),
+        run(unit_cmd.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed"),
         *env,
         run(
             ["cat", spec.env_file],
@@ -113,33 +114,33 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
     commands = [
         put(release_cmd.release_env_path(spec, release_id), 0o600, _env_content(env_lines), role=unit.RELEASE_ENV),
         *prepare_commands(spec, KEY_PLACEHOLDER),
-        run(units.read_unit_argv(boot), note="the boot unit: it re-arms the guard after a reboot mid-deploy",
+        run(unit_cmd.read_unit_argv(boot), note="the boot unit: it re-arms the guard after a reboot mid-deploy",
             role=unit.BOOT),
-        put(units.unit_path(boot), 0o644, "the boot unit", times=Times.IF_NEEDED, role=unit.BOOT),
+        put(unit_cmd.unit_path(boot), 0o644, "the boot unit", times=Times.IF_NEEDED, role=unit.BOOT),
     ]  # fmt: skip
     if unit_changed:
-        scratch = units.verify_path(spec.unit_name)
+        scratch = unit_cmd.verify_path(spec.unit_name)
         commands += [
-            run(units.read_unit_argv(spec.unit_name), role=unit.UNIT),
-            run(units.show_argv(spec.unit_name, ["LoadState", "FragmentPath"]), role=unit.UNIT,
+            run(unit_cmd.read_unit_argv(spec.unit_name), role=unit.UNIT),
+            run(unit_cmd.show_argv(spec.unit_name, ["LoadState", "FragmentPath"]), role=unit.UNIT,
                 note="a unit specops does not manage stops the deploy here: nothing is written"),
-            run(units.mkdir_argv(units.VERIFY_DIR), role=unit.UNIT),
+            run(unit_cmd.mkdir_argv(unit_cmd.VERIFY_DIR), role=unit.UNIT),
             put(scratch, 0o644, "the new unit", role=unit.UNIT),
-            run(units.verify_argv(spec.unit_name), note="skipped by systemd when systemd-analyze is missing",
+            run(unit_cmd.verify_argv(spec.unit_name), note="skipped by systemd when systemd-analyze is missing",
                 role=unit.UNIT),
-            run(units.remove_argv(scratch), role=unit.UNIT),
-            put(units.unit_path(spec.unit_name), 0o644, "the new unit", role=unit.UNIT),
-            run(units.show_argv(spec.unit_name, ["NeedDaemonReload"]), role=unit.UNIT),
-            run(units.daemon_reload_argv(), role=unit.UNIT),
+            run(unit_cmd.remove_argv(scratch), role=unit.UNIT),
+            put(unit_cmd.unit_path(spec.unit_name), 0o644, "the new unit", role=unit.UNIT),
+            run(unit_cmd.show_argv(spec.unit_name, ["NeedDaemonReload"]), role=unit.UNIT),
+            run(unit_cmd.daemon_reload_argv(), role=unit.UNIT),
         ]  # fmt: skip
-    commands.append(run(units.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`",
+    commands.append(run(unit_cmd.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`",
                         role=unit.ENABLE))  # fmt: skip
     changes = '{"unit": ..., "env_file": ..., "profile": ..., "compile_cache": ...}'
     return [*commands, manifest_update(spec, release_id, changes)]
 
 
 def env_commands(spec: HostSpec, env_lines: int) -> list[HostCommand]:
-    return [run(units.mkdir_argv(spec.service_dir)), put(spec.env_file, 0o600, _env_content(env_lines))]
+    return [run(unit_cmd.mkdir_argv(spec.service_dir)), put(spec.env_file, 0o600, _env_content(env_lines))]
 
 
 def _env_content(env_lines: int) -> str:
@@ -208,7 +209,7 @@ def gates_commands(spec: HostSpec) -> list[HostCommand]:
 
 
 def restart_commands(spec: HostSpec) -> list[HostCommand]:
-    reset, restart = units.deliberate_restart_argvs(spec.unit_name)
+    reset, restart = unit_cmd.deliberate_restart_argvs(spec.unit_name)
     return [run(release_cmd.restore_config_argv(spec), note="the current release's unit and env file put back "
                 "(the live env file is written from the release's own here)"),
             run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]  # fmt: skip

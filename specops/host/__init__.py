@@ -1,6 +1,7 @@
-"""Transports behind one `Host` protocol (base.py): SSH (ssh.py), this machine (local.py), a recording (recording.py).
+"""Transports behind one `Host` protocol (base.py): SSH (ssh/), this machine (local.py), a recording (recording.py).
 
-Import the concrete module you need; this package imports nothing heavy (paramiko loads only with ssh.py).
+Import the concrete module you need; this package imports nothing heavy (paramiko loads only with
+ssh/connection.py, ssh/auth.py and ssh/channels.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def ssh_opener(spec: HostSpec, become_password: Secret | None = None) -> Callabl
 
     def open_host() -> AbstractContextManager[Host]:
         from specops.host.become import Become
-        from specops.host.ssh import connect
+        from specops.host.ssh.connection import connect
 
         host = connect(spec)
         if spec.uses_sudo:
@@ -48,8 +49,8 @@ def plain_opener(
 
     def open_host() -> AbstractContextManager[Host]:
         from specops.host.become import Become
-        from specops.host.ssh import connect
-        from specops.host.target import PlainReach
+        from specops.host.ssh.connection import connect
+        from specops.host.ssh.target import PlainReach
 
         host = connect(PlainReach(name, ssh, jump))
         if sudo_as is not None:

@@ -27,7 +27,7 @@ from specops.commands.engine_stop import (
     stop_argv,
     stop_wait_argv,
 )
-from specops.commands.units import parse_show
+from specops.commands.unit import parse_show
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.config.redact import mask_secrets

@@ -14,7 +14,7 @@ from specops.commands.guard_record import GuardRecord
 from specops.commands.journal import last_entry_argv
 from specops.commands.manifest import Figures, parse_manifest
 from specops.commands.release import build_part
-from specops.commands.units import parse_show, show_argv
+from specops.commands.unit import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode
 from specops.host.base import Host

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from specops.commands.boot import boot_unit_text
 from specops.commands.planned import HostCommand
-from specops.commands.units import deliberate_restart_argvs, needs_daemon_reload, parse_show, unmanaged_reason
+from specops.commands.unit import deliberate_restart_argvs, needs_daemon_reload, parse_show, unmanaged_reason
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, SpecopsError
 from specops.host.base import Host, Result

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.host.ssh import shared_hops
+from specops.host.ssh.connection import shared_hops
 from tests.e2e.deployscene import make_scene
 from tests.e2e.terminal import run_on_terminal
 from tests.testbed.staging import inventory_toml

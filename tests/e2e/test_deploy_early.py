@@ -2,7 +2,7 @@
 (specops/cli/early/deploy.py), and deploys exactly as the first run did, on a real test host.
 
 Each run is the real console script in a new interpreter; the harness only counts the early-started commands
-the deploy took over (host/prestart.py) and prints the count when the process exits."""
+the deploy took over (host/ssh/prestart.py) and prints the count when the process exits."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.e2e.deployscene import PATCH, UNPATCHED, Scene
 HARNESS = """\
 import atexit
 import sys
-from specops.host import prestart
+from specops.host.ssh import prestart
 
 taken = []
 original = prestart.PrestartedCommands.take

@@ -23,7 +23,7 @@ import pytest
 from specops.config.inventory import HostSpec
 from specops.host.conversation import conversation
 from specops.host.recording import Call
-from specops.host.ssh import connect
+from specops.host.ssh.connection import connect
 from specops.ops.lock import LockHolder, acquire
 from tests.e2e.deployscene import PATCH, UNPATCHED, Scene, make_scene
 from tests.e2e.test_deploy_interrupts import _kill_at
@@ -202,11 +202,11 @@ class _Recorded:
 
 
 def _record_connections(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
-    import specops.host.ssh
+    import specops.host.ssh.connection
 
     calls: list[Call] = []
-    connect = specops.host.ssh.connect
-    monkeypatch.setattr(specops.host.ssh, "connect", lambda spec: _Recorded(connect(spec), calls))
+    connect = specops.host.ssh.connection.connect
+    monkeypatch.setattr(specops.host.ssh.connection, "connect", lambda spec: _Recorded(connect(spec), calls))
     return calls
 
 

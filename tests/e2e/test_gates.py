@@ -20,7 +20,7 @@ import pytest
 from specops.config.loader import Target
 from specops.engine.readiness import Readiness, journal_position, wait_ready
 from specops.host.base import Host
-from specops.host.ssh import connect
+from specops.host.ssh.connection import connect
 from tests.testbed.drift import remove_ffmpeg_libs
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, copy_build
 from tests.testbed.engine.local import http_get

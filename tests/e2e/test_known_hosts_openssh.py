@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from specops.config.inventory import HostSpec
 from specops.errors import ConnectError
-from specops.host.ssh import connect
+from specops.host.ssh.connection import connect
 from tests.testbed.testhost import TestHost
 from tests.testbed.testhost.keys import write_keypair
 

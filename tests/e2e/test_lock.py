@@ -19,7 +19,8 @@ import pytest
 
 from specops.config.inventory import HostSpec
 from specops.errors import LockHeld
-from specops.host.ssh import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from specops.ops import audit
 from specops.ops.lock import LockHolder, acquire, status
 from tests.testbed.testhost import TestHost
@@ -33,7 +34,7 @@ CONTENDER = """\
 import dataclasses, json, sys, time
 from pathlib import Path
 from specops.errors import LockHeld
-from specops.host.ssh import connect
+from specops.host.ssh.connection import connect
 from specops.ops.lock import LockHolder, acquire
 from specops.config.inventory import HostSpec
 config, alias, name, start_at, hold_s, beat_s, machine = sys.argv[1:8]

@@ -11,7 +11,8 @@ import pytest
 
 from specops.commands.lock import BEAT_FILE, DEFAULT_LOCK_ROOT
 from specops.config.inventory import HostSpec
-from specops.host.ssh import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from specops.ops.lock import LockHolder, acquire, status
 from tests.testbed.testhost import TestHost
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from specops.config.inventory import HostSpec
-from specops.host.ssh import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from specops.probe.facts import DeepFacts, HostFacts
 from specops.probe.run import probe, probe_deep
 from tests.testbed import drift, gpu

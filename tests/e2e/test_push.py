@@ -16,7 +16,8 @@ from specops.build.stage import stage_build
 from specops.commands.release import newest_complete
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseVerifyFailed
-from specops.host.ssh import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from specops.ops import release as push
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, RENUMBER_PATCH
 from tests.testbed.testhost import TestHost

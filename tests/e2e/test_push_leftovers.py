@@ -16,7 +16,8 @@ import pytest
 from specops.build.stage import StagedBuild, legacy_release_id, stage_build
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
-from specops.host.ssh import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from specops.ops import release as push
 from tests.testbed.engine import BUILD_PYTHON
 from tests.testbed.testhost import TestHost

@@ -19,7 +19,8 @@ import pytest
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
 from specops.errors import CommandFailed, ConnectError, ExitCode, RemoteTimeout
-from specops.host.ssh import SshHost, connect
+from specops.host.ssh.channels import SshHost
+from specops.host.ssh.connection import connect
 from tests.testbed.testhost import TestHost
 from tests.testbed.testhost.keys import write_keypair
 from tests.unit.host import stream_cases

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.host.ssh import shared_hops
+from specops.host.ssh.connection import shared_hops
 from tests.e2e.deployscene import make_scene
 from tests.testbed.testhost import TestHost, start_host, stop_host
 from tests.testbed.testhost.bastion import Agent, hide_behind

@@ -9,7 +9,7 @@ import pytest
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
 from specops.host.become import Become
-from specops.host.ssh import connect
+from specops.host.ssh.connection import connect
 from tests.testbed.testhost import TestHost
 from tests.testbed.testhost.sudo import add_sudo_user
 

@@ -72,7 +72,7 @@ def test_what_is_not_a_credential_reads_as_it_was(text: str) -> None:
 def recorded(write_config: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> RecordingHost:
     write_config(VALID_HOST)
     host = RecordingHost("llm-two")
-    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: host)
+    monkeypatch.setattr("specops.host.ssh.connection.connect", lambda spec: host)
     host.script(["journalctl"], reply(stdout="\n".join(JOURNAL) + "\n-- cursor: s=1;i=2\n"))
     return host
 

@@ -181,7 +181,7 @@ def sweep_one(command: Command, mode: tuple[str, ...], folder: Path, capsys: pyt
         def refuse(spec: object) -> RecordingHost:
             raise ConnectError(f"{HOST}: cannot connect: connection refused", hint="is the host up?")
 
-        monkeypatch.setattr("specops.host.ssh.connect", refuse)
+        monkeypatch.setattr("specops.host.ssh.connection.connect", refuse)
     inputs: list[bytes] = []
     _record_inputs(monkeypatch, inputs)
     result = run_cli(capsys, "--config", str(folder / command.config), *mode, *command.args)

@@ -6,7 +6,7 @@ network, every round trip of TCP, key exchange and authentication came after it,
 shells for the deploy's two execs. The plan of the last run of the same command line (each host's name, `ssh`,
 `jump`, sudo user, `python`, service folder and last push size, kept by specops/cli/early/plan.py under a key
 made of the config's bytes, the profiles, the names and specops's own code) lets the console script connect
-first, in threads, and start the command conversation and the push session at once (host/prestart.py), so the
+first, in threads, and start the command conversation and the push session at once (host/ssh/prestart.py), so the
 host starts them while this process imports and stages.
 
 Nothing changes for the operator: the parsed command validates the config and stages the build as always, and

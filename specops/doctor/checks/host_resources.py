@@ -115,7 +115,7 @@ def port_free(ctx: CheckContext) -> CheckResult:
 
 @check("unit.managed", "the service name is specops's own unit (never a system unit such as ssh)")
 def unit_managed(ctx: CheckContext) -> CheckResult:
-    from specops.commands.units import unmanaged_reason
+    from specops.commands.unit import unmanaged_reason
 
     host, unit = ctx.host, ctx.facts.unit
     if host is None:

@@ -199,7 +199,7 @@ def run_case(case: Case) -> Outcome:
         return host
 
     out, err = io.StringIO(), io.StringIO()
-    patched = mock.patch("specops.host.ssh.connect", connect)
+    patched = mock.patch("specops.host.ssh.connection.connect", connect)
     with _scene(case), patched, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(case.args))
     calls = [call for host in hosts for call in host.calls]

@@ -21,7 +21,7 @@ def connects(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> Seen:
         seen.append((type(reach).__name__, reach.name, reach.ssh))
         raise ConnectError(f"{reach.name}: connection refused to {reach.ssh} (by the test)")
 
-    monkeypatch.setattr("specops.host.ssh.connect", refuse)
+    monkeypatch.setattr("specops.host.ssh.connection.connect", refuse)
     monkeypatch.setenv("XDG_CACHE_HOME", str(config_dir / "cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))  # a deploy's local audit log
     return seen

@@ -204,7 +204,7 @@ def test_a_silent_host_connecting_early_does_not_hold_up_a_planning_error(
     def limit_passes_while_connecting(_: Any, limit_s: float | None = None) -> None:  # the 1 s limit, not the second
         connecting.wait(30)
 
-    monkeypatch.setattr("specops.host.ssh.connect", silent)
+    monkeypatch.setattr("specops.host.ssh.connection.connect", silent)
     monkeypatch.setattr(early_deploy.EarlyConnections, "wait_started", limit_passes_while_connecting)
     patch = config_dir / "bad.patch"
     patch.write_text("--- a/sglang/missing.py\n+++ b/sglang/missing.py\n@@ -1 +1 @@\n-a\n+b\n")

@@ -1,7 +1,7 @@
 """`specops doctor` from the console script: the hosts are connected before the command line parser loads, the
 checks load while the hosts answer, and nothing an operator sees changes (errors first, one connection per host).
 
-The hosts here refuse the connection (specops.host.ssh.connect is replaced), so a run ends as "unreachable":
+The hosts here refuse the connection (specops.host.ssh.connection.connect is replaced), so a run ends as "unreachable":
 what is asserted is the order of events and what the operator sees, not a probe."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def events(monkeypatch: pytest.MonkeyPatch) -> Events:
         seen.append("parse")
         return real_build_app(only)
 
-    monkeypatch.setattr("specops.host.ssh.connect", refuse)
+    monkeypatch.setattr("specops.host.ssh.connection.connect", refuse)
     monkeypatch.setattr(specops.cli.main, "build_app", build_app)
     return seen
 

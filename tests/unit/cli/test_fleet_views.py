@@ -46,7 +46,7 @@ def _reach(monkeypatch: pytest.MonkeyPatch, hosts: dict[str, Host]) -> None:
             raise ConnectError(f"{name}: cannot connect: connection refused", hint="is the host up?")
         return hosts[name]
 
-    monkeypatch.setattr("specops.host.ssh.connect", connect)
+    monkeypatch.setattr("specops.host.ssh.connection.connect", connect)
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_logs_of_a_group_prefixes_lines_and_reports_each_failure(
 def test_logs_follow_of_a_group_interleaves_until_the_hosts_go_away(
     capsys: pytest.CaptureFixture[str], inventory: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("specops.ops.logs.FOLLOW_INTERVAL_S", 0.0)
+    monkeypatch.setattr("specops.ops.journal.FOLLOW_INTERVAL_S", 0.0)
     lost: Callable[[str], ConnectError] = lambda name: ConnectError(f"{name}: connection lost")  # noqa: E731
     one = _journal("a1\n-- cursor: s=1;i=1\n", "a2\n-- cursor: s=1;i=2\n", lost("llm-one"))
     two = _journal("b1\n-- cursor: s=2;i=1\n", "", "b2\n-- cursor: s=2;i=2\n", lost("llm-two"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specops.host.recording import RecordingHost, reply
-from specops.ops.logs import JournalQuery, follow
+from specops.ops.journal import JournalQuery, follow
 from tests.unit.clirun import run_cli
 from tests.unit.conftest import VALID_HOST
 
@@ -20,7 +20,7 @@ def recorded(write_config: Callable[[str], Path], monkeypatch: pytest.MonkeyPatc
     """llm-two from specops.toml, reached as a RecordingHost (the CLI's one way to connect, replaced)."""
     write_config(VALID_HOST)
     host = RecordingHost("llm-two")
-    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: host)
+    monkeypatch.setattr("specops.host.ssh.connection.connect", lambda spec: host)
     return host
 
 
@@ -149,7 +149,7 @@ def test_json_logs_for_a_group_is_one_document_with_an_entry_per_host(
     hosts = {name: RecordingHost(name) for name in ("llm-one", "llm-two")}
     hosts["llm-one"].script(["journalctl"], reply(stdout="CUDA out of memory\n-- cursor: s=1;i=2\n"))
     hosts["llm-two"].script(["journalctl"], reply(stderr="Permission denied\n", exit_code=1))
-    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: hosts[spec.name])
+    monkeypatch.setattr("specops.host.ssh.connection.connect", lambda spec: hosts[spec.name])
     result = run_cli(capsys, "--json", "logs", "gpu")
     assert result.code == 5
     payload = json.loads(result.out)

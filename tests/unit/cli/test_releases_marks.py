@@ -41,7 +41,7 @@ def host(config_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     add_release(service, OLD)
     add_release(service, NEW)
     point_current(service, NEW)
-    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: HostWithoutSystemd(spec.name))
+    monkeypatch.setattr("specops.host.ssh.connection.connect", lambda spec: HostWithoutSystemd(spec.name))
     return service
 
 

@@ -37,7 +37,7 @@ def inventory(config_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         f'[defaults]\npython = "/usr/bin/python3"\nmodel_path = "/models/target"\ndraft_model_path = "/models/draft"\nprofile = "ddtree"\n\n{hosts}'
         '[groups]\ngpu = ["llm-one", "llm-two"]\n'
     )
-    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: LocalHost(spec.name))
+    monkeypatch.setattr("specops.host.ssh.connection.connect", lambda spec: LocalHost(spec.name))
     monkeypatch.setattr("specops.ops.smoke_check.smoke_running", lambda host, spec, profile: RESULT)
     return config_dir
 

@@ -177,7 +177,7 @@ def use_scene(monkeypatch: pytest.MonkeyPatch, scene: DeployScene, hosts: list[R
               smokes: list[bool]) -> None:  # fmt: skip
     """Route connections to a fresh scripted host per command run (kept in `hosts`), and can the checks and
     the smoke gate: `smokes` is each smoke gate's verdict in turn (the last repeats)."""
-    import specops.host.ssh
+    import specops.host.ssh.connection
     from tests.unit.doctor.factory import healthy_facts
 
     def connect(spec: HostSpec) -> RecordingHost:
@@ -188,7 +188,7 @@ def use_scene(monkeypatch: pytest.MonkeyPatch, scene: DeployScene, hosts: list[R
     def run_smoke(*args: object, **kwargs: object) -> SmokeResult:
         return smoke(verdicts.pop(0) if len(verdicts) > 1 else verdicts[0])
 
-    monkeypatch.setattr(specops.host.ssh, "connect", connect)
+    monkeypatch.setattr(specops.host.ssh.connection, "connect", connect)
     monkeypatch.setattr("specops.probe.run.parse_host_facts", lambda document: healthy_facts())
     monkeypatch.setattr("specops.deploy.execute.run_checks", lambda context, checks: scene.check_results())
     monkeypatch.setattr("specops.engine.gates.run_smoke", run_smoke)

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import specops.host.ssh
+import specops.host.ssh.connection
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
+from specops.host.ssh.resolve import resolve_ssh_target
 from tests.unit.deploy.scene import HOST, PYTHON, use_scene
 from tests.unit.deploy.world import World
 
@@ -50,14 +51,14 @@ def _fleet(world: World, hosts: dict[str, int]) -> list[str]:
     (ssh_dir / "config").write_text(f"Host *\n    ConnectTimeout {CONNECT_TIMEOUT_S}\n")
     scripted = [world.scene().host()]
     use_scene(world.monkeypatch, world.scene(), scripted, [True])
-    real_connect = specops.host.ssh.open_ssh
+    real_connect = specops.host.ssh.connection.open_ssh
 
     def connect(spec: HostSpec) -> Host:
         if spec.name == HOST:
             return scripted[-1]
-        return real_connect(specops.host.ssh.resolve_ssh_target(spec.ssh), name=spec.name, known_hosts=[])
+        return real_connect(resolve_ssh_target(spec.ssh), name=spec.name, known_hosts=[])
 
-    world.monkeypatch.setattr(specops.host.ssh, "connect", connect)
+    world.monkeypatch.setattr(specops.host.ssh.connection, "connect", connect)
     return [HOST, *hosts]
 
 

@@ -99,7 +99,7 @@ def test_the_text_dry_run_says_it_starts_the_engine(world: World) -> None:
 
 
 def _status(world: World, unit: str, *options: str) -> tuple[int, str]:
-    from specops.commands.units import show_argv
+    from specops.commands.unit import show_argv
     from specops.ops.status import STATUS_PROPERTIES
 
     scene = world.scene(releases=[release(CURRENT, world.tree_hash)], current=CURRENT, unit=world.unit_text)

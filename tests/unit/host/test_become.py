@@ -12,7 +12,7 @@ from specops.errors import ExitCode
 from specops.host.base import Result, with_deadline
 from specops.host.become import Become, BecomeError, Escalation
 from specops.host.recording import RecordingHost, reply
-from specops.host.target import SshTarget
+from specops.host.ssh.target import SshTarget
 
 PASSWORD = "pa ss'$word"
 NEEDS_PASSWORD = reply(stderr="sudo: a password is required\n", exit_code=1)
@@ -145,7 +145,7 @@ def test_wrap_before_establish_is_a_bug_not_a_silent_root_less_command() -> None
 
 
 def test_ssh_host_sends_the_whole_line_deadline_and_env_inside_sudo_and_the_password_first() -> None:
-    from specops.host.ssh import SshHost
+    from specops.host.ssh.channels import SshHost
 
     client = _FakeClient(answers=[(1, b"sudo: a password is required\n"), (0, b""), (0, b"")])
     target = SshTarget(alias="gpu-a", hostname="10.0.0.5", user="ubuntu", port=22, identity_files=())

@@ -1,5 +1,5 @@
 """Host certificates made by the real ssh-keygen, checked as OpenSSH checks them: CA, principals, validity, kind,
-signature (verified by paramiko through specops.host.ssh), revocation, and the fallback to the plain key."""
+signature (verified by paramiko through specops.host.ssh.connection), revocation, and the fallback to the plain key."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from specops.host import host_certs, known_hosts
-from specops.host.ssh import _verify_ca_signature
+from specops.host.ssh import host_certs, known_hosts
+from specops.host.ssh.connection import _verify_ca_signature
 
 HOST = "10.0.0.7"
 

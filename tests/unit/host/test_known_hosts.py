@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from specops.host import known_hosts
-from specops.host.known_hosts import check, host_matches, known_types, read_files
+from specops.host.ssh import known_hosts
+from specops.host.ssh.known_hosts import check, host_matches, known_types, read_files
 
 HOST = "10.0.0.7"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from specops.host.host_certs import parse_certificate
-from specops.host.revoked import RevokedFileError, read_revoked
+from specops.host.ssh.host_certs import parse_certificate
+from specops.host.ssh.revoked import RevokedFileError, read_revoked
 from tests.testbed.testhost.keys import write_keypair
 
 SERIAL, KEY_ID = 7, "gpu-7"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.host.paramiko_import import _installed_version
+from specops.host.ssh.paramiko_import import _installed_version
 
 
 def _package(monkeypatch: pytest.MonkeyPatch, site: Path, name: str) -> None:

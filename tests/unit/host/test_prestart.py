@@ -1,4 +1,4 @@
-"""Commands started early (specops/host/prestart.py) are handed over only as they were asked for."""
+"""Commands started early (specops/host/ssh/prestart.py) are handed over only as they were asked for."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, cast
 
-from specops.host.prestart import PrestartedCommands
+from specops.host.ssh.prestart import PrestartedCommands
 
 WORDS = ("/opt/venv/bin/python", "-IS", "-c", "<runner>")
 

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from specops.errors import ConnectError, ExitCode
-from specops.host.ssh import open_ssh
-from specops.host.target import SshTarget
+from specops.host.ssh.connection import open_ssh
+from specops.host.ssh.target import SshTarget
 
 
 def _behind(proxy_command: str) -> SshTarget:

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from specops.errors import ConnectError
-from specops.host.passphrase import KeyUnlocker
-from specops.host.shared import SharedConnections
+from specops.host.ssh.passphrase import KeyUnlocker
+from specops.host.ssh.shared import SharedConnections
 
 
 def test_eight_threads_share_one_connection_per_key() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from specops.errors import ConfigError
-from specops.host.proxycommand import proxy_argv, start_proxy
-from specops.host.resolve import resolve_ssh_target
-from specops.host.ssh_config import lookup
+from specops.host.ssh.config import lookup
+from specops.host.ssh.proxycommand import proxy_argv, start_proxy
+from specops.host.ssh.resolve import resolve_ssh_target
 
 
 def _write(path: Path, text: str) -> Path:
@@ -121,8 +121,8 @@ def test_a_proxy_command_socket_carries_bytes_and_ends_its_command() -> None:
 
 
 def test_keys_are_offered_in_openssh_order(tmp_path: Path) -> None:
-    from specops.host.keyorder import key_order
-    from specops.host.target import SshTarget
+    from specops.host.ssh.keyorder import key_order
+    from specops.host.ssh.target import SshTarget
 
     named, other = tmp_path / "id_named", tmp_path / "id_file_only"
     for path, blob in ((named, b"NAMED"), (other, b"OTHER")):
@@ -141,7 +141,7 @@ def test_keys_are_offered_in_openssh_order(tmp_path: Path) -> None:
 
 
 def test_the_ssh_line_of_a_hint_takes_the_same_hops(tmp_path: Path) -> None:
-    from specops.host.ssh_errors import ssh_command
+    from specops.host.ssh.errors import ssh_command
 
     config = _write(tmp_path / "config", "Host gpu\n  HostName 10.0.0.8\n")
     assert ssh_command(resolve_ssh_target("gpu", config, jump="ops@bastion:2200", environ={})) == (

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from specops.errors import ConfigError, ConnectError, ExitCode
-from specops.host.ssh import open_ssh, resolve_ssh_target
-from specops.host.target import SshTarget
+from specops.host.ssh.connection import open_ssh
+from specops.host.ssh.resolve import resolve_ssh_target
+from specops.host.ssh.target import SshTarget
 
 
 def _target(port: int, **extra: object) -> SshTarget:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from specops.errors import ConfigError, ConnectError, ExitCode
-from specops.host.hostkeys import HostKeyChecker, known_hosts_files
-from specops.host.proxycommand import proxy_argv
-from specops.host.resolve import resolve_ssh_target
-from specops.host.ssh import open_ssh
-from specops.host.target import SshTarget
+from specops.host.ssh.connection import open_ssh
+from specops.host.ssh.hostkeys import HostKeyChecker, known_hosts_files
+from specops.host.ssh.proxycommand import proxy_argv
+from specops.host.ssh.resolve import resolve_ssh_target
+from specops.host.ssh.target import SshTarget
 from tests.testbed.testhost.keys import write_keypair
 from tests.unit.clirun import run_cli
 from tests.unit.conftest import VALID_HOST

@@ -25,7 +25,7 @@ def inventory(config_dir: Path, root: str, monkeypatch: pytest.MonkeyPatch) -> P
         f'[hosts.llm-two]\nssh = "root@llm-two"\npython = "/usr/bin/python3"\nmodel_path = "/models/target"\n'
         f'base_dir = "{base}"\n'
     )
-    monkeypatch.setattr("specops.host.ssh.connect", lambda spec: LocalHost(spec.name))
+    monkeypatch.setattr("specops.host.ssh.connection.connect", lambda spec: LocalHost(spec.name))
     monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))
     return base / "sglang"
 

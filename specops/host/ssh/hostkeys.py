@@ -1,7 +1,7 @@
 """The host-key decision for one connection (each hop has its own), from known_hosts as OpenSSH reads it.
 
-Accepts only a listed key, refuses an unknown, changed or revoked one with OpenSSH's wording (ssh_errors.py), and
-never adds anything (Fabric's AutoAddPolicy is the anti-pattern). Pure: ssh.py hands it the key's bytes.
+Accepts only a listed key, refuses an unknown, changed or revoked one with OpenSSH's wording (errors.py), and
+never adds anything (Fabric's AutoAddPolicy is the anti-pattern). Pure: connection.py hands it the key's bytes.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from specops.errors import ConnectError
-from specops.host import host_certs, known_hosts, revoked, ssh_errors
-from specops.host.target import SshTarget
+from specops.host.ssh import errors, host_certs, known_hosts, revoked
+from specops.host.ssh.target import SshTarget
 
 USER_KNOWN_HOSTS = (Path("~/.ssh/known_hosts"), Path("~/.ssh/known_hosts2"))  # OpenSSH's defaults
 GLOBAL_KNOWN_HOSTS = (Path("/etc/ssh/ssh_known_hosts"), Path("/etc/ssh/ssh_known_hosts2"))
@@ -46,7 +46,7 @@ class HostKeyChecker:
             try:
                 self.revoked = revoked.read_revoked(target.revoked_host_keys)
             except revoked.RevokedFileError as error:
-                raise ssh_errors.revoked_file_unusable(target, str(error)) from None
+                raise errors.revoked_file_unusable(target, str(error)) from None
 
     def known_types(self) -> list[str]:
         """Asked for first in the key exchange, so a host with several keys presents the one we know."""
@@ -66,9 +66,9 @@ class HostKeyChecker:
         parsed = host_certs.parse_certificate(certificate) if certificate is not None else None
         listed = self.revoked.reasons(blob, parsed) if self.revoked is not None else []
         if listed:  # before known_hosts, as OpenSSH checks it
-            raise ssh_errors.revoked_by_file(self.target, presented, listed)
+            raise errors.revoked_by_file(self.target, presented, listed)
         refuse_all: host_certs.Verify = lambda ca, signed, signature: False  # noqa: E731 (no check: no trust)
         verdict = host_certs.decide(self.entries, self.name, self.target.principal, (key_type, blob, certificate),
                                     time.time(), verify or refuse_all)  # fmt: skip
         if verdict.status != "trusted":
-            raise ssh_errors.host_key_refused(self.target, verdict, presented, self.loaded)
+            raise errors.host_key_refused(self.target, verdict, presented, self.loaded)

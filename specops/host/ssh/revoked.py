@@ -1,7 +1,7 @@
 """RevokedHostKeys (ssh_config(5)): host keys that must be refused whatever known_hosts says, as OpenSSH does.
 
 OpenSSH reads the file in one of two forms, and so does specops: a binary Key Revocation List from
-`ssh-keygen -k` (host/krl.py), or a text file of public keys, one `TYPE BASE64 [comment]` per line (blank
+`ssh-keygen -k` (host/ssh/krl.py), or a text file of public keys, one `TYPE BASE64 [comment]` per line (blank
 lines, `#` comments and lines it cannot parse are skipped, a certificate line revokes its key). A missing or
 unreadable file, or a KRL that cannot be parsed, refuses EVERY host, as in OpenSSH: a revocation list that
 went away or went bad never turns into "nothing is revoked".
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from specops.host import krl
-from specops.host.host_certs import HostCertificate, parse_certificate
-from specops.host.known_hosts import decode_key, fingerprint
+from specops.host.ssh import krl
+from specops.host.ssh.host_certs import HostCertificate, parse_certificate
+from specops.host.ssh.known_hosts import decode_key, fingerprint
 
 
 class RevokedFileError(ValueError):

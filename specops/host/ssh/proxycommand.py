@@ -18,7 +18,7 @@ import subprocess
 import threading
 from collections.abc import Mapping
 
-from specops.host.target import SshTarget
+from specops.host.ssh.target import SshTarget
 
 SAFE_VALUE = re.compile(r"[A-Za-z0-9._:%@\[\]-]+")
 SHELL_SYNTAX = re.compile(r"""[|&;<>()$`\\"'*?\[\]#~={}!\n]""")

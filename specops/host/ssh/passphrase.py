@@ -1,6 +1,6 @@
 """Passphrases for encrypted key files: asked once per key per run, on the terminal, never stored anywhere else.
 
-Why here and not in ssh.py: the rule (once per key, only with a terminal, a clear error without one) is the same
+Why here and not in connection.py: the rule (once per key, only with a terminal, a clear error without one) is the same
 whatever library decrypts the key, and it must be testable without one. Several hosts of a fleet connect in
 parallel threads; the lock makes the first one ask while the others wait for its answer.
 """

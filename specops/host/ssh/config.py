@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specops.errors import ConfigError
-from specops.host.known_hosts import host_matches
+from specops.host.ssh.known_hosts import host_matches
 
 MAX_INCLUDE_DEPTH = 16
 PROXIES = ("proxyjump", "proxycommand")

@@ -1,6 +1,6 @@
 """An inventory `ssh` value (and its `jump`) resolved through ~/.ssh/config into an SshTarget, as OpenSSH would.
 
-Pure: no paramiko, no network. ssh.py connects to what this returns; `specops hosts` shows it.
+Pure: no paramiko, no network. connection.py connects to what this returns; `specops hosts` shows it.
 
 ProxyJump `a,b` for host T means: reach `a` (with a's own config, and a's own ProxyJump or ProxyCommand if it
 has one, as `ssh -W` would), then `b` through `a`, then T through `b`. The inventory's `jump` replaces the
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from specops.errors import ConfigError
-from specops.host import ssh_config
-from specops.host.target import SshTarget, split_ssh_spec
+from specops.host.ssh.config import local_user, lookup
+from specops.host.ssh.target import SshTarget, split_ssh_spec
 
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 DEFAULT_IDENTITIES = tuple(f"~/.ssh/id_{kind}" for kind in ("rsa", "ecdsa", "ecdsa_sk", "ed25519", "ed25519_sk"))
@@ -38,10 +38,10 @@ def _resolve(
     spec: str, config: Path, jump: str | None, environ: Mapping[str, str], chain: tuple[str, ...]
 ) -> SshTarget:
     user, host, port = _split(spec, config)
-    options = ssh_config.lookup(config, host, user)
+    options = lookup(config, host, user)
     first = {key: values[0] for key, values in options.items()}
     hostname = _expand(first.get("hostname", host), {"h": host}, "HostName", environ=None)
-    user = user or first.get("user") or ssh_config.local_user()
+    user = user or first.get("user") or local_user()
     port = port or _port(first.get("port", "22"), config)
     alias = first.get("hostkeyalias")
     tokens = _tokens(host, hostname, user, port, alias)
@@ -146,7 +146,7 @@ def _port(value: str, config: Path) -> int:
 def _tokens(alias: str, hostname: str, user: str, port: int, key_alias: str | None) -> dict[str, str]:
     """ssh_config(5) TOKENS for paths and commands (%k: HostKeyAlias, else the alias as given)."""
     return {
-        "%": "%", "d": os.path.expanduser("~"), "u": ssh_config.local_user(), "h": hostname, "r": user, "p": str(port),
+        "%": "%", "d": os.path.expanduser("~"), "u": local_user(), "h": hostname, "r": user, "p": str(port),
         "n": alias, "i": str(os.getuid()), "l": socket.gethostname(), "L": socket.gethostname().split(".")[0],
         "k": key_alias or alias,
     }  # fmt: skip

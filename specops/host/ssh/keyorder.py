@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from specops.host.resolve import default_identity_files
-from specops.host.target import SshTarget
+from specops.host.ssh.resolve import default_identity_files
+from specops.host.ssh.target import SshTarget
 
 
 @dataclass(frozen=True)

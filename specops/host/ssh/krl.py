@@ -16,8 +16,8 @@ import hashlib
 import struct
 from dataclasses import dataclass, field
 
-from specops.host.host_certs import HostCertificate, Reader
-from specops.host.known_hosts import fingerprint
+from specops.host.ssh.host_certs import HostCertificate, Reader
+from specops.host.ssh.known_hosts import fingerprint
 
 MAGIC = b"SSHKRL\n\0"
 FORMAT_VERSION = 1

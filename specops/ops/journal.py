@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from specops.commands.journal import journal_argv, split_journal
-from specops.commands.units import parse_show, show_argv
+from specops.commands.unit import parse_show, show_argv
 from specops.config.inventory import HostSpec
 from specops.errors import CommandFailed, SpecopsError, UsageError
 from specops.host.base import Host, Result

@@ -1,6 +1,6 @@
 """The SSH failures an operator meets, as ConnectError (exit 4) with the target and what to do next.
 
-Kept apart from ssh.py so the wording is easy to read and review, and so ssh.py stays about the protocol.
+Kept apart from connection.py so the wording is easy to read and review, and so connection.py stays about the protocol.
 Every message names `user@host:port`: "connection refused" is useless without knowing where.
 """
 
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specops.errors import ConnectError
-from specops.host.target import SshTarget, split_ssh_spec
+from specops.host.ssh.target import SshTarget, split_ssh_spec
 
 if TYPE_CHECKING:
-    from specops.host.known_hosts import Verdict
+    from specops.host.ssh.known_hosts import Verdict
 
 
 def ssh_command(target: SshTarget, verbose: bool = False) -> str:

@@ -4,7 +4,7 @@ A host with `HostCertificate` presents its key signed by a certificate authority
 an `@cert-authority PATTERNS KEY` line instead of listing every host's key. paramiko negotiates certificate host
 keys and proves that the host holds the certified key (the key exchange's signature), but it does not look at
 the certificate itself. This module does, without paramiko (the CA's signature is checked through `verify`,
-which specops/host/ssh.py gives it): the certificate is accepted when
+which connection.py gives it): the certificate is accepted when
 
 - it is a HOST certificate, valid now (valid after <= now < valid before), with no critical options;
 - its principals name the host (as given in the ssh target), or it lists none (OpenSSH accepts any host then);
@@ -22,7 +22,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from specops.host.known_hosts import CERT_AUTHORITY, REVOKED, KnownKey, Verdict, check, host_matches
+from specops.host.ssh.known_hosts import CERT_AUTHORITY, REVOKED, KnownKey, Verdict, check, host_matches
 
 CERT_SUFFIX = "-cert-v01@openssh.com"
 HOST_CERT = 2

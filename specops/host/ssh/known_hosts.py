@@ -8,7 +8,7 @@ a false "HOST KEY HAS CHANGED"). OpenSSH instead (sshd(8) "SSH_KNOWN_HOSTS FILE 
 - accepts the key if ANY line for the host holds it, and calls it changed only when a line for the host holds
   a different key of the same type and none holds the presented one;
 - refuses a key that a matching `@revoked` line names, whatever else says;
-- trusts host certificates signed by an `@cert-authority` key (checked in specops/host/host_certs.py), and
+- trusts host certificates signed by an `@cert-authority` key (checked in specops/host/ssh/host_certs.py), and
   falls back to the plain key when the certificate does not do.
 
 Host patterns: comma-separated, `*` and `?` wildcards, `!` negation, `|1|salt|hash` hashed names; a non-22 port
