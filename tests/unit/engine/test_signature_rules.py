@@ -8,8 +8,8 @@ import json
 import pytest
 
 from specops.engine.signatures import JournalScanner, match, primary_cause
-from specops.engine.signatures_corpus import load
-from specops.engine.signatures_explain import explain_lines, primary
+from specops.engine.signatures.corpus import load
+from specops.engine.signatures.explain import explain_lines, primary
 
 CORPUS = {excerpt.name: excerpt.lines for excerpt in load()}
 NCCL = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"

@@ -8,7 +8,7 @@ so a benign line cannot be mistaken for one.
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _HARMLESS = "harmless: the engine goes on; nothing to fix unless a failure names it"
 

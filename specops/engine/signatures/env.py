@@ -8,7 +8,7 @@ asks after a deploy fails (see docs/troubleshooting.md). Texts are quoted from p
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _CUDA_LIBS = r"cudart|nvrtc|cublas(?:Lt)?|cudnn\w*|cusparse\w*|cufft|curand|cusolver|nvJitLink|npp\w+|nccl"
 

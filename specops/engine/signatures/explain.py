@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from specops.engine.signatures import JournalScanner
-from specops.engine.signatures_model import PROBLEM_KINDS, TORCHCODEC_ID, Match
+from specops.engine.signatures.model import PROBLEM_KINDS, TORCHCODEC_ID, Match
 
 SEVERITY_ORDER = (*PROBLEM_KINDS, "benign")
 

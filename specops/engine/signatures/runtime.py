@@ -8,7 +8,7 @@ GPUs, the network or the compiler. Texts are quoted from public SGLang/vLLM/PyTo
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _OOM_KILL_HINT = (
     "exit code -9 is SIGKILL, usually the kernel's OOM killer: check `journalctl -k | grep -i oom` on the host, "

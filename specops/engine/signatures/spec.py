@@ -7,7 +7,7 @@ for another target), so `diagnose` ties them to the release's diff rather than t
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _ALGORITHMS = r"EAGLE3?|STANDALONE|NEXTN|DFLASH|DDTREE|speculative|draft"
 
