@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from specops.engine.signatures.benign import BENIGN_SIGNATURES, IGNORED_IMPORT, STEP_SIGNATURES
 from specops.engine.signatures.env import ENV_SIGNATURES
+from specops.engine.signatures.hardware import HARDWARE_SIGNATURES
 from specops.engine.signatures.lines import Line, LineReader
 from specops.engine.signatures.model import (
     PROBLEM_KINDS,
@@ -27,6 +28,7 @@ from specops.engine.signatures.model import (
     Kind,
     Match,
     Signature,
+    survived_severity,
 )
 from specops.engine.signatures.runtime import RUNTIME_SIGNATURES
 from specops.engine.signatures.spec import SPEC_SIGNATURES
@@ -58,6 +60,7 @@ __all__ = [
 SIGNATURES: tuple[Signature, ...] = (
     *BENIGN_SIGNATURES,
     TORCHCODEC_ABI,
+    *HARDWARE_SIGNATURES,
     *ENV_SIGNATURES[:-1],
     *RUNTIME_SIGNATURES,
     *SPEC_SIGNATURES,
@@ -201,5 +204,10 @@ def primary_cause(matches: Iterable[Match]) -> Match | None:
 
 
 def _effective_kind(found: Match) -> str:
-    """A fatal signature that the process survived (an ignored import, one failed request) counts as a warning."""
-    return "warning" if found.signature.kind == "fatal" and not found.fatal else found.signature.kind
+    """A fatal signature that the process survived counts as an error (one failed request) or a warning (an ignored
+    import)."""
+    return (
+        survived_severity(found.details)
+        if found.signature.kind == "fatal" and not found.fatal
+        else found.signature.kind
+    )

@@ -63,6 +63,19 @@ ENV_SIGNATURES: tuple[Signature, ...] = (
         family="model-files",
     ),
     sig(
+        "model-download",
+        "fatal",
+        r"GatedRepoError|(?:trying to access|Cannot access) (?:a )?gated repo|RepositoryNotFoundError"
+        r"|(?:Remote)?EntryNotFoundError|Repository Not Found for url|Entry Not Found for url"
+        r"|401 Client Error|403 Client Error",
+        "the model could not be downloaded from the Hub: a gated repo without access, no or a wrong token (401), "
+        "a misspelled repo id, or a file the repo does not have (the host's credentials or the profile)",
+        "accept the model's licence on its Hub page with the token's account, put HF_TOKEN in the host env (never "
+        "in the profile), check the repo id and revision; or download it once and point model_path at the "
+        "directory",
+        family="model-download",
+    ),
+    sig(
         "import-error",
         "error",
         r"^\s*(?:\w+\.)*(?P<error>ImportError|ModuleNotFoundError): (?P<message>\S.*)",

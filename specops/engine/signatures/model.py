@@ -100,6 +100,12 @@ class Match:
         }
 
 
+def survived_severity(details: dict[str, str]) -> Kind:
+    """The severity of a fatal line the process survived: a request that failed while the server kept serving is
+    an error (a user got a 500; the next request of that kind fails too), an import SGLang ignored a warning."""
+    return "error" if details.get("during") == "request" else "warning"
+
+
 def survival_note(details: dict[str, str]) -> str:
     """Why a normally fatal line did not stop the server."""
     if details.get("during") == "request":

@@ -98,4 +98,26 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         "Triton/ptxas that knows this GPU; read the compiler's first `error` line above",
         family="jit",
     ),
+    sig(
+        "manager-died",
+        "fatal",
+        r"(?P<manager>TokenizerManager|DetokenizerManager) hit an exception"
+        r"|couldn't get a response from (?P<from>detokenizer|tokenizer)",
+        "SGLang's tokenizer or detokenizer process died or stopped answering: requests hang or fail although the "
+        "HTTP server still answers",
+        "restart the engine; read the manager's traceback above (a tokenizer that cannot decode this model's "
+        "tokens, a state table too small: SGLANG_DETOKENIZER_MAX_STATES); a release that changed the tokenizer "
+        "or the chat template is the first suspect",
+        family="process-died",
+    ),
+    sig(
+        "torch-compile-failed",
+        "fatal",
+        r"BackendCompilerFailed|torch\._inductor\.exc\.\w+Error|InductorError",
+        "torch.compile (Dynamo/Inductor, with Triton or the host's C compiler) failed to build the model's graph",
+        "a C compiler and Python headers are needed on the host (gcc, python3-dev) for Triton's launcher; "
+        "otherwise it is the build's torch/Triton pair: disable compilation (SGLang: no --enable-torch-compile; "
+        "vLLM: --enforce-eager or -O0) and report it with the versions",
+        family="jit",
+    ),
 )
