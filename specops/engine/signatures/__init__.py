@@ -6,7 +6,7 @@ at once (no point waiting 20 minutes for a process that is already dying), PROGR
 (a 70B model loading shards is slow, not stuck), the READY line says the warmup passed, and ERROR / WARNING
 lines are kept to name the cause if the process exits or the smoke gate fails later.
 
-The tables live in this package, one module per family of causes (env, runtime, spec, benign,
+The tables live in this package, one module per family of causes (hardware, env, runtime, spec, benign,
 torchcodec); the texts are the real ones, quoted in tests/unit/engine/data/journal_corpus/. Each one is
 documented in docs/troubleshooting.md with its fix, and `python -m specops.engine.signatures.corpus` measures them
 on that corpus. Pure: no I/O.

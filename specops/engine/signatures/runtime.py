@@ -70,6 +70,15 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         family="port",
     ),
     sig(
+        "engine-port-taken",
+        "fatal",
+        r"(?P<port_name>\w*port) at (?P<port>\d+) is not available in \d+ seconds",
+        "one of the engine's own ports (HTTP, metrics, NCCL, dist-init, bootstrap) is held by another process",
+        "the message names the port and often the process holding it: stop that process (`ss -ltnp` on the host; "
+        "an old engine started by hand), or move the port in the profile's server flags",
+        family="port",
+    ),
+    sig(
         "address-in-use",
         "fatal",
         r"(?i)address already in use",
