@@ -113,13 +113,14 @@ def per_kind(outcomes: Sequence[Outcome]) -> dict[str, tuple[int, float, float, 
 def render(outcomes: Sequence[Outcome]) -> str:
     """The generated block: the corpus figures, then every signature with its kind, severity and cause."""
     issues = {o.excerpt.source for o in outcomes if o.excerpt.source.startswith("https://")}
+    own = sum(1 for o in outcomes if not o.excerpt.source.startswith("https://"))  # several excerpts may share an issue
     failures = [o for o in outcomes if o.excerpt.kind != "benign"]
     benign_fatal = sum(len(o.benign_called_fatal) for o in outcomes)
     rows = [
         "## Measured on real logs",
         "",
         f"{len(outcomes)} excerpts of real start-up and runtime output ({len(failures)} failures, "
-        f"{len(outcomes) - len(failures)} benign), {len(outcomes) - len(issues)} of them from this project's own "
+        f"{len(outcomes) - len(failures)} benign), {own} of them from this project's own "
         f"runs and the others quoted from {len(issues)} public SGLang, vLLM, PyTorch and library issues and "
         "pull requests. For each, the *primary* explanation (the first fatal line, else the first error) is "
         "compared with what a person reads in it. The signatures were written with these excerpts in view, so "
