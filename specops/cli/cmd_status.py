@@ -306,7 +306,7 @@ def _error_json(error: SpecopsError) -> dict[str, object]:
 
 
 def _logs_json(host: str, lines: list[str]) -> dict[str, object]:
-    from specops.engine.signatures_explain import explain_lines
+    from specops.engine.signatures.explain import explain_lines
 
     return {"host": host, "lines": lines, "explained": [found.to_json() for found in explain_lines(lines)]}
 

@@ -26,7 +26,7 @@ from specops.diagnose.fingerprint import Fingerprint, read_fingerprint
 from specops.engine.gates import GateResult
 from specops.host.base import Host
 
-# signature families that say "the code is fine, the host is not" (specops/engine/signatures_env.py, torchcodec)
+# signature families that say "the code is fine, the host is not" (specops/engine/signatures/env.py, torchcodec)
 ENVIRONMENT_FAMILIES = frozenset({"torchcodec", "driver", "cuda-libs", "abi", "model-files"})
 HOST_NOT_RELEASE = "the host, not the release"
 

@@ -6,8 +6,8 @@ take an environment fingerprint (that is the client's probe), so it reads what t
 of a known environment fault (torchcodec without its FFmpeg libraries, no or too old NVIDIA driver, a missing
 CUDA library) since the watch began names the host. Then the guard marks nothing and does not roll back: the
 release it would put back was verified on the environment as it was before the fault, not on this one, and
-would restart into the same fault. The lines are a subset of the client's signatures (signatures_env.py,
-signatures_torchcodec.py); a unit test keeps the two in step.
+would restart into the same fault. The lines are a subset of the client's signatures (signatures/env.py,
+signatures/torchcodec.py); a unit test keeps the two in step.
 """
 
 from __future__ import annotations

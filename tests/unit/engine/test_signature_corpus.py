@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from specops.engine.signatures_corpus import CORPUS, DOC, load, measure, per_kind, refresh, render, render_sources
+from specops.engine.signatures.corpus import CORPUS, DOC, load, measure, per_kind, refresh, render, render_sources
 
 EXCERPTS = load()
 OUTCOMES = measure(EXCERPTS)
@@ -55,7 +55,7 @@ def test_no_benign_line_is_ever_fatal() -> None:
 def test_docs_figures_and_corpus_credits_are_current() -> None:
     doc = DOC.read_text(encoding="utf-8")
     assert "| speculative |" in doc and "Benign lines called fatal: **0**" in doc
-    assert refresh(doc, render(OUTCOMES)) == doc, "run `python -m specops.engine.signatures_corpus`"
+    assert refresh(doc, render(OUTCOMES)) == doc, "run `python -m specops.engine.signatures.corpus`"
     readme = (CORPUS / "README.md").read_text(encoding="utf-8")
-    assert refresh(readme, render_sources(EXCERPTS)) == readme, "run `python -m specops.engine.signatures_corpus`"
+    assert refresh(readme, render_sources(EXCERPTS)) == readme, "run `python -m specops.engine.signatures.corpus`"
     assert all(f"`{e.name}.toml`" in readme for e in EXCERPTS)

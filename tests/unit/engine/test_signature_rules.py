@@ -8,8 +8,8 @@ import json
 import pytest
 
 from specops.engine.signatures import JournalScanner, match, primary_cause
-from specops.engine.signatures_corpus import load
-from specops.engine.signatures_explain import explain_lines, primary
+from specops.engine.signatures.corpus import load
+from specops.engine.signatures.explain import explain_lines, primary
 
 CORPUS = {excerpt.name: excerpt.lines for excerpt in load()}
 NCCL = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
@@ -49,7 +49,9 @@ def test_an_error_in_one_request_is_not_fatal_while_the_server_serves_on() -> No
     [incident] = [m for m in found if m.signature.kind == "fatal"]
     assert incident.signature.id == "torchcodec-ffmpeg" and not incident.fatal
     assert "the server kept serving" in incident.summary
-    assert primary_cause(found) is incident  # still the best explanation of a failed request, as a warning
+    assert primary_cause(found) is incident  # still the best explanation of a failed request, as an error
+    [explained] = [e for e in explain_lines(CORPUS["torchcodec-request-time"]) if e.signature_id == "torchcodec-ffmpeg"]
+    assert (explained.severity, explained.fatal) == ("error", False)  # a user got a 500: an error, not harmless
     later = match([*CORPUS["torchcodec-request-time"], "[2025-12-08 23:05:00] " + NCCL])
     assert [m.fatal for m in later if m.signature.id == "nccl"] == [True]  # a new record: the request is over
 

@@ -5,7 +5,7 @@ file per excerpt quoted from a public issue, with the kind, signature and fatali
 a measurement. Per kind: recall (excerpts of that kind whose primary explanation names it) and precision (of the
 excerpts explained as that kind, how many are). Plus the one rule that must never break: no benign line fatal.
 
-`python -m specops.engine.signatures_corpus` rewrites the generated block in docs/troubleshooting.md; a unit test
+`python -m specops.engine.signatures.corpus` rewrites the generated block in docs/troubleshooting.md; a unit test
 fails when the block is stale.
 """
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.engine.signatures import SIGNATURES, TORCHCODEC
-from specops.engine.signatures_explain import Explained, explain_lines, primary
-from specops.engine.signatures_model import PROBLEM_KINDS
+from specops.engine.signatures.explain import Explained, explain_lines, primary
+from specops.engine.signatures.model import PROBLEM_KINDS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "unit" / "engine" / "data" / "journal_corpus"
 DOC = ROOT / "docs" / "troubleshooting.md"
 BEGIN = "<!-- BEGIN GENERATED: journal-corpus -->"
@@ -113,18 +113,19 @@ def per_kind(outcomes: Sequence[Outcome]) -> dict[str, tuple[int, float, float, 
 def render(outcomes: Sequence[Outcome]) -> str:
     """The generated block: the corpus figures, then every signature with its kind, severity and cause."""
     issues = {o.excerpt.source for o in outcomes if o.excerpt.source.startswith("https://")}
+    own = sum(1 for o in outcomes if not o.excerpt.source.startswith("https://"))  # several excerpts may share an issue
     failures = [o for o in outcomes if o.excerpt.kind != "benign"]
     benign_fatal = sum(len(o.benign_called_fatal) for o in outcomes)
     rows = [
         "## Measured on real logs",
         "",
         f"{len(outcomes)} excerpts of real start-up and runtime output ({len(failures)} failures, "
-        f"{len(outcomes) - len(failures)} benign), {len(outcomes) - len(issues)} of them from this project's own "
+        f"{len(outcomes) - len(failures)} benign), {own} of them from this project's own "
         f"runs and the others quoted from {len(issues)} public SGLang, vLLM, PyTorch and library issues and "
         "pull requests. For each, the *primary* explanation (the first fatal line, else the first error) is "
         "compared with what a person reads in it. The signatures were written with these excerpts in view, so "
         "the figures show coverage, not accuracy on unseen logs. Regenerate with "
-        "`python -m specops.engine.signatures_corpus`.",
+        "`python -m specops.engine.signatures.corpus`.",
         "",
         "| kind | excerpts | recall | precision | fatality right |",
         "|---|---|---|---|---|",

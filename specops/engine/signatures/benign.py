@@ -8,7 +8,7 @@ so a benign line cannot be mistaken for one.
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _HARMLESS = "harmless: the engine goes on; nothing to fix unless a failure names it"
 
@@ -77,6 +77,30 @@ BENIGN_SIGNATURES: tuple[Signature, ...] = (
         "benign",
         r"No model\.safetensors\.index\.json found",
         "a single-file checkpoint has no shard index; the weights load from the one file",
+        _HARMLESS,
+        family="benign",
+    ),
+    sig(
+        "moe-default-config",
+        "benign",
+        r"Using default MoE config\. Performance might be sub-optimal",
+        "no tuned fused-MoE kernel config for this GPU and expert shape; the default one is used",
+        "harmless for correctness; tune one with SGLang's fused-MoE tuning script if MoE throughput matters",
+        family="benign",
+    ),
+    sig(
+        "torch-threads-reduced",
+        "benign",
+        r"Reducing Torch parallelism from \d+ threads to \d+ to avoid unnecessary CPU contention",
+        "the worker lowered torch's CPU threads so that several ranks do not compete for the cores",
+        _HARMLESS + " (set OMP_NUM_THREADS in the host env to choose)",
+        family="benign",
+    ),
+    sig(
+        "blas-backend-fallback",
+        "benign",
+        r"Attempting to use hipBLASLt on an unsupported architecture! Overriding blas backend",
+        "this GPU has no hipBLASLt support; torch uses hipBLAS instead",
         _HARMLESS,
         family="benign",
     ),

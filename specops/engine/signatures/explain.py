@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from specops.engine.signatures import JournalScanner
-from specops.engine.signatures_model import PROBLEM_KINDS, TORCHCODEC_ID, Match
+from specops.engine.signatures.model import PROBLEM_KINDS, TORCHCODEC_ID, Match, survived_severity
 
 SEVERITY_ORDER = (*PROBLEM_KINDS, "benign")
 
@@ -68,7 +68,9 @@ def _explain(match: Match, served_after: bool) -> Explained:
         line=match.line,
         signature_id=signature.id,
         kind=signature.family,
-        severity="fatal" if stopped else ("warning" if signature.fatal and not match.fatal else signature.kind),
+        severity="fatal"
+        if stopped
+        else (survived_severity(match.details) if signature.fatal and not match.fatal else signature.kind),
         fatal=match.fatal or stopped,
         summary=match.summary,
         hint=signature.hint,

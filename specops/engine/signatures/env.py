@@ -8,7 +8,7 @@ asks after a deploy fails (see docs/troubleshooting.md). Texts are quoted from p
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _CUDA_LIBS = r"cudart|nvrtc|cublas(?:Lt)?|cudnn\w*|cusparse\w*|cufft|curand|cusolver|nvJitLink|npp\w+|nccl"
 
@@ -61,6 +61,19 @@ ENV_SIGNATURES: tuple[Signature, ...] = (
         "check model_path on the host: `ls -l` the files the line names, re-download incomplete shards, make them "
         "readable by the unit's user",
         family="model-files",
+    ),
+    sig(
+        "model-download",
+        "fatal",
+        r"GatedRepoError|(?:trying to access|Cannot access) (?:a )?gated repo|RepositoryNotFoundError"
+        r"|(?:Remote)?EntryNotFoundError|Repository Not Found for url|Entry Not Found for url"
+        r"|401 Client Error|403 Client Error",
+        "the model could not be downloaded from the Hub: a gated repo without access, no or a wrong token (401), "
+        "a misspelled repo id, or a file the repo does not have (the host's credentials or the profile)",
+        "accept the model's licence on its Hub page with the token's account, put HF_TOKEN in the host env (never "
+        "in the profile), check the repo id and revision; or download it once and point model_path at the "
+        "directory",
+        family="model-download",
     ),
     sig(
         "import-error",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from specops.engine.signatures_model import TORCHCODEC_ABI_ID, TORCHCODEC_ID, sig
+from specops.engine.signatures.model import TORCHCODEC_ABI_ID, TORCHCODEC_ID, sig
 
 # FFmpeg major <-> libavutil soname major (libavutil identifies the major; libswresample does not)
 FFMPEG_BY_LIBAVUTIL = {56: 4, 57: 5, 58: 6, 59: 7, 60: 8, 61: 9}

@@ -8,7 +8,7 @@ GPUs, the network or the compiler. Texts are quoted from public SGLang/vLLM/PyTo
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _OOM_KILL_HINT = (
     "exit code -9 is SIGKILL, usually the kernel's OOM killer: check `journalctl -k | grep -i oom` on the host, "
@@ -70,6 +70,15 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         family="port",
     ),
     sig(
+        "engine-port-taken",
+        "fatal",
+        r"(?P<port_name>\w*port) at (?P<port>\d+) is not available in \d+ seconds",
+        "one of the engine's own ports (HTTP, metrics, NCCL, dist-init, bootstrap) is held by another process",
+        "the message names the port and often the process holding it: stop that process (`ss -ltnp` on the host; "
+        "an old engine started by hand), or move the port in the profile's server flags",
+        family="port",
+    ),
+    sig(
         "address-in-use",
         "fatal",
         r"(?i)address already in use",
@@ -96,6 +105,28 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         "a GPU kernel failed to compile at run time (FlashInfer JIT via nvcc, or Triton via ptxas)",
         "the unit needs a CUDA toolkit matching torch's CUDA (CUDA_HOME, nvcc, headers; see `cuda_home`) and a "
         "Triton/ptxas that knows this GPU; read the compiler's first `error` line above",
+        family="jit",
+    ),
+    sig(
+        "manager-died",
+        "fatal",
+        r"(?P<manager>TokenizerManager|DetokenizerManager) hit an exception"
+        r"|couldn't get a response from (?P<from>detokenizer|tokenizer)",
+        "SGLang's tokenizer or detokenizer process died or stopped answering: requests hang or fail although the "
+        "HTTP server still answers",
+        "restart the engine; read the manager's traceback above (a tokenizer that cannot decode this model's "
+        "tokens, a state table too small: SGLANG_DETOKENIZER_MAX_STATES); a release that changed the tokenizer "
+        "or the chat template is the first suspect",
+        family="process-died",
+    ),
+    sig(
+        "torch-compile-failed",
+        "fatal",
+        r"BackendCompilerFailed|torch\._inductor\.exc\.\w+Error|InductorError",
+        "torch.compile (Dynamo/Inductor, with Triton or the host's C compiler) failed to build the model's graph",
+        "a C compiler and Python headers are needed on the host (gcc, python3-dev) for Triton's launcher; "
+        "otherwise it is the build's torch/Triton pair: disable compilation (SGLang: no --enable-torch-compile; "
+        "vLLM: --enforce-eager or -O0) and report it with the versions",
         family="jit",
     ),
 )

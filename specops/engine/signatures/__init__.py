@@ -6,9 +6,9 @@ at once (no point waiting 20 minutes for a process that is already dying), PROGR
 (a 70B model loading shards is slow, not stuck), the READY line says the warmup passed, and ERROR / WARNING
 lines are kept to name the cause if the process exits or the smoke gate fails later.
 
-The tables live beside this module, one per family of causes (signatures_env, _runtime, _spec, _benign,
-_torchcodec); the texts are the real ones, quoted in tests/unit/engine/data/journal_corpus/. Each one is
-documented in docs/troubleshooting.md with its fix, and `python -m specops.engine.signatures_corpus` measures them
+The tables live in this package, one module per family of causes (hardware, env, runtime, spec, benign,
+torchcodec); the texts are the real ones, quoted in tests/unit/engine/data/journal_corpus/. Each one is
+documented in docs/troubleshooting.md with its fix, and `python -m specops.engine.signatures.corpus` measures them
 on that corpus. Pure: no I/O.
 """
 
@@ -17,20 +17,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from specops.engine.signatures_benign import BENIGN_SIGNATURES, IGNORED_IMPORT, STEP_SIGNATURES
-from specops.engine.signatures_env import ENV_SIGNATURES
-from specops.engine.signatures_lines import Line, LineReader
-from specops.engine.signatures_model import (
+from specops.engine.signatures.benign import BENIGN_SIGNATURES, IGNORED_IMPORT, STEP_SIGNATURES
+from specops.engine.signatures.env import ENV_SIGNATURES
+from specops.engine.signatures.hardware import HARDWARE_SIGNATURES
+from specops.engine.signatures.lines import Line, LineReader
+from specops.engine.signatures.model import (
     PROBLEM_KINDS,
     TORCHCODEC_ABI_ID,
     TORCHCODEC_ID,
     Kind,
     Match,
     Signature,
+    survived_severity,
 )
-from specops.engine.signatures_runtime import RUNTIME_SIGNATURES
-from specops.engine.signatures_spec import SPEC_SIGNATURES
-from specops.engine.signatures_torchcodec import (
+from specops.engine.signatures.runtime import RUNTIME_SIGNATURES
+from specops.engine.signatures.spec import SPEC_SIGNATURES
+from specops.engine.signatures.torchcodec import (
     FFMPEG_BY_LIBAVUTIL,
     INCIDENT_ENDED,
     TORCHCODEC,
@@ -58,6 +60,7 @@ __all__ = [
 SIGNATURES: tuple[Signature, ...] = (
     *BENIGN_SIGNATURES,
     TORCHCODEC_ABI,
+    *HARDWARE_SIGNATURES,
     *ENV_SIGNATURES[:-1],
     *RUNTIME_SIGNATURES,
     *SPEC_SIGNATURES,
@@ -201,5 +204,10 @@ def primary_cause(matches: Iterable[Match]) -> Match | None:
 
 
 def _effective_kind(found: Match) -> str:
-    """A fatal signature that the process survived (an ignored import, one failed request) counts as a warning."""
-    return "warning" if found.signature.kind == "fatal" and not found.fatal else found.signature.kind
+    """A fatal signature that the process survived counts as an error (one failed request) or a warning (an ignored
+    import)."""
+    return (
+        survived_severity(found.details)
+        if found.signature.kind == "fatal" and not found.fatal
+        else found.signature.kind
+    )

@@ -1,6 +1,6 @@
 """What a journal signature is, and what one occurrence of it (a Match) says.
 
-Why separate: the tables of known lines (signatures_env/_runtime/_spec/_benign) and the scanner both need these
+Why separate: the tables of known lines (env, runtime, spec, benign) and the scanner both need these
 types, and the tables must not import the scanner.
 """
 
@@ -77,7 +77,7 @@ class Match:
     def summary(self) -> str:
         """One line for people: the cause, with the specifics of this occurrence."""
         if self.signature.id == TORCHCODEC_ID:
-            from specops.engine.signatures_torchcodec import torchcodec_summary
+            from specops.engine.signatures.torchcodec import torchcodec_summary
 
             return torchcodec_summary(self.details)
         hidden = ("ignored", "during")
@@ -98,6 +98,12 @@ class Match:
             "details": dict(self.details),
             "repeats": list(self.repeats),
         }
+
+
+def survived_severity(details: dict[str, str]) -> Kind:
+    """The severity of a fatal line the process survived: a request that failed while the server kept serving is
+    an error (a user got a 500; the next request of that kind fails too), an import SGLang ignored a warning."""
+    return "error" if details.get("during") == "request" else "warning"
 
 
 def survival_note(details: dict[str, str]) -> str:

@@ -7,7 +7,7 @@ for another target), so `diagnose` ties them to the release's diff rather than t
 
 from __future__ import annotations
 
-from specops.engine.signatures_model import Signature, sig
+from specops.engine.signatures.model import Signature, sig
 
 _ALGORITHMS = r"EAGLE3?|STANDALONE|NEXTN|DFLASH|DDTREE|speculative|draft"
 
@@ -45,10 +45,22 @@ SPEC_SIGNATURES: tuple[Signature, ...] = (
     sig(
         "spec-config",
         "fatal",
-        rf"(?:AssertionError|ValueError): .*(?:{_ALGORITHMS}|speculative_\w+)",
+        rf"(?:AssertionError|ValueError): .*(?:{_ALGORITHMS}|speculative_\w+)"
+        r"|validation errors? for SpeculativeConfig",
         "the speculative-decoding settings are rejected at start-up",
         "fix the profile's speculative section as the message says (algorithm, draft path, num_steps, eagle_topk, "
         "num_draft_tokens)",
+        family="speculative",
+    ),
+    sig(
+        "draft-load-failed",
+        "fatal",
+        r"KeyError: '(?P<weight>midlayer\.[\w.]+)'",
+        "the draft checkpoint's weights do not fit the model class loading them: an EAGLE3 draft (its layer is "
+        "`midlayer`) loaded as an ordinary model, or a draft format this build cannot read",
+        "check speculative.algorithm is EAGLE3 for an EAGLE3 draft, and that draft_model_path's config.json names "
+        "an Eagle3 architecture this build has (e.g. LlamaForCausalLMEagle3); drafts from other trainers may "
+        "need converting",
         family="speculative",
     ),
     sig(
