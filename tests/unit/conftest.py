@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -74,3 +74,15 @@ def ffmpeg() -> str:
 def host_venv_built() -> Path:
     """The hosts' venv (torch 2.13 CPU + torchcodec 0.13.0) if already built: the fast suite never downloads it."""
     return built_host_venv()
+
+
+@pytest.fixture(autouse=True)
+def _no_signal_left_pending() -> Iterator[None]:
+    """A test that raised a signal's interruption and caught it itself (a real command ends at the CLI, which
+    answers it) must not leave it pending for the next test's command in this process."""
+    yield
+    import sys
+
+    interrupts = sys.modules.get("specops.ops.interrupts")
+    if interrupts is not None:
+        interrupts.answered()
