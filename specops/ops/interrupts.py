@@ -7,14 +7,14 @@ carrying the signal's name and exit code (128 + its number, as shells report it)
 ends a Ctrl-C cleanly (the lock released, the guard left armed, the audit line) ends these too.
 
 While an interrupted operation puts back what served (`shielded`), a second signal does not cut that short.
+What each host serves after the interruption is noted here (`note`) by the code that knows it, and printed by
+the CLI's error boundary with the exit code.
 
 Python runs a signal's handler wherever the main thread happens to be, and an exception raised inside a
 finaliser is dropped: paramiko's `Channel.__del__` calls `close()` under a bare `except: pass`. A signal that
 lands there would be lost and the command would go on as if none came. So the signal stays `pending` until
 the CLI's error boundary has answered it, and each step boundary (`check`, called by the lock's `confirm`)
 raises it again when its exception never got anywhere.
-What each host serves after the interruption is noted here (`note`) by the code that knows it, and printed by
-the CLI's error boundary with the exit code.
 """
 
 from __future__ import annotations
