@@ -26,3 +26,13 @@ def proc_version_text(scenario: str) -> str | None:
     """Text for /proc/driver/nvidia/version in this scenario; None where no driver is loaded."""
     path = PROC_VERSION_DIR / scenario
     return path.read_text() if path.exists() else None
+
+
+def scenarios_with(folder: Path, name: str, **changes: object) -> Path:
+    """A copy of scenarios.json in folder where scenario `name` has these keys changed (point
+    SPECOPS_NVIDIA_SMI_DATA at it): a variation of a recorded scenario without a new entry."""
+    scenarios = json.loads(SCENARIOS_JSON.read_text())
+    scenarios[name] = {**scenarios[name], **changes}
+    path = folder / "scenarios-variant.json"
+    path.write_text(json.dumps(scenarios))
+    return path
