@@ -30,7 +30,8 @@ Scenarios, with what each shows and its source (the "source" key in scenarios.js
 - h100x8-ecc-volatile: GPU 1 has 1 uncorrectable ECC error since the driver loaded (and in its lifetime).
 - h100x8-ecc-aggregate: GPU 1 had 1 uncorrectable ECC error in its lifetime, none since the driver loaded
   (thamada/gls GH200_smi.py: aggregate DRAM Uncorrectable 1).
-- h100x8-recovery-reset: GPU 6 reports gpu_recovery_action Reset (utkuozdemir/nvidia_gpu_exporter#393).
+- h100x8-recovery-reset: GPU 6 reports gpu_recovery_action Reset and shows "ERR!" in the table's Fan column
+  (recorded/err-table-rtx4000ada.txt, utkuozdemir/nvidia_gpu_exporter#393).
 - h200x8-fabric-in-progress: fabric.state In Progress on every GPU, fabric manager unit failed
   (NVIDIA/gpu-operator#2511; NVIDIA/NVSentinel#883, #889).
 - h200x8-fabric-insufficient: fabric.state Completed but fabric.status Insufficient Resources (Azure/azhpc-images#506).
@@ -43,7 +44,8 @@ Scenarios, with what each shows and its source (the "source" key in scenarios.js
   (recorded/compute-apps-h100-load-590.48.01.csv).
 
 Kernel-journal recordings for the Xid checks (old, new and free-text formats, with benign neighbours):
-recorded/xid-119-gsp-timeout.log, recorded/xid-79-fallen-off-bus.log, recorded/xid-old-and-new-format.log.
+recorded/xid-119-gsp-timeout.log, recorded/xid-79-fallen-off-bus.log, recorded/xid-old-and-new-format.log; and the
+kernel's side of the NVML mismatch: recorded/nvrm-api-mismatch.log.
 """
 
 from __future__ import annotations

@@ -126,6 +126,18 @@ def test_the_table_of_a_590_driver_opens_like_the_recording() -> None:
     assert "|   0  NVIDIA L40S                    Off |   00000000:01:00.0 Off |                    0 |" in l40s
 
 
+def test_a_gpu_whose_driver_asks_for_a_reset_shows_err_in_the_table_like_the_recording() -> None:
+    recorded = gpu.recorded_body("err-table-rtx4000ada.txt").splitlines()
+    bad = [line for line in recorded if line.startswith("|ERR!")]
+    table = smi("h100x8-recovery-reset").stdout.splitlines()
+    ours = [line for line in table if line.startswith("|ERR!")]
+    assert len(bad) == len(ours) == 1
+    assert table[table.index(ours[0]) - 1].startswith("|   6  NVIDIA H100 80GB HBM3")
+    assert len(ours[0]) == len(bad[0]) and ours[0].index("C ") == bad[0].index("C ")  # same columns
+    healthy = smi("h100x8-mig").stdout
+    assert "ERR!" not in healthy
+
+
 @pytest.mark.parametrize("name", [n for n in NEW_SCENARIOS if "error" not in gpu.scenario(n)])
 def test_the_probe_health_query_is_accepted_in_every_new_scenario(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -155,3 +167,10 @@ def test_the_xid_recordings_hold_the_three_formats() -> None:
     assert re.search(r"NVRM: Xid \(PCI:0000:9b:00\): 119, pid=\d+, name=nvidia-smi, ", text)  # new
     assert re.search(r"NVRM: Xid \(PCI:0000:[0-9a-f]{2}:00\): 79, pid='<unknown>', name=<unknown>, ", text)
     assert "NVRM: fallen off the bus and is not responding to commands." in text  # free text, no Xid line
+
+
+def test_the_kernel_side_of_the_mismatch_names_both_versions() -> None:
+    text = gpu.recorded_body("nvrm-api-mismatch.log")
+    assert re.search(
+        r"NVRM: API mismatch: the client has the version ([\d.]+), but\n\s+NVRM: this kernel module has", text
+    )
