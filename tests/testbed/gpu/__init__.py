@@ -18,7 +18,8 @@ Scenarios, with what each shows and its source (the "source" key in scenarios.js
 - h200x8-590-nvswitch: healthy 8x H200 on NVSwitch, driver 590.48.01: no warning at all. The health values of
   recorded/query-health-h200-590.48.01.csv (GPU 4 is the recorded GPU, bus 83) and that driver's real field
   list; fabric manager unit active.
-- h100x8-535-old-fields: driver 535.129.03 with its real --help-query-gpu list (recorded/help-query-gpu-535.129.03.txt):
+- h100x8-535-old-fields: driver 535.129.03 with its real --help-query-gpu list (recorded/help-query-gpu-535.129.03.txt;
+  the lists of 580.173.02, 590.48.01 and 595.80 are recorded too):
   no remapped_rows.* and no gpu_recovery_action, so checks that need them have nothing to read.
 - nvml-mismatch: every nvidia-smi call prints recorded/nvml-mismatch.txt and exits 18; /proc shows the loaded
   580.173.02 module while the library is 580.178 (zzzhouuu/truenas-nvidia-drivers#19).

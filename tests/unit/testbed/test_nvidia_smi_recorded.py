@@ -174,3 +174,19 @@ def test_the_kernel_side_of_the_mismatch_names_both_versions() -> None:
     assert re.search(
         r"NVRM: API mismatch: the client has the version ([\d.]+), but\n\s+NVRM: this kernel module has", text
     )
+
+
+@pytest.mark.parametrize(
+    ("listing", "lacking"),
+    [
+        ("help-query-gpu-535.129.03.txt", {"remapped_rows.pending", "remapped_rows.failure", "gpu_recovery_action"}),
+        ("help-query-gpu-580.173.02.txt", set()),
+        ("help-query-gpu-590.48.01.txt", set()),
+        ("help-query-gpu-595.80.txt", set()),
+    ],
+)
+def test_which_health_fields_each_recorded_driver_lists(listing: str, lacking: set[str]) -> None:
+    names = set(probe_gpu.help_fields(gpu.recorded_body(listing)))
+    wanted = {field for field in probe_gpu.HEALTH_FIELDS if not field.startswith("clocks_throttle_reasons.")}
+    assert wanted - names == lacking
+    assert "clocks_throttle_reasons.hw_slowdown" in names  # still answered as the older alias
