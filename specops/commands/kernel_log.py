@@ -50,10 +50,25 @@ def kernel_log_argv(since: str | None = None, grep: bool = True, limit: int = MA
     if since is None:
         argv.append("-b")
     elif since.startswith("s=") and ";" in since:
-        argv += ["--after-cursor", since]
+        at = cursor_time(since)
+        argv += ["--since", at] if at else ["--after-cursor", since]
     else:
         argv += ["--since", since]
     return argv + (["--grep", KERNEL_GREP] if grep else [])
+
+
+def cursor_time(cursor: str) -> str | None:
+    """The wall-clock time a journal cursor carries (`t=<hex µs>`) as `@SECONDS.MICROS`, None without one.
+
+    Why a time and not the cursor: `journalctl -k --after-cursor` seeks in the files that hold the cursor's entry
+    and misses kernel entries of files without one (seen with systemd 252); `--since` filters every file alike."""
+    fields = dict(part.split("=", 1) for part in cursor.split(";") if "=" in part)
+    try:
+        micros = int(fields.get("t", ""), 16)
+    except ValueError:
+        return None
+    seconds, rest = divmod(micros, 1_000_000)
+    return f"@{seconds}.{rest:06d}"
 
 
 def bus_key(bus_id: str) -> str | None:
@@ -106,6 +121,8 @@ def parse_kernel_log(text: str) -> list[XidEvent]:
     """Every GPU fault in journalctl's output, oldest first; the free-text "fallen off the bus" that repeats an
     Xid 79 line of the same GPU is dropped (the driver writes both for one fault)."""
     events = [event for entry in _entries(text) if (event := parse_entry(entry)) is not None]
+    if all(event.time for event in events):  # journalctl -n with --grep may print newest first
+        events.sort(key=lambda event: event.time)
     logged_79 = {event.bus_id for event in events if event.code == FALLEN_OFF_XID and event.line.startswith(
         "NVRM: Xid")}  # fmt: skip
     return [

@@ -84,9 +84,17 @@ def test_the_guard_knows_the_same_host_class_codes_as_the_catalogue() -> None:
 
 def test_doctor_reads_the_boot_and_a_failed_start_reads_after_its_cursor() -> None:
     assert kernel_log_argv()[:3] == ["journalctl", "-k", "-o"] and "-b" in kernel_log_argv()
-    after = kernel_log_argv(since="s=abc;i=1")
-    assert "-b" not in after and after[after.index("--after-cursor") + 1] == "s=abc;i=1"
+    cursor = "s=f1f15e30;i=49;b=a2622f8f;m=633c0b188;t=661bb2fb3fd01;x=62ac36d0"
+    after = kernel_log_argv(since=cursor)
+    assert "-b" not in after and after[after.index("--since") + 1] == "@1796306447.367425"
     assert after[-2:] == ["--grep", r"NVRM: (Xid|.*fallen off the bus)"]
+    without_time = kernel_log_argv(since="s=abc;i=1")
+    assert without_time[without_time.index("--after-cursor") + 1] == "s=abc;i=1"
+
+
+def test_the_newest_first_order_of_a_grep_read_is_put_back_in_time_order() -> None:
+    first, second = JOURNAL.splitlines()[0], JOURNAL.splitlines()[0].replace("3b:00", "18:00").replace(".118", ".900")
+    assert [e.bus_id for e in parse_kernel_log(f"{second}\n{first}\n")] == ["0000:3b:00", "0000:18:00"]
 
 
 def _raw(out: str = "", err: str = "", rc: int = 0, found: bool = True) -> dict[str, object]:
