@@ -57,6 +57,18 @@ def kernel_log_argv(since: str | None = None, grep: bool = True, limit: int = MA
     return argv + (["--grep", KERNEL_GREP] if grep else [])
 
 
+GPU_FAULT_SCRIPT = (
+    f'"$@"; echo {MARKER}; nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null; true'
+)
+
+
+def gpu_fault_argv(position: str) -> list[str]:
+    """After a failed start: the kernel journal's GPU fault lines since `position` (the restart's cursor or a
+    time), then nvidia-smi's index/bus-id table, in one command; the script is a constant, the values are its
+    positional arguments."""
+    return ["sh", "-c", GPU_FAULT_SCRIPT, "specops-gpu-fault", *kernel_log_argv(since=position)]
+
+
 def cursor_time(cursor: str) -> str | None:
     """The wall-clock time a journal cursor carries (`t=<hex µs>`) as `@SECONDS.MICROS`, None without one.
 

@@ -15,13 +15,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from specops.commands.kernel_log import (
-    MARKER,
-    XidEvent,
-    kernel_log_argv,
-    parse_gpu_bus_ids,
-    parse_kernel_log,
-)
+from specops.commands.kernel_log import MARKER, XidEvent, gpu_fault_argv, parse_gpu_bus_ids, parse_kernel_log
 from specops.commands.xid_catalog import xid_info
 from specops.engine.signatures.model import Match, Signature
 from specops.errors import SpecopsError
@@ -35,12 +29,6 @@ SIGNATURE_ID = "gpu-xid"
 FAMILY = "gpu-host"
 HOST_NOT_RELEASE = "the host, not the release"
 TIMEOUT_S = 20.0
-SCRIPT = f'"$@"; echo {MARKER}; nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null; true'
-
-
-def fault_argv(position: str) -> list[str]:
-    """The kernel journal's GPU fault lines after `position` (a cursor or a time), then the GPUs' bus ids."""
-    return ["sh", "-c", SCRIPT, "specops-gpu-fault", *kernel_log_argv(since=position)]
 
 
 def engine_gpus(spec: HostSpec) -> set[int] | None:
@@ -75,7 +63,7 @@ def fault_match(event: XidEvent, index: int | None) -> Match:
 
 def gpu_fault_since(host: Host, spec: HostSpec, position: str) -> Match | None:
     """The GPU fault that explains a failed start, or None (none logged, or the journal cannot be read)."""
-    result = host.run(fault_argv(position), timeout=TIMEOUT_S, check=False)
+    result = host.run(gpu_fault_argv(position), timeout=TIMEOUT_S, check=False)
     journal, _, table = result.text.partition(MARKER + "\n")
     bus_ids = parse_gpu_bus_ids(table)
     event = host_fault(parse_kernel_log(journal), bus_ids, engine_gpus(spec))
