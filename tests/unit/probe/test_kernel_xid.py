@@ -14,8 +14,15 @@ from specops.remote.probe.kernel import _nvrm_entries
 from specops.remote.release.hostblame import HOST_XIDS, kernel_fault_line
 
 RECORDED = (Path(__file__).parent / "data" / "xid_recorded.txt").read_text(encoding="utf-8")
-# journalctl's own words to a user outside root, adm and systemd-journal (systemd/python-systemd#57, verbatim)
+# journalctl's own words to a user outside root, adm and systemd-journal: systemd 252 on a test host (verbatim),
+# and an older systemd (systemd/python-systemd#57)
 DENIED = (
+    "Hint: You are currently not seeing messages from other users and the system.\n"
+    "      Users in groups 'adm', 'systemd-journal' can see all messages.\n"
+    "      Pass -q to turn off this notice.\n"
+    "No journal files were opened due to insufficient permissions.\n"
+)
+DENIED_OLDER = (
     "Hint: You are currently not seeing messages from other users and the system.\n"
     "      Users in the 'systemd-journal' group can see all messages. Pass -q to\n"
     "      turn off this notice.\n"
@@ -109,8 +116,9 @@ def test_facts_name_each_gpu_by_its_index_from_the_health_query() -> None:
     assert [(e.code, e.gpu_index, e.bus_id) for e in facts.events] == [(79, 1, "0000:3b:00")]
 
 
-def test_journalctls_permission_text_is_a_denial_not_an_empty_journal() -> None:
-    facts = parse_kernel_log_facts(_raw(err=DENIED, rc=1), {})
+@pytest.mark.parametrize("words", [DENIED, DENIED_OLDER])
+def test_journalctls_permission_text_is_a_denial_not_an_empty_journal(words: str) -> None:
+    facts = parse_kernel_log_facts(_raw(err=words, rc=1), {})
     assert facts is not None and facts.denied and not facts.readable and facts.user == "alice"
 
 
