@@ -141,3 +141,20 @@ def test_without_grep_the_probe_keeps_only_the_nvrm_fault_entries() -> None:
     kept = _nvrm_entries(plain)
     assert "usb" not in kept and "loading" not in kept and "continued" not in kept
     assert [(e.code, e.bus_id) for e in parse_kernel_log(kept)] == [(79, "0000:b3:00")]
+
+
+# the testbed's recorded driver logs (tests/testbed/gpu/recorded/, each file names its source), file -> faults
+RECORDINGS = Path(__file__).resolve().parents[2] / "testbed" / "gpu" / "recorded"
+RECORDED_FAULTS = {
+    "xid-119-gsp-timeout.log": [(119, "0000:9b:00")],  # the GSP's other NVRM lines around it are not faults
+    "xid-79-fallen-off-bus.log": [(79, "0000:b3:00"), (79, "0000:44:00")],  # not the "probe routine failed" line
+    "xid-old-and-new-format.log": [(14, "0000:03:00"), (79, "0000:05:00"), (79, "0000:91:00")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED_FAULTS))
+def test_the_testbeds_recorded_driver_logs_parse_to_their_faults(name: str) -> None:
+    path = RECORDINGS / name
+    if not RECORDINGS.is_dir():  # the recordings come with the testbed's GPU recordings; until then nothing to read
+        pytest.skip(f"{RECORDINGS} is not in this checkout")
+    assert [(e.code, e.bus_id) for e in parse_kernel_log(path.read_text(encoding="utf-8"))] == RECORDED_FAULTS[name]
