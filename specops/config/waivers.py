@@ -22,6 +22,7 @@ CHECK_IDS: tuple[str, ...] = (
     "torchcodec.ffmpeg", "ffmpeg.consistency", "native_ext.abi", "sglang.version", "sglang.algorithm",
     "sglang.enum_stability", "sglang.server_args", "model.paths", "model.draft_target_dims", "gpu.memory_free",
     "disk.free", "port.free", "unit.managed", "unit.environment", "limits", "service.user", "root.owned",
+    "gpu.xid",
 )  # fmt: skip
 SKIP_CHECK_REASON = "--skip-check"  # the reason a waiver from the command line carries
 LIST_HINT = "`specops doctor --list` describes each check"

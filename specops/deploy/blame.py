@@ -26,8 +26,9 @@ from specops.diagnose.fingerprint import Fingerprint, read_fingerprint
 from specops.engine.gates import GateResult
 from specops.host.base import Host
 
-# signature families that say "the code is fine, the host is not" (specops/engine/signatures/env.py, torchcodec)
-ENVIRONMENT_FAMILIES = frozenset({"torchcodec", "driver", "cuda-libs", "abi", "model-files"})
+# signature families that say "the code is fine, the host is not" (specops/engine/signatures/env.py, torchcodec;
+# gpu-host: signatures/hardware.py and a GPU fault the kernel journal showed after a failed start, engine/gpu_fault.py)
+ENVIRONMENT_FAMILIES = frozenset({"torchcodec", "driver", "cuda-libs", "abi", "model-files", "gpu-host"})
 HOST_NOT_RELEASE = "the host, not the release"
 
 Culprit = Literal["build", "configuration", "host"]

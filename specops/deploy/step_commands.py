@@ -26,6 +26,7 @@ from specops.commands.guard import (
     schema_argv,
     watch_argv,
 )
+from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.lock import lock_argv
 from specops.commands.planned import HostCommand, Times, put, run
 from specops.commands.probe import probe_argv
@@ -199,6 +200,8 @@ def readiness_commands(spec: HostSpec) -> list[HostCommand]:
     return [
         run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED,
             note="twice a second until ready, a fatal journal line, the process ends, or the deadline"),
+        run(gpu_fault_argv(journal.CURSOR_PLACEHOLDER), times=Times.IF_NEEDED,
+            note="only when the engine does not come up: a GPU fault in the kernel journal since the restart"),
         run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED,
             note="only when the smoke gate fails: the journal of the engine's current run names the cause"),
     ]  # fmt: skip

@@ -32,7 +32,10 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("abi", "a native extension's ABI"),
     ("import", "importing a package"),
     ("disk", "disk space"),
+    ("gpu-", "a GPU"),
+    ("fabric", "a GPU"),
 )
+GPU_AREA = "a GPU"  # the GPU or its driver failed (signatures/hardware.py, engine/gpu_fault.py): the host's fault
 ENVIRONMENT_AREAS = frozenset(
     {"loading torchcodec", "the NVIDIA driver", "the CUDA runtime libraries", "NCCL", "a native extension's ABI"}
 )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specops.diagnose.diff import Change, FilesDiff, FingerprintDiff
-from specops.diagnose.failure import ENVIRONMENT_AREAS, RESOURCE_AREAS, Failure
+from specops.diagnose.failure import ENVIRONMENT_AREAS, GPU_AREA, RESOURCE_AREAS, Failure
 from specops.probe.facts import HostFacts
 
 ENVIRONMENT, CODE, CONFIG, NOTHING, HEALTHY, HOST_FAULT = (
@@ -245,6 +245,8 @@ def decide(case: Case) -> Verdict:
         return Verdict(HEALTHY, "no failure: the unit runs and its journal shows no known fault", [], [], [], [], case)
     if case.failure.source == "preflight":
         return _host_fault(case)
+    if case.failure.area == GPU_AREA:
+        return _gpu_fault(case)
     ranked = [c for c in (_environment(case), _code(case), _config(case)) if c is not None]
     nothing = _nothing(case, ranked)
     ranked = sorted([*ranked, *([nothing] if nothing else [])], key=lambda c: -c.score)
@@ -270,4 +272,15 @@ def _host_fault(case: Case) -> Verdict:
     cleared = [f"the release is cleared: {case.subject} never ran on this host (the checks stopped its deploy)"]
     headline = f"{HOST_FAULT}: the host failed {names} before {case.subject} ran"
     ranked = [Candidate(HOST_FAULT, TIED, evidence, steps)]
+    return Verdict(HOST_FAULT, headline, evidence, cleared, list(dict.fromkeys(steps)), ranked, case)
+
+
+def _gpu_fault(case: Case) -> Verdict:
+    """A GPU or its driver failed under the engine (an Xid of the reboot/reset class, ECC, a lost GPU): the host,
+    whatever else changed; the release is not what a reset or a reboot fixes."""
+    evidence = [f"failure: {case.failure.summary}"]
+    steps = [*([_hint(case)] if case.failure.hint else []), f"check the host again: specops doctor {case.host}"]
+    cleared = [f"the release is cleared: {case.subject or 'the release'} did not cause a GPU fault of the host"]
+    ranked = [Candidate(HOST_FAULT, TIED, evidence, steps)]
+    headline = f"{HOST_FAULT}: the host's GPU failed: {case.failure.summary}"
     return Verdict(HOST_FAULT, headline, evidence, cleared, list(dict.fromkeys(steps)), ranked, case)

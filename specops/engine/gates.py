@@ -13,6 +13,7 @@ from typing import Any
 from specops.commands.manifest import Figures
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
+from specops.engine.gpu_fault import with_gpu_fault
 from specops.engine.readiness import Readiness, journal_position, unit_problems, wait_ready
 from specops.engine.smoke import SmokeResult, run_smoke, smoke_line, with_cause
 from specops.events import Event, Reporter
@@ -73,7 +74,7 @@ def restart_and_gate(
 
     readiness = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress)
     if not readiness.ok:
-        failed = GateResult(readiness, None)
+        failed = GateResult(with_gpu_fault(host, spec, cursor, readiness), None)  # a GPU fault is the host's
         # named on screen the moment it is known, before the failure's own steps (record, rollback) run
         reporter.event(Event(spec.name, "readiness", failed.cause, level="error"))
         return failed

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from specops.probe.facts_kernel import KernelLogFacts
+
 
 class _Facts(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -295,6 +297,7 @@ class HostFacts(_Facts):
     releases: ReleaseFacts = ReleaseFacts()
     service_user: ServiceUserFacts | None = None  # only when the host sets run_as
     root_paths: RootPathsFacts | None = None  # None from an older probe
+    kernel_log: KernelLogFacts | None = None  # GPU faults (Xid) in the kernel journal of this boot
     errors: dict[str, str] = Field(default_factory=dict)  # section -> why it could not be observed
 
 

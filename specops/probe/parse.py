@@ -33,6 +33,7 @@ from specops.probe.facts import (
     TorchFacts,
     UnitFacts,
 )
+from specops.probe.facts_kernel import parse_kernel_log_facts
 from specops.probe.parse_text import (
     KEY_ERROR_PATTERNS,
     key_error_line,
@@ -187,6 +188,7 @@ def parse_host_facts(raw: Raw) -> HostFacts:
         releases=ReleaseFacts.model_validate(_section(raw, "releases")),
         service_user=ServiceUserFacts.model_validate(raw["service_user"]) if raw.get("service_user") else None,
         root_paths=RootPathsFacts.model_validate(raw["root_paths"]) if raw.get("root_paths") else None,
+        kernel_log=parse_kernel_log_facts(raw.get("kernel_log"), _section(raw, "nvidia")),
         errors=errors,
     )
 

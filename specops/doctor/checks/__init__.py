@@ -12,4 +12,5 @@ from specops.doctor.checks import (  # noqa: F401, I001 (import order = output o
     host_resources,
     service_user,
     root_paths,
+    gpu_xid,
 )

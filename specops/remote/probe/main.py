@@ -9,8 +9,8 @@ Request (built by specops/probe/run.py:build_request): python, base_dir, service
 cuda_home, models {role: abs path}, disk_paths [path], sglang_roots {label: folder holding `sglang/`},
 proc_driver_version_path, run_as, run_as_groups, deep (bool), deep_timeout_s.
 Answer: {probe_version, seconds, errors {section: why}, python, system, env, torch, dists, torchcodec,
-native_ext, ffmpeg, cuda_userspace, nvidia, releases, sglang, models, ports, disks, limits, unit, service_user,
-root_paths};
+native_ext, ffmpeg, cuda_userspace, nvidia, kernel_log, releases, sglang, models, ports, disks, limits, unit,
+service_user, root_paths};
 commands appear raw as {found, rc, out, err, timed_out}. --deep answers
 {probe_version, seconds, errors, torch, torchcodec}, each a command whose stdout has a `SPECOPS_DEEP {json}` line.
 """
@@ -39,6 +39,7 @@ from specops.remote.probe.hoststate import (
     gather_system,
     gather_unit,
 )
+from specops.remote.probe.kernel import gather_kernel_log
 from specops.remote.probe.libs import (
     gather_cuda_userspace,
     gather_ffmpeg,
@@ -89,6 +90,7 @@ def in_background(result: dict[str, Any], section: str, gather: Callable[[], Any
 def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"probe_version": PROBE_VERSION, "errors": {}}
     nvidia = in_background(result, "nvidia", lambda: gather_nvidia(request))
+    kernel_log = in_background(result, "kernel_log", gather_kernel_log)  # journalctl -k: GPU faults of this boot
     ffmpeg = in_background(result, "ffmpeg", gather_ffmpeg)  # may run `ffmpeg -version` (0.1-0.3 s) or ldconfig
     # The builds' parsers run in subprocesses (an import of sglang each: seconds where it pulls in torch), so
     # they start as soon as the releases are known and run while this thread reads everything else.
@@ -113,6 +115,7 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     guarded(result, "service_user", lambda: gather_service_user(request))
     guarded(result, "root_paths", lambda: gather_root_paths(request))
     nvidia.join()
+    kernel_log.join()
     ffmpeg.join()
     sglang.join()
     return result

@@ -159,7 +159,7 @@ class DeployScene:
         )
 
     def _script_gates(self, host: RecordingHost) -> None:
-        host.script(journal.cursor_argv(), reply("-- cursor: s=1;i=1\n"))
+        host.script(journal.cursor_argv(), reply("-- cursor: s=1;i=1;b=1;m=1;t=661bb2fb3fd01;x=1\n"))
         host.script(self._hooked("restart", ["systemctl", "restart"]), reply())
         polls = [reply((READY if ok else EXITED) + journal.POLL_MARKER + "\n-- cursor: s=1;i=2\n") for ok in self.ready]
         poll = self._hooked("ready", ["sh", "-c"])  # a readiness poll

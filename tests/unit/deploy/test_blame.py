@@ -79,6 +79,10 @@ def test_without_a_target_the_host_is_still_blamed_and_nothing_is_rolled_back() 
         "OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
         "RuntimeError: The NVIDIA driver on your system is too old (found version 535).",
         "ImportError: libnvrtc.so.12: cannot open shared object file: No such file or directory",
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        "Failed to initialize NVML: Driver/library version mismatch",
+        "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 802: system not yet "
+        "initialized",
     ],
 )
 def test_the_guard_names_the_host_for_the_lines_the_client_blames_on_the_host(line: str) -> None:

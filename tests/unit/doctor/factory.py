@@ -43,6 +43,7 @@ from specops.probe.facts import (
     TorchFacts,
     UnitFacts,
 )
+from specops.probe.facts_kernel import KernelLogFacts
 from specops.probe.parse_text import parse_apps_query, parse_gpu_query, parse_smi_header
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -235,6 +236,7 @@ def _healthy() -> HostFacts:
             environment={"CUDA_HOME": "/usr/local/cuda", "PATH": "/usr/local/cuda/bin:/usr/bin:/bin"},
         ),
         root_paths=root_paths(),
+        kernel_log=KernelLogFacts(readable=True, user="root", euid=0),
     )
 
 

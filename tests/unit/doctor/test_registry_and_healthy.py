@@ -36,6 +36,7 @@ EXPECTED_ORDER = [
     "limits",
     "service.user",
     "root.owned",
+    "gpu.xid",
 ]
 
 
@@ -98,6 +99,7 @@ def test_local_doctor_on_a_cpu_machine_skips_what_needs_host_config_or_gpus() ->
         "unit.environment",
         "service.user",
         "root.owned",
+        "gpu.xid",
     }
     assert results["ssh.reachable"].summary == "probed this machine (--local): gpu-one in 0.4 s"
     assert results["torch.variant"].summary == "torch 2.13.0+cpu (CPU build; fine without GPUs)"
