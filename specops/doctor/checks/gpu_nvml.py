@@ -44,6 +44,8 @@ def health_or_skip(ctx: CheckContext, check_id: str, *fields: str, rows: bool = 
     health = ctx.facts.nvidia.health
     if health is None:
         return skipped(check_id, "the probe read no GPU health (an older specops on the host side?)")
+    if not health.queried and ctx.facts.nvidia.smi_error:
+        return skipped(check_id, "nvidia-smi failed (see gpu.driver)")
     missing = health.lacks(*fields)
     if missing:
         driver = ctx.facts.nvidia.driver_version or "of unknown version"
@@ -66,6 +68,8 @@ def gpu_nvml(ctx: CheckContext) -> CheckResult:
     if not nvidia.smi_found:
         return skipped("gpu.nvml", "nvidia-smi not found (see gpu.driver)")
     kernel = proc_driver_number(nvidia.proc_driver_version)
+    if not nvidia.nvml_mismatch and nvidia.smi_error:
+        return skipped("gpu.nvml", "nvidia-smi failed, but not with a version mismatch (see gpu.driver)")
     if not nvidia.nvml_mismatch:
         shown = nvidia.driver_version or kernel
         return passed("gpu.nvml", f"nvidia-smi talks to the driver{f' ({shown})' if shown else ''}")

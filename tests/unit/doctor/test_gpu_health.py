@@ -195,3 +195,10 @@ def test_nvml_mismatch_is_one_fail_with_the_fix_and_the_rest_skip() -> None:
     assert [i for i, r in gpu_checks.items() if r.status is Status.FAIL] == []
     for check_id in ["gpu.driver", *HEALTH_IDS[1:]]:
         assert results[check_id].summary == "nvidia-smi cannot talk to the driver: see gpu.nvml", check_id
+
+
+def test_a_driver_that_is_not_loaded_fails_once_in_gpu_driver_and_the_health_checks_skip() -> None:
+    results = {r.id: r for r in run_checks(context(healthy_facts(nvidia=probe_nvidia("no-driver"))), all_checks())}
+    assert results["gpu.driver"].status is Status.FAIL
+    assert {results[i].summary for i in HEALTH_IDS[1:]} == {"nvidia-smi failed (see gpu.driver)"}
+    assert results["gpu.nvml"].summary == "nvidia-smi failed, but not with a version mismatch (see gpu.driver)"
