@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.testbed import drift, pyenv
+from tests.testbed import drift, gpu, pyenv
 from tests.testbed.drift import DriftHost
 from tests.testbed.pyenv import site_packages, venv_python
+from tests.testbed.testhost import TestHost
 
 IMPORT_PROBE = (
     "import torch, torchcodec\n"
@@ -168,3 +169,31 @@ def test_cuda_tag_and_nvidia_smi_change_only_that_host(testhost_factory: HostFac
     query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
     assert tagged.exec(query).stdout.decode().split() == ["580.65.06"] * 8
     assert untouched.exec(["sh", "-c", "command -v nvidia-smi"], check=False).returncode != 0
+
+
+@pytest.mark.e2e
+def test_gpu_scenarios_bring_their_recordings_and_fabric_manager_unit(testhost: TestHost) -> None:
+    """A scenario switch on a host changes what the real systemd says about the fabric manager and what
+    nvidia-smi prints from the recordings (a field list of that driver, the mismatch text and exit 18)."""
+    unit = ["systemctl", "is-active", gpu.FABRIC_MANAGER_UNIT]
+    drift.install_nvidia_smi(testhost, "h200x8-590-nvswitch")
+    assert testhost.exec(unit, check=False).stdout.decode() == "active\n"
+    fabric = ["nvidia-smi", "--query-gpu=fabric.state,fabric.status", "--format=csv,noheader"]
+    assert testhost.exec(fabric).stdout.decode() == "Completed, Success\n" * 8
+
+    drift.install_nvidia_smi(testhost, "h200x8-fabric-in-progress")
+    stopped = testhost.exec(unit, check=False)
+    assert (stopped.returncode, stopped.stdout.decode()) == (3, "failed\n")
+    assert testhost.exec(fabric).stdout.decode() == "In Progress, N/A\n" * 8
+
+    drift.install_nvidia_smi(testhost, "h100x8-535-old-fields")
+    old = testhost.exec(["nvidia-smi", "--query-gpu=remapped_rows.pending", "--format=csv"], check=False)
+    assert (old.returncode, old.stdout.decode()) == (
+        2,
+        'Field "remapped_rows.pending" is not a valid field to query.\n\n',
+    )
+
+    drift.install_nvidia_smi(testhost, "nvml-mismatch")
+    assert testhost.exec(unit, check=False).stdout.decode() == "inactive\n"  # no unit: a host without NVSwitch
+    mismatch = testhost.exec(["nvidia-smi", "-L"], check=False)
+    assert (mismatch.returncode, mismatch.stdout.decode()) == (18, gpu.recorded_body("nvml-mismatch.txt"))

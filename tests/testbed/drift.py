@@ -143,6 +143,28 @@ def install_nvidia_smi(host: DriftHost, scenario: str) -> str:
     install_dir = "/usr/local/lib/specops-testbed/gpu"
     host.write_file(f"{install_dir}/nvidia-smi", gpu.NVIDIA_SMI.read_bytes(), 0o755)
     host.write_file(f"{install_dir}/scenarios.json", gpu.SCENARIOS_JSON.read_bytes(), 0o644)
+    for recorded in sorted(gpu.RECORDED_DIR.iterdir()):
+        host.write_file(f"{install_dir}/recorded/{recorded.name}", recorded.read_bytes(), 0o644)
     host.write_file(gpu.SCENARIO_FILE, f"{scenario}\n".encode(), 0o644)
     host.exec(["ln", "-sfn", f"{install_dir}/nvidia-smi", NVIDIA_SMI_ON_PATH])
+    install_fabric_manager(host, gpu.fabric_manager_state(scenario))
     return NVIDIA_SMI_ON_PATH
+
+
+def install_fabric_manager(host: DriftHost, state: str) -> None:
+    """A real systemd unit named like NVIDIA's fabric manager, `active` or `failed` as the scenario says;
+    `absent` removes it (a host without NVSwitch has no such unit).
+
+    Why a unit and not a systemctl double: the probe asks the host's real systemd, so the test sees exactly
+    what `systemctl is-active nvidia-fabricmanager.service` answers on a GPU host in that state.
+    """
+    host.exec(["systemctl", "stop", gpu.FABRIC_MANAGER_UNIT], check=False)
+    host.exec(["systemctl", "reset-failed", gpu.FABRIC_MANAGER_UNIT], check=False)
+    path = f"/etc/systemd/system/{gpu.FABRIC_MANAGER_UNIT}"
+    if state == "absent":
+        host.exec(["rm", "-f", path])
+        host.exec(["systemctl", "daemon-reload"])
+        return
+    host.write_file(path, gpu.fabric_manager_unit(state).encode(), 0o644)
+    host.exec(["systemctl", "daemon-reload"])
+    host.exec(["systemctl", "start", gpu.FABRIC_MANAGER_UNIT], check=False)
