@@ -21,8 +21,12 @@ from tests.testbed import gpu
 SYSTEMCTL = '#!/bin/sh\n# stand-in for `systemctl is-active UNIT`\necho "$SPECOPS_TEST_FM_STATE"\n[ "$SPECOPS_TEST_FM_STATE" = active ]\n'
 
 
-def probe_raw(scenario: str, fabric_manager: str = "active", **changes: Any) -> dict[str, Any]:
-    """The probe's raw nvidia section for a scenario of the double (changes: a variation, e.g. health=...)."""
+def probe_raw(scenario: str, fabric_manager: str | None = None, **changes: Any) -> dict[str, Any]:
+    """The probe's raw nvidia section for a scenario of the double (changes: a variation, e.g. health=...).
+
+    fabric_manager: what `systemctl is-active` answers; by default the scenario's unit (`absent`: a host without
+    the unit, where systemd answers `inactive`)."""
+    state = fabric_manager or gpu.fabric_manager_state(scenario)
     with tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
         (base / "bin").mkdir()
@@ -37,12 +41,12 @@ def probe_raw(scenario: str, fabric_manager: str = "active", **changes: Any) -> 
             "SPECOPS_NVIDIA_SMI_SCENARIO": scenario,
             "SPECOPS_NVIDIA_SMI_DATA": str(data),
             "SPECOPS_NVIDIA_SMI_HOLDERS": str(base / "holders"),
-            "SPECOPS_TEST_FM_STATE": fabric_manager,
+            "SPECOPS_TEST_FM_STATE": "inactive" if state == "absent" else state,
         }
         with mock.patch.dict(os.environ, env):
             return probe_gpu.gather_nvidia({"proc_driver_version_path": str(gpu.PROC_VERSION_DIR / scenario)})
 
 
-def probe_nvidia(scenario: str, fabric_manager: str = "active", **changes: Any) -> NvidiaFacts:
+def probe_nvidia(scenario: str, fabric_manager: str | None = None, **changes: Any) -> NvidiaFacts:
     """parse_nvidia(probe_raw(...)): the facts a doctor of that host would check."""
     return parse_nvidia({**probe_raw(scenario, fabric_manager, **changes)})

@@ -32,12 +32,9 @@ def _one(check_id: str, gpu: str = "3", **values: str) -> CheckResult:
     return _results(health={gpu: values})[check_id]
 
 
-def test_a_healthy_8_gpu_nvswitch_host_passes_every_health_check() -> None:
+def test_a_healthy_8_gpu_host_passes_every_health_check() -> None:
     results = _results(gpus="0,1,2,3,4,5,6,7")
     assert {i: r.status for i, r in results.items() if r.status is not Status.PASS} == {}
-    assert results["gpu.fabric"].summary == (
-        "NVSwitch fabric Completed, Success on 8 GPU(s) (nvidia-fabricmanager.service: active)"
-    )
     assert results["gpu.count"].summary == "8 GPU(s) listed, as hosts.gpu-one.gpus expects"
 
 
