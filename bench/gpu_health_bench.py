@@ -1,7 +1,7 @@
 """What the GPU health checks add to a doctor of an 8-GPU host: the probe's nvidia part and the checks, with
 the health query and without it, interleaved in the same run; the figure is the median of per-round differences.
 
-Method: the nvidia-smi test double plays an 8 × H100 host (driver 570, tests/testbed/gpu) on PATH; the probe's
+Method: the nvidia-smi test double plays an 8 × H200 NVSwitch host (driver 590, tests/testbed/gpu) on PATH; the probe's
 own gather_nvidia runs it (the calls side by side, as on a host) with the field list already cached, as on
 every doctor after the first. "without" is the same probe with the health query, `nvidia-smi -L` and the
 fabric manager's `systemctl is-active` left out, and without the ten health checks; both parse with
@@ -34,7 +34,7 @@ from specops.probe.parse import parse_nvidia
 from specops.remote.probe import gpu as probe_gpu
 from tests.testbed import gpu
 
-SCENARIO = "h100x8-570"
+SCENARIO = "h200x8-590-nvswitch"
 HEALTH_IDS = ("gpu.nvml", "gpu.count", "gpu.fabric", "gpu.ecc", "gpu.recovery_action", "gpu.mig",
               "gpu.compute_mode", "gpu.persistence", "gpu.clocks", "gpu.pcie")  # fmt: skip
 BEGIN, END = "<!-- BEGIN gpu-health-bench -->", "<!-- END gpu-health-bench -->"
@@ -103,7 +103,7 @@ def report(samples: dict[str, list[float]], load_before: tuple[float, ...]) -> s
         f"- machine: {platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}",
         f"- load average (1/5/15 min): {load} before, {after} after",
         "",
-        "| case (8 × H100, driver 570, nvidia-smi test double) | median ms | min ms | max ms |",
+        "| case (8 × H200 NVSwitch, driver 590, nvidia-smi test double) | median ms | min ms | max ms |",
         "|---|---:|---:|---:|",
     ]
     labels = {"with": "probe nvidia part + parse + GPU checks, with the health query",
