@@ -134,6 +134,7 @@ def test_a_lost_gpu_fails_the_count_naming_its_bus_id(doctor: Doctor) -> None:
     assert count["status"] == "fail"
     assert count["summary"] == "a GPU is lost: GPU 0000:5D:00.0 (GPU is lost. Reboot the system to recover this GPU)"
     assert "reboot" in count["hint"]
+    assert [i for i, c in _checks(result).items() if c["status"] == "fail"] == ["gpu.count"]
 
 
 def test_the_535_driver_skips_what_it_cannot_report_and_fails_nothing(doctor: Doctor) -> None:

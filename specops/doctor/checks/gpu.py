@@ -56,6 +56,8 @@ def gpu_driver(ctx: CheckContext) -> CheckResult:
         )
     if nvidia.nvml_mismatch:
         return skipped("gpu.driver", NVML_SKIP)  # one FAIL for one cause: gpu.nvml names it and its fix
+    if nvidia.smi_error and nvidia.health is not None and nvidia.health.lost:
+        return skipped("gpu.driver", "nvidia-smi fails because a GPU is lost: see gpu.count")
     if nvidia.smi_error:
         first_line = nvidia.smi_error.strip().splitlines()[0] if nvidia.smi_error.strip() else "no output"
         return failed("gpu.driver", f"nvidia-smi failed: {first_line}", DRIVER_HINT, [*evidence, nvidia.smi_error])
