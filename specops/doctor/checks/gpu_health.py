@@ -58,6 +58,7 @@ def gpu_count(ctx: CheckContext) -> CheckResult:
         return failed("gpu.count", f"a GPU is lost: {listing(names, 2)}", hint, evidence)
     if absent:
         named = ", ".join(map(str, absent))
+        hint += f"; if this host never had GPU {named}, set {source} to indices nvidia-smi lists"
         return failed("gpu.count", f"{source} names GPU {named} but nvidia-smi lists only {count}", hint, evidence)
     return passed("gpu.count", f"{count} GPU(s) listed{f', as {source} expects' if wanted else ''}", evidence)
 
