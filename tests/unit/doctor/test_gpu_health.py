@@ -199,3 +199,12 @@ def test_a_driver_that_is_not_loaded_fails_once_in_gpu_driver_and_the_health_che
     assert results["gpu.driver"].status is Status.FAIL
     assert {results[i].summary for i in HEALTH_IDS[1:]} == {"nvidia-smi failed (see gpu.driver)"}
     assert results["gpu.nvml"].summary == "nvidia-smi failed, but not with a version mismatch (see gpu.driver)"
+
+
+def test_local_doctor_expects_the_gpus_cuda_visible_devices_names() -> None:
+    facts = healthy_facts(nvidia=probe_nvidia("h200x2-580"), env={"CUDA_VISIBLE_DEVICES": "0,1,2"})
+    result = run("gpu.count", context(facts, host=None, profile=None))
+    assert (result.status, result.summary) == (
+        Status.FAIL,
+        "CUDA_VISIBLE_DEVICES names GPU 2 but nvidia-smi lists only 2",
+    )
