@@ -75,6 +75,7 @@ def test_a_lost_gpu_is_one_fail_in_gpu_count_not_a_driver_to_reinstall() -> None
     results = _gpu_results("h100x8-gpu-lost")
     assert [i for i, r in results.items() if r.status is Status.FAIL] == ["gpu.count"]
     assert results["gpu.driver"].summary == "nvidia-smi fails because a GPU is lost: see gpu.count"
+    assert results["gpu.nvml"].status is Status.PASS
 
 
 def test_the_535_driver_skips_what_it_does_not_list_and_fails_nothing() -> None:
