@@ -68,7 +68,7 @@ def gpu_nvml(ctx: CheckContext) -> CheckResult:
     if not nvidia.smi_found:
         return skipped("gpu.nvml", "nvidia-smi not found (see gpu.driver)")
     kernel = proc_driver_number(nvidia.proc_driver_version)
-    answered = nvidia.health is not None and bool(nvidia.health.queried)  # NVML came up (a lost GPU fails later)
+    answered = nvidia.health is not None and bool(nvidia.health.gpus)  # NVML answered for some GPUs (one is lost)
     if not nvidia.nvml_mismatch and nvidia.smi_error and not answered:
         return skipped("gpu.nvml", "nvidia-smi failed, but not with a version mismatch (see gpu.driver)")
     if not nvidia.nvml_mismatch:
