@@ -44,7 +44,7 @@ def health_or_skip(ctx: CheckContext, check_id: str, *fields: str, rows: bool = 
     health = ctx.facts.nvidia.health
     if health is None:
         return skipped(check_id, "the probe read no GPU health (an older specops on the host side?)")
-    if not health.queried and ctx.facts.nvidia.smi_error:
+    if ctx.facts.nvidia.smi_error and not health.gpus and not health.lost:
         return skipped(check_id, "nvidia-smi failed (see gpu.driver)")
     missing = health.lacks(*fields)
     if missing:
