@@ -59,14 +59,16 @@ class PlainStream:
 
 
 def _console(stream: TextIO, stderr: bool) -> Console:
-    """A terminal: rich's own width and wrapping. Anything else: plain lines, never padded, cut or wrapped."""
+    """A terminal: rich's own width and wrapping. Anything else: plain lines, never padded, cut or wrapped.
+
+    emoji=False: rich would turn `:ab:` in a PCI bus id (00000000:AB:00.0) or a path into an emoji."""
     from rich.console import Console
 
     colour: Literal["auto"] | None = "auto" if colour_wanted(stream) else None
     if stream.isatty():
-        return Console(stderr=stderr, highlight=False, soft_wrap=stderr, color_system=colour)
+        return Console(stderr=stderr, highlight=False, soft_wrap=stderr, color_system=colour, emoji=False)
     return Console(file=cast("IO[str]", PlainStream(stream)), highlight=False, width=PLAIN_WIDTH, soft_wrap=True,
-                   color_system=colour)  # fmt: skip
+                   color_system=colour, emoji=False)  # fmt: skip
 
 
 def stdout_console() -> Console:

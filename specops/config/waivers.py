@@ -17,12 +17,13 @@ from specops.config.fields import PlainText
 
 # every registered doctor check, in the doctor's order (specops/doctor/checks/; docs/checks.md)
 CHECK_IDS: tuple[str, ...] = (
-    "ssh.reachable", "ssh.privilege", "python.interpreter", "systemd.present", "gpu.driver", "torch.variant",
-    "cuda.driver_vs_torch", "gpu.arch_vs_cuda", "cuda.userspace_mix", "torchcodec.variant", "torchcodec.abi",
-    "torchcodec.ffmpeg", "ffmpeg.consistency", "native_ext.abi", "sglang.version", "sglang.algorithm",
-    "sglang.enum_stability", "sglang.server_args", "model.paths", "model.draft_target_dims", "gpu.memory_free",
-    "disk.free", "port.free", "unit.managed", "unit.environment", "limits", "service.user", "root.owned",
-    "gpu.xid",
+    "ssh.reachable", "ssh.privilege", "python.interpreter", "systemd.present", "gpu.nvml", "gpu.driver",
+    "torch.variant", "gpu.count", "gpu.fabric", "gpu.ecc", "gpu.recovery_action", "gpu.mig", "gpu.compute_mode",
+    "gpu.persistence", "gpu.clocks", "gpu.pcie", "cuda.driver_vs_torch", "gpu.arch_vs_cuda", "cuda.userspace_mix",
+    "torchcodec.variant", "torchcodec.abi", "torchcodec.ffmpeg", "ffmpeg.consistency", "native_ext.abi",
+    "sglang.version", "sglang.algorithm", "sglang.enum_stability", "sglang.server_args", "model.paths",
+    "model.draft_target_dims", "gpu.memory_free", "disk.free", "port.free", "unit.managed", "unit.environment",
+    "limits", "service.user", "root.owned", "gpu.xid",
 )  # fmt: skip
 SKIP_CHECK_REASON = "--skip-check"  # the reason a waiver from the command line carries
 LIST_HINT = "`specops doctor --list` describes each check"

@@ -135,7 +135,9 @@ def _judge(report: HostReport, target: DoctorTarget, checks: list[CheckSpec]) ->
         return report
     started = time.monotonic()
     # Inventory hosts are GPU hosts by definition; `--local` is one when nvidia-smi lists GPUs.
-    gpu_host = target.gpu_host if target.spec is not None else bool(report.facts.nvidia.gpus)
+    # A driver/library mismatch lists no GPU but proves an NVIDIA driver: gpu.nvml must still say so.
+    nvidia = report.facts.nvidia
+    gpu_host = target.gpu_host if target.spec is not None else bool(nvidia.gpus) or nvidia.nvml_mismatch
     context = CheckContext(
         host=target.spec, facts=report.facts, profile=target.profile, deep=report.deep, gpu_host=gpu_host
     )

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from specops.probe.facts_gpu import GpuFacts, GpuHealth, GpuProcess, LostGpu, NvidiaFacts, NvidiaHealth
 from specops.probe.facts_kernel import KernelLogFacts
+
+__all__ = ["GpuFacts", "GpuHealth", "GpuProcess", "LostGpu", "NvidiaFacts", "NvidiaHealth"]  # re-exported
 
 
 class _Facts(BaseModel):
@@ -74,33 +77,6 @@ class DistFacts(_Facts):
     count: int = 0
     sha256: str | None = None  # of the sorted "name==version" lines
     versions: dict[str, str] = {}  # PEP 503 name -> version
-
-
-class GpuFacts(_Facts):
-    index: int
-    name: str
-    driver_version: str
-    compute_cap: str | None = None  # "9.0"
-    memory_total_mib: int | None = None
-    memory_used_mib: int | None = None
-    uuid: str | None = None
-
-
-class GpuProcess(_Facts):
-    pid: int
-    process_name: str
-    used_memory_mib: int | None = None
-    gpu_uuid: str | None = None
-
-
-class NvidiaFacts(_Facts):
-    smi_found: bool = False
-    smi_error: str | None = None  # nvidia-smi ran but failed (text)
-    driver_version: str | None = None  # from the header or the query
-    cuda_version: str | None = None  # max CUDA the driver supports ("12.8"), from the header
-    gpus: list[GpuFacts] = []
-    processes: list[GpuProcess] = []
-    proc_driver_version: str | None = None  # /proc/driver/nvidia/version first line
 
 
 class FfmpegFacts(_Facts):

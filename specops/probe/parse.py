@@ -34,6 +34,7 @@ from specops.probe.facts import (
     UnitFacts,
 )
 from specops.probe.facts_kernel import parse_kernel_log_facts
+from specops.probe.parse_gpu import is_nvml_mismatch, nvml_library_version, parse_health
 from specops.probe.parse_text import (
     KEY_ERROR_PATTERNS,
     key_error_line,
@@ -110,7 +111,7 @@ def parse_native_ext(data: Raw) -> dict[str, NativeExtFacts]:
 
 
 def parse_nvidia(data: Raw) -> NvidiaFacts:
-    """NvidiaFacts from the raw texts: banner, the two CSV queries and /proc/driver/nvidia/version."""
+    """NvidiaFacts from the raw texts: banner, the CSV queries, `-L` and /proc/driver/nvidia/version."""
     header = data.get("header") or {}
     proc_line = parse_proc_driver_version(data.get("proc_version"))
     if not header.get("found"):
@@ -129,11 +130,15 @@ def parse_nvidia(data: Raw) -> NvidiaFacts:
     return NvidiaFacts(
         smi_found=True,
         smi_error=smi_error,
+        smi_exit=header.get("rc") if smi_error else None,
+        nvml_mismatch=is_nvml_mismatch(header),
+        nvml_library_version=nvml_library_version(header),
         driver_version=driver or proc_driver_number(proc_line),
         cuda_version=cuda,
         gpus=gpus,
         processes=processes,
         proc_driver_version=proc_line,
+        health=parse_health(data),
     )
 
 

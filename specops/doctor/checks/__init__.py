@@ -2,7 +2,10 @@
 
 from specops.doctor.checks import (  # noqa: F401, I001 (import order = output order)
     system,
+    gpu_nvml,
     gpu,
+    gpu_health,
+    gpu_modes,
     cuda,
     torchcodec,
     native,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from specops.doctor.checks._helpers import cuda_tag, host_key, major_minor, numbers
+from specops.doctor.checks.gpu_nvml import NVML_SKIP
 from specops.doctor.model import CheckContext, CheckResult, failed, passed, skipped, warned
 from specops.doctor.registry import check
 from specops.probe.facts import GpuFacts
@@ -53,6 +54,10 @@ def gpu_driver(ctx: CheckContext) -> CheckResult:
         return failed(
             "gpu.driver", "nvidia-smi not found on a GPU host: no NVIDIA driver installed", DRIVER_HINT, evidence
         )
+    if nvidia.nvml_mismatch:
+        return skipped("gpu.driver", NVML_SKIP)  # one FAIL for one cause: gpu.nvml names it and its fix
+    if nvidia.smi_error and nvidia.health is not None and nvidia.health.lost:
+        return skipped("gpu.driver", "nvidia-smi fails because a GPU is lost: see gpu.count")
     if nvidia.smi_error:
         first_line = nvidia.smi_error.strip().splitlines()[0] if nvidia.smi_error.strip() else "no output"
         return failed("gpu.driver", f"nvidia-smi failed: {first_line}", DRIVER_HINT, [*evidence, nvidia.smi_error])

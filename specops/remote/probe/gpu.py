@@ -64,13 +64,21 @@ def help_fields(text: str) -> list[str]:
     return names
 
 
-def health_query(known: set[str]) -> str | None:
-    """The --query-gpu argument for the health fields this driver knows; the older clock names only as fallback."""
+def health_fields(known: set[str]) -> list[str]:
+    """The health fields this driver knows, in HEALTH_FIELDS order; the older clock names only as fallback.
+
+    Fewer than three (index and bus id alone) is no health query at all: []."""
     has_events = any(name.startswith(_EVENT_PREFIX) for name in known)
     chosen = [
         name for name in HEALTH_FIELDS if name in known and not (has_events and name.startswith(_THROTTLE_PREFIX))
     ]
-    return "--query-gpu=" + ",".join(chosen) if len(chosen) > 2 else None
+    return chosen if len(chosen) > 2 else []
+
+
+def health_query(known: set[str]) -> str | None:
+    """The --query-gpu argument for health_fields(known), or None when there is nothing to ask."""
+    chosen = health_fields(known)
+    return "--query-gpu=" + ",".join(chosen) if chosen else None
 
 
 def _cache_path(driver: str) -> str:
@@ -108,7 +116,8 @@ def gather_nvidia(request: dict[str, Any]) -> dict[str, Any]:
     proc_text = read_text(proc_path, 10000)
     match = _DRIVER_RE.search(proc_text or "")
     names, helped = known_fields(match.group(1) if match else None)
-    query = health_query(set(names))
+    fields = health_fields(set(names))
+    query = "--query-gpu=" + ",".join(fields) if fields else None
     argvs = [
         ["nvidia-smi"],
         ["nvidia-smi", GPU_QUERY, CSV_FORMAT],
@@ -125,4 +134,5 @@ def gather_nvidia(request: dict[str, Any]) -> dict[str, Any]:
         facts.update(query_gpu=results[1], query_apps=results[2], list_gpus=results[3])
         facts.update(fabric_manager=results[4], known_fields=names, help_query=helped)
         facts["query_health"] = results[5] if query else None
+        facts["health_fields"] = fields  # the exact columns of query_health, so the parser never guesses
     return facts

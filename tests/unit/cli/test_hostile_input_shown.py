@@ -69,3 +69,13 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code(
     write_config(VALID_HOST + f'"bad{TITLE}" = 1\n')
     config = run_cli(capsys, "--debug", "config", "check")
     assert config.code == 3 and "Traceback" in config.err and "\x1b" not in config.err
+
+
+def test_an_emoji_code_in_shown_text_stays_text(
+    capsys: pytest.CaptureFixture[str], write_config: Callable[[str], Path]
+) -> None:
+    """A PCI bus id like 00000000:AB:00.0 (or a key, a path) holds `:ab:`, which rich would draw as an emoji."""
+    write_config(VALID_HOST + '"bus:AB:00" = 1\n')
+    result = run_cli(capsys, "config", "check")
+    assert result.code == 3
+    assert "hosts.llm-two.bus:AB:00: unknown key" in result.err, result.err

@@ -8,9 +8,6 @@ outputs (tests/testbed/gpu), parsed by the probe's own parsers, so they have rea
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tomllib
 from collections.abc import Mapping
 from functools import cache
@@ -44,7 +41,7 @@ from specops.probe.facts import (
     UnitFacts,
 )
 from specops.probe.facts_kernel import KernelLogFacts
-from specops.probe.parse_text import parse_apps_query, parse_gpu_query, parse_smi_header
+from tests.unit.doctor.gpu_scenes import probe_nvidia
 
 ROOT = Path(__file__).resolve().parents[3]
 SMI = ROOT / "tests" / "testbed" / "gpu" / "nvidia-smi"
@@ -93,18 +90,10 @@ def replace(model: Any, **changes: Any) -> Any:
 
 @cache
 def nvidia_from_scenario(scenario: str) -> NvidiaFacts:
-    """NvidiaFacts from the nvidia-smi test double's recorded outputs for a scenario (h100x8-570, ...)."""
-
-    def smi(*args: str) -> str:
-        env = {**os.environ, "SPECOPS_NVIDIA_SMI_SCENARIO": scenario}
-        result = subprocess.run([sys.executable, str(SMI), *args], capture_output=True, text=True, env=env, check=True)
-        return result.stdout
-
-    fmt = "--format=csv,noheader,nounits"
-    driver, cuda = parse_smi_header(smi())
-    gpus = parse_gpu_query(smi("--query-gpu=index,name,driver_version,compute_cap,memory.total,memory.used,uuid", fmt))
-    apps = parse_apps_query(smi("--query-compute-apps=pid,process_name,used_memory,gpu_uuid", fmt))
-    return NvidiaFacts(smi_found=True, driver_version=driver, cuda_version=cuda, gpus=gpus, processes=apps)
+    """NvidiaFacts of a scenario of the nvidia-smi test double (h100x8-570, ...), as the real probe and parser see
+    them: the header, the queries, `-L`, the health query and a fabric manager that is active (without the
+    /proc version line, which the older tests do not expect in gpu.driver's evidence)."""
+    return probe_nvidia(scenario).model_copy(update={"proc_driver_version": None})
 
 
 def ffmpeg_libs(major: int | None) -> dict[str, str]:

@@ -12,8 +12,18 @@ EXPECTED_ORDER = [
     "ssh.privilege",
     "python.interpreter",
     "systemd.present",
+    "gpu.nvml",
     "gpu.driver",
     "torch.variant",
+    "gpu.count",
+    "gpu.fabric",
+    "gpu.ecc",
+    "gpu.recovery_action",
+    "gpu.mig",
+    "gpu.compute_mode",
+    "gpu.persistence",
+    "gpu.clocks",
+    "gpu.pcie",
     "cuda.driver_vs_torch",
     "gpu.arch_vs_cuda",
     "cuda.userspace_mix",
@@ -38,6 +48,9 @@ EXPECTED_ORDER = [
     "root.owned",
     "gpu.xid",
 ]
+
+
+GPU_HEALTH = EXPECTED_ORDER[EXPECTED_ORDER.index("gpu.count") : EXPECTED_ORDER.index("gpu.pcie") + 1]
 
 
 def test_checks_run_in_the_documented_order() -> None:
@@ -85,7 +98,9 @@ def test_local_doctor_on_a_cpu_machine_skips_what_needs_host_config_or_gpus() ->
     results = {r.id: r for r in run_checks(context(facts, host=None, profile=None, gpu_host=False), all_checks())}
     assert {i for i, r in results.items() if r.status is Status.SKIP} == {
         "ssh.privilege",
+        "gpu.nvml",
         "gpu.driver",
+        *GPU_HEALTH,
         "cuda.driver_vs_torch",
         "gpu.arch_vs_cuda",
         "cuda.userspace_mix",

@@ -78,3 +78,16 @@ def test_fabric_manager_state_and_gpu_list_come_in_the_same_answer(
     listed = facts["list_gpus"]
     assert isinstance(listed, dict) and listed["out"].startswith("GPU 0: NVIDIA H200")
     assert "fabric_manager" in facts
+
+
+def test_the_probe_returns_the_exact_fields_it_asked_so_columns_are_never_guessed(
+    home: Path, smi_on_path: Callable[[str], None]
+) -> None:
+    smi_on_path("h100x8-535-old-fields")
+    facts = _gather("h100x8-535-old-fields")
+    fields = facts["health_fields"]
+    health = facts["query_health"]
+    assert isinstance(fields, list) and isinstance(health, dict) and health["rc"] == 0, health
+    assert "gpu_recovery_action" not in fields and "remapped_rows.pending" not in fields
+    assert fields[:2] == ["index", "pci.bus_id"]
+    assert {len(line.split(", ")) for line in health["out"].splitlines()} == {len(fields)}
