@@ -69,7 +69,7 @@ def gpu_compute_mode(ctx: CheckContext) -> CheckResult:
 @check("gpu.persistence", "persistence mode is on (the driver stays loaded between processes)")
 def gpu_persistence(ctx: CheckContext) -> CheckResult:
     return _mode(ctx, "gpu.persistence", "persistence_mode", lambda gpu: gpu.persistence, (PERSISTENCE_OFF,),
-                 "persistence mode on")  # fmt: skip
+                 "persistence mode Enabled")  # fmt: skip
 
 
 @check("gpu.clocks", "no hardware clock slowdown active (HW slowdown, HW thermal, power brake)")
