@@ -249,8 +249,6 @@ FIXED_STEP_RUNNERS = (
 )
 SELF_BUILDING_OPS = {"specops.ops.release": ("switch_current", "update_manifest", "prune")}
 KNOWN_BUILDERS = {
-    ("specops/deploy/execute.py", "conversation_argv"): "the command conversation opens before the plan exists "
-    "(the lock is taken on it); the plan's lock step shows the same builder's argv",
     ("specops/ops/unit.py", "deliberate_restart_argvs"): "the gates' restart, built when the gates run (its "
     "readiness wait depends on the run); not a step with fixed commands",
 }

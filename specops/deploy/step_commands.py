@@ -27,26 +27,35 @@ from specops.commands.guard import (
     watch_argv,
 )
 from specops.commands.lock import lock_argv
-from specops.commands.planned import HostCommand, Times, put, run
+from specops.commands.planned import SLOTS, HostCommand, Times, put, run
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
 from specops.deploy.steps import Step
-from specops.ops import unit
-from specops.ops.audit import APPEND_FALLBACK, APPEND_SCRIPT, host_audit_path
+from specops.ops import lock, unit
+from specops.ops.audit import append_argvs, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
 
 MANIFEST = "manifest"  # a step's update of a release's manifest (HostCommand.role)
-CAUSE_PLACEHOLDER = "<the gates' cause>"
+CONVERSATION = "conversation"  # the lock step's command conversation (HostCommand.role)
+PUSH_SESSION = "push-session"  # the lock step's push conversation
+LISTING = "listing"  # the release script's list
+ENGINE_STATE = "engine-state"  # the unit's ActiveState (the stop's poll; what serves at the end)
+ENGINE_READ, LAST_ENTRY = "engine-read", "last-entry"  # whether the engine runs, and since when
+ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
+INSTALLED_UNIT = "installed-unit"  # the read step's unit
+RELEASE_ENV_FILE, LIVE_ENV_FILE = "release-env-file", "live-env-file"  # ... and the env file current runs with
+CAUSE_PLACEHOLDER = SLOTS["cause"].mark
 HOLDER = "holder.json (who, machine, pid, command, heartbeat time)"
-DEAD_HOLDER = Secret("0")  # the dead holder's token, known only once the lock is seen (shown ***)
+DEAD_HOLDER = Secret(SLOTS["dead"].mark)  # the dead holder's token, known only once the lock is seen (shown ***)
 
 
 def conversation_commands(spec: HostSpec) -> list[HostCommand]:
     """The deploy's one exec for commands (specops/host/conversation.py): each later `run` and `put` is a request
     on it, except the push (its own conversation, started next)."""
     argv = tuple(conversation_argv(spec.python))
-    return [HostCommand(argv, kind="conversation", stdin="one request per command below: its argv, then its stdin",
+    return [HostCommand(argv, kind="conversation", role=CONVERSATION,
+                        stdin="one request per command below: its argv, then its stdin",
                         note="one exec for the whole deploy; a host whose python cannot run it gets one exec per "
                         "command")]  # fmt: skip
 
@@ -56,18 +65,18 @@ def lock_commands(token: str, lock_wait_s: float) -> list[HostCommand]:
     waits = lock_wait_s > 0
     return [
         run(lock_argv("acquire", root, token, DEFAULT_STALE_AFTER_S), stdin=HOLDER,
-            times=Times.REPEATED if waits else Times.ONCE,
+            times=Times.REPEATED if waits else Times.ONCE, role=lock.ACQUIRE,
             note=f"every 2 s while another deploy holds it, up to {lock_wait_s:g} s" if waits else ""),
         run(lock_argv("acquire", root, token, DEFAULT_STALE_AFTER_S, DEAD_HOLDER), stdin=HOLDER,
-            times=Times.IF_NEEDED, note="only when the holder is a deploy on this machine that no longer runs: "
-            "its lock is taken over at once"),
-        run(lock_argv("heartbeat", root, token), stdin=HOLDER, times=Times.BACKGROUND,
+            times=Times.IF_NEEDED, role=lock.TAKEOVER, note="only when the holder is a deploy on this machine that "
+            "no longer runs: its lock is taken over at once"),
+        run(lock_argv("heartbeat", root, token), stdin=HOLDER, times=Times.BACKGROUND, role=lock.HEARTBEAT,
             note=f"every {DEFAULT_HEARTBEAT_S:g} s until the lock is released"),
     ]  # fmt: skip
 
 
 def unlock_commands(token: str) -> list[HostCommand]:
-    return [run(lock_argv("release", lock_root(), token))]
+    return [run(lock_argv("release", lock_root(), token), role=lock.RELEASE)]
 
 
 def push_session_commands(spec: HostSpec) -> list[HostCommand]:
@@ -75,26 +84,55 @@ def push_session_commands(spec: HostSpec) -> list[HostCommand]:
     return [
         run(
             release_cmd.session_argv(spec, on_request=True),
+            role=PUSH_SESSION,
             stdin="requests (the listing once the lock is held), then the push's tar (if any)",
             note="one conversation: the host's releases first; a push rides on it",
         )
     ]
 
 
+def listing_commands(spec: HostSpec) -> list[HostCommand]:
+    """The host's releases and `current` (a restart reads them on its command conversation)."""
+    return [run(release_cmd.list_argv(spec), role=LISTING)]
+
+
+def engine_state_argv(unit_name: str) -> list[str]:
+    return unit_cmd.show_argv(unit_name, ENGINE_PROPERTIES)
+
+
+def engine_read_commands(spec: HostSpec) -> list[HostCommand]:
+    """Whether the engine runs, before anything changes (deploy/engine_start.py `read_engine_state` runs them)."""
+    note = "a verified release whose engine is not active is started through the gates, not left stopped"
+    since = "only when the engine is not active and systemd no longer knows since when: its last journal entry"
+    return [run(engine_state_argv(spec.unit_name), note=note, role=ENGINE_READ),
+            run(journal.last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since,
+                role=LAST_ENTRY)]  # fmt: skip
+
+
 def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
     """The installed unit, and the env file the current release runs with (read as root, compared on this
     machine, never shown): its own, else the live one (a release from before releases kept their env file)."""
-    env = [run(["cat", release_cmd.release_env_path(spec, current)], note="the current release's env file "
-               "(compared here, never shown); exits 1 when it has none")] if current else []  # fmt: skip
+    env = (
+        [
+            run(
+                ["cat", release_cmd.release_env_path(spec, current)],
+                note="the current release's env file (compared here, never shown); exits 1 when it has none",
+                role=RELEASE_ENV_FILE,
+            )
+        ]
+        if current
+        else []
+    )
     return [
-        run(unit_cmd.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed"),
+        run(unit_cmd.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed", role=INSTALLED_UNIT),
         *env,
         run(
             ["cat", spec.env_file],
             times=Times.IF_NEEDED if current else Times.ONCE,
             note="the live env file, only when the current release has none of its own (never shown)",
+            role=LIVE_ENV_FILE,
         ),
-    ]
+    ]  # fmt: skip
 
 
 def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[HostCommand]:
@@ -266,17 +304,17 @@ def serving_step(spec: HostSpec) -> Step:
     """What serves at the end, for the summary's last line: `current` and its verified flag, and the unit's state
     (not read after a failed rollback, which already says that nothing verified serves)."""
     note = "not after a failed rollback"
-    commands = (run(release_cmd.list_argv(spec), times=Times.IF_NEEDED, note=note),
-                run(engine_stop.state_argv(spec.unit_name), times=Times.IF_NEEDED, note=note))  # fmt: skip
+    commands = (run(release_cmd.list_argv(spec), times=Times.IF_NEEDED, note=note, role=LISTING),
+                run(engine_stop.state_argv(spec.unit_name), times=Times.IF_NEEDED, note=note,
+                    role=ENGINE_STATE))  # fmt: skip
     return Step("serving", "read what serves now (current, verified, the engine's state) for the summary", commands)
 
 
 def record_commands(spec: HostSpec) -> list[HostCommand]:
-    path = host_audit_path(spec)
+    """The audit line's append (ops/audit.py `append_on_host` runs these two)."""
+    by_python, fallback = append_argvs(spec.python, host_audit_path(spec))
     entry = "the audit entry (one JSON line: who, what, outcome, phases, gates)"
     return [
-        run([spec.python, "-IS", "-c", APPEND_SCRIPT, path], stdin=entry,
-            note="on a new connection when the deploy's own one is gone"),
-        run(["sh", "-c", APPEND_FALLBACK, "specops-audit", path], stdin=entry, times=Times.IF_NEEDED,
-            note=f"only when {spec.python} cannot run"),
+        run(by_python, stdin=entry, note="on a new connection when the deploy's own one is gone"),
+        run(fallback, stdin=entry, times=Times.IF_NEEDED, note=f"only when {spec.python} cannot run"),
     ]  # fmt: skip

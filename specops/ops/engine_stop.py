@@ -27,6 +27,7 @@ from specops.commands.engine_stop import (
     stop_argv,
     stop_wait_argv,
 )
+from specops.commands.planned import HostCommand
 from specops.commands.unit import parse_show
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -134,14 +135,16 @@ def _active(host: Host, spec: HostSpec) -> bool:
     return _state(host, spec) in ACTIVE_STATES
 
 
-def _state(host: Host, spec: HostSpec) -> str:
-    show = parse_show(host.run(state_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S).text)
+def _state(host: Host, spec: HostSpec, planned: HostCommand | None = None) -> str:
+    argv = planned.argv if planned is not None else state_argv(spec.unit_name)
+    show = parse_show(host.run(argv, timeout=COMMAND_TIMEOUT_S).text)
     return show.get("ActiveState", "")
 
 
-def unit_running(host: Host, spec: HostSpec) -> bool:
-    """The engine runs or is starting, and no stop was asked for (a stop in progress is "deactivating")."""
-    return _state(host, spec) in ("active", "activating", "reloading")
+def unit_running(host: Host, spec: HostSpec, planned: HostCommand | None = None) -> bool:
+    """The engine runs or is starting, and no stop was asked for (a stop in progress is "deactivating").
+    `planned`: a plan's own state command, run as it is."""
+    return _state(host, spec, planned) in ("active", "activating", "reloading")
 
 
 def _gauges(host: Host, spec: HostSpec) -> RequestGauges | None:
