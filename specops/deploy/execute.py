@@ -224,12 +224,12 @@ class _HostDeploy(FixedSteps):
     def _pre_stop(self, _step: Step) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter)
 
-    def _stop(self, _step: Step) -> None:
+    def _stop(self, step: Step) -> None:
         """A stop that leaves the GPUs busy ends the deploy: no engine is started on them, and the guard (which
         would start the last verified release on them) is disarmed; the outcome names the holders and the fix."""
         self.stop_asked = True
         if stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.options.reap,
-                          self.held.confirm):  # fmt: skip
+                          self.held.confirm, step):  # fmt: skip
             return
         self.checks_ok = False
         disarm = self.steps.step("disarm")  # planned with every guard
@@ -272,7 +272,7 @@ class _HostDeploy(FixedSteps):
         self.outcome.cause = "; ".join(f"{r.id}: {r.summary}" for r in verdict.blocking)
         self.outcome.hint = verdict.hint()
 
-    def _gates(self, _step: Step) -> None:
+    def _gates(self, step: Step) -> None:
         listing, release = self.state.listing, self.steps.release
         starts = self.steps.action is Action.START  # the same release again: its own figures are the baseline
         previous = last_verified_figures(listing, self.profile.name, exclude=None if starts else release)
@@ -281,7 +281,8 @@ class _HostDeploy(FixedSteps):
         if expected is not None:
             self.reporter.event(Event(self.spec.name, "gates", expected))
         self.gates = restart_and_gate(self.host, self.spec, self.profile, previous, self.reporter,
-                                      cancel=self.options.cancel, speedup_baseline=speedup_baseline)  # fmt: skip
+                                      cancel=self.options.cancel, speedup_baseline=speedup_baseline,
+                                      planned=step.commands)  # fmt: skip
         self.outcome.gates = self.gates
 
     def _rollback(self, _step: Step) -> None:

@@ -211,14 +211,15 @@ class _Restart:
     def _pre_stop(self, _step: Step) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter, "restart")
 
-    def _stop(self, _step: Step) -> None:
+    def _stop(self, step: Step) -> None:
         self.outcome.release = None  # from here on nothing serves until the gates pass
         self.stop_asked = True
         self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap,
-                                        self.held.confirm)  # fmt: skip
+                                        self.held.confirm, step)  # fmt: skip
 
-    def _gates(self, _step: Step) -> None:
-        self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter)
+    def _gates(self, step: Step) -> None:
+        self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter,
+                                      planned=step.commands)  # fmt: skip
         self.outcome.gates = self.gates
 
     def _started(self, step: Step) -> None:

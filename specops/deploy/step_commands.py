@@ -32,6 +32,8 @@ from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
 from specops.deploy.steps import Step
+from specops.engine import readiness
+from specops.ops import engine_stop as stopping
 from specops.ops import lock, unit
 from specops.ops.audit import append_argvs, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
@@ -226,8 +228,13 @@ def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
 
 def journal_position_commands() -> list[HostCommand]:
     return [
-        run(journal.cursor_argv()),
-        run(journal.clock_argv(), times=Times.IF_NEEDED, note="only when the journal has no entry yet"),
+        run(journal.cursor_argv(), role=readiness.CURSOR),
+        run(
+            journal.clock_argv(),
+            times=Times.IF_NEEDED,
+            note="only when the journal has no entry yet",
+            role=readiness.CLOCK,
+        ),
     ]
 
 
@@ -235,9 +242,9 @@ def readiness_commands(spec: HostSpec) -> list[HostCommand]:
     """The readiness poll (twice a second, with /health_generate through the SSH connection), then the smoke
     gate's requests (HTTP through the SSH connection: no host command), and the run's journal if smoke fails."""
     return [
-        run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED,
+        run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED, role=readiness.POLL,
             note="twice a second until ready, a fatal journal line, the process ends, or the deadline"),
-        run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED,
+        run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED, role=readiness.INVOCATION,
             note="only when the smoke gate fails: the journal of the engine's current run names the cause"),
     ]  # fmt: skip
 
@@ -249,8 +256,9 @@ def gates_commands(spec: HostSpec) -> list[HostCommand]:
 def restart_commands(spec: HostSpec) -> list[HostCommand]:
     reset, restart = unit_cmd.deliberate_restart_argvs(spec.unit_name)
     return [run(release_cmd.restore_config_argv(spec), note="the current release's unit and env file put back "
-                "(the live env file is written from the release's own here)"),
-            run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]  # fmt: skip
+                "(the live env file is written from the release's own here)", role=unit.RESTORE),
+            run(reset, note="a deliberate restart never counts against StartLimitBurst=", role=unit.RESET),
+            run(restart, role=unit.RESTART)]  # fmt: skip
 
 
 def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
@@ -258,18 +266,20 @@ def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
     for the unit's cgroup and GPUs to be free, stopping proven orphans only with --reap."""
     unit = spec.unit_name
     return [
-        run(engine_stop.stop_argv(unit), note="SIGTERM to the engine's main process (KillMode=mixed): it drains"),
-        run(engine_stop.state_argv(unit), times=Times.REPEATED,
+        run(engine_stop.stop_argv(unit), note="SIGTERM to the engine's main process (KillMode=mixed): it drains",
+            role=stopping.STOP),
+        run(engine_stop.state_argv(unit), times=Times.REPEATED, role=stopping.STATE,
             note=f"every 0.1 s for 2 s, then once a second (/metrics' running requests once a second), until it exits "
             f"or {drain_s} s passed"),
-        run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED,
+        run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED, role=stopping.KILL,
             note="only when the drain budget runs out: the requests still running are cut"),
-        run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL"),
-        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.REPEATED,
+        run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL",
+            role=stopping.STOP_WAIT),
+        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.REPEATED, role=stopping.INSPECT,
             note="until the unit's cgroup is empty and its GPUs back to baseline (nvidia-smi)"),
-        run([*engine_stop.reap_argv([]), "PID:START:INVOCATION_ID"], times=Times.IF_NEEDED,
+        run([*engine_stop.reap_argv([]), stopping.PROCESSES], times=Times.IF_NEEDED, role=stopping.REAP,
             note="only with --reap, and only orphans of this unit's engine (then inspected again)"),
-        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.IF_NEEDED,
+        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.IF_NEEDED, role=stopping.INSPECT,
             note="after a reap, until the GPUs are free"),
     ]  # fmt: skip
 
