@@ -285,7 +285,7 @@ class _HostDeploy(FixedSteps):
                                       planned=step.commands)  # fmt: skip
         self.outcome.gates = self.gates
 
-    def _rollback(self, _step: Step) -> None:
+    def _rollback(self, step: Step) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
         blame = failed_gates_blame(self.host, self.spec, self.steps.config, self.gates, self.steps.rollback_to,
                                    self.facts_record)  # fmt: skip
@@ -297,5 +297,6 @@ class _HostDeploy(FixedSteps):
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
                                reap=self.options.reap, confirm=self.held.confirm,
-                               not_marked="" if blame.marks_bad else blame.reason)  # fmt: skip
+                               not_marked="" if blame.marks_bad else blame.reason, planned=step.commands,
+                               cause=self.gates.cause)  # fmt: skip
         self.outcome.rolled_back(result)

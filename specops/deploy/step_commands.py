@@ -42,6 +42,7 @@ MANIFEST = "manifest"  # a step's update of a release's manifest (HostCommand.ro
 CONVERSATION = "conversation"  # the lock step's command conversation (HostCommand.role)
 PUSH_SESSION = "push-session"  # the lock step's push conversation
 LISTING = "listing"  # the release script's list
+ROLLBACK_MARKING, ROLLBACK_UNMARKED = "rollback", "rollback-unmarked"  # the release it leaves marked bad, or not
 ENGINE_STATE = "engine-state"  # the unit's ActiveState (the stop's poll; what serves at the end)
 ENGINE_READ, LAST_ENTRY = "engine-read", "last-entry"  # whether the engine runs, and since when
 ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
@@ -295,16 +296,26 @@ def failed_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
     return [manifest_update(spec, release_id, '{"verified": false, "gates": ...}')]
 
 
-def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int,
-                      keep_unmarked: bool = False) -> list[HostCommand]:  # fmt: skip
+def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int, keep_unmarked: bool = False,
+                      force: bool = False, host_blamed: bool = False) -> list[HostCommand]:  # fmt: skip
     """The host-side rollback (switch, the target's recorded unit and env file, daemon-reload, restart in one
     command), then the same gates as a deploy; the restored release's gates are recorded only when they pass.
-    `keep_unmarked`: the failed release is not marked bad (its deploy changed the configuration)."""
+    `keep_unmarked`: the failed release is not marked bad (its deploy changed the configuration); `host_blamed`:
+    it may not be either, when the journal names a fault of the host (then its own command, run instead)."""
+    switch = run(release_cmd.rollback_argv(spec, target_id, reason, force, keep_unmarked),
+                 times=Times.IF_NEEDED if host_blamed else Times.ONCE, role=ROLLBACK_MARKING if not keep_unmarked
+                 else ROLLBACK_UNMARKED, note="unless the engine's journal names a fault of the host" if host_blamed
+                 else "")  # fmt: skip
+    instead = "instead, when the engine's journal names a fault of the host: nothing is marked bad"
+    unmarked = [run(release_cmd.rollback_argv(spec, target_id, reason, force, keep_unmarked=True),
+                    times=Times.IF_NEEDED, role=ROLLBACK_UNMARKED,
+                    note=instead)] if host_blamed and not keep_unmarked else []  # fmt: skip
     return [
-        run(release_cmd.list_argv(spec)),
+        *listing_commands(spec),
         *stop_commands(spec, drain_s),
         *journal_position_commands(),
-        run(release_cmd.rollback_argv(spec, target_id, reason, keep_unmarked=keep_unmarked)),
+        switch,
+        *unmarked,
         *readiness_commands(spec),
         manifest_update(spec, target_id, '{"last_gates": ...}', Times.IF_NEEDED, "only when the restored one passes"),
     ]

@@ -47,6 +47,9 @@ class PushResult:
     seconds: float
 
 
+ROLLBACK_TIMEOUT_S = SCRIPT_TIMEOUT_S + 600  # the host-side rollback restarts the engine
+
+
 def read_listing(host: Host, spec: HostSpec, planned: HostCommand | None = None) -> Listing:
     """Every release with its manifest summary, and where `current` points: one round trip. `planned`: a plan's
     own list command (a restart's read, a deploy's last read of what serves), run as it is."""
@@ -306,7 +309,7 @@ def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: 
     env file, restart, and the release it left marked bad (not with `keep_unmarked`). `force`: a target marked
     bad is allowed."""
     argv = cmd.rollback_argv(spec, target_id, reason, force=force, keep_unmarked=keep_unmarked)
-    return run_script(host, spec, argv, timeout=SCRIPT_TIMEOUT_S + 600)
+    return run_script(host, spec, argv, timeout=ROLLBACK_TIMEOUT_S)
 
 
 def restore_config(host: Host, spec: HostSpec) -> dict[str, Any]:
