@@ -1,10 +1,12 @@
 """The host commands of each deploy step, built with the pure builders (specops/commands/): the objects a Step holds.
 
-Pure: nothing here talks to a host. A step whose commands are fixed when planning (the env file, the unit, the
-guard, the disarm, the switch, the records, the watch) is run from these very objects (specops/ops/planned.py,
-specops/deploy/fixed_steps.py); one that depends on the run (the probe's script, the stop's polls, the gates,
-the rollback's cause, the compile cache's key) shows a placeholder here, and its executor builds the command
-with the same builder when it runs. The deploy tests record what a deploy ran and compare it with these lists.
+Pure: nothing here talks to a host. Every step is run from these very objects: the ones fixed when planning
+(the env file, the unit, the guard, the switch, the records, the watch) as they are (specops/ops/planned.py,
+specops/deploy/fixed_steps.py), and the ones holding a word only the run knows (the gates' cause, the journal's
+position, the compile cache's key, a dead lock holder's token, the processes a reap stops) with that slot filled
+in (specops/commands/planned.py HostCommand.filled); the executors find their commands by role. This is the one
+place a deploy calls the argv builders of specops/commands/ (tests/test_layering.py keeps it so), and the deploy
+tests compare what a deploy ran with these lists (tests/unit/deploy/test_one_definition.py).
 """
 
 from __future__ import annotations
