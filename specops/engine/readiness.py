@@ -99,7 +99,7 @@ class ReadinessCommands:
         return cls(*_position_reads(), run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER)),
                    run(journal.invocation_journal_argv(spec.unit_name)))  # fmt: skip
 
-    def poll_argv(self, position: str | None) -> tuple[str, ...]:
+    def poll_at(self, position: str | None) -> tuple[str, ...]:
         """The poll from `position` (None: the whole journal of the unit: its position's words left out)."""
         if position is None:
             return self.poll.filled(since=[], cursor=[]).argv
@@ -164,7 +164,7 @@ class _Wait:
         """One round trip: unit state + new journal lines; returns the first fatal match among them."""
         # journalctl exits 1, silently, when the unit logged nothing after the cursor (an engine that kept running
         # through an interrupted stop): the unit's state, before the marker, is still the answer
-        argv = self.commands.poll_argv(self.position)
+        argv = self.commands.poll_at(self.position)
         result = self.host.run(argv, timeout=POLL_COMMAND_TIMEOUT_S, check=False)
         if result.exit_code != 0 and journal.POLL_MARKER not in result.text:
             raise CommandFailed(result, self.host.name)
