@@ -249,8 +249,8 @@ FIXED_STEP_RUNNERS = (
 )
 SELF_BUILDING_OPS = {"specops.ops.release": ("switch_current", "update_manifest", "prune")}
 KNOWN_BUILDERS = {
-    ("specops/ops/unit.py", "deliberate_restart_argvs"): "the gates' restart, built when the gates run (its "
-    "readiness wait depends on the run); not a step with fixed commands",
+    ("specops/ops/unit.py", "deliberate_restart_argvs"): "the restart after a failed or interrupted rollback, "
+    "not a step of any plan (a planned restart runs its gates step's commands)",
 }
 
 
