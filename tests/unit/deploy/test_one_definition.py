@@ -261,3 +261,40 @@ def test_a_stopped_engine_that_fails_to_start_names_the_cause_without_a_host_com
     run, seen = watched_run(world, scene, smokes=(False,))
     assert (run.outcome["outcome"], run.result.code) == ("failed", 1)
     assert_one_definition(run, seen, ["env", "stop", "gates", "start-failed"])
+
+
+def test_a_restart_runs_the_commands_its_dry_run_printed(world: World) -> None:
+    """`specops restart` plans the same kinds of steps (engine_start.start_steps) and runs them the same way."""
+    from specops.deploy import restart
+    from tests.unit.deploy.test_restart import _restart, _scene
+
+    seen, plan_restart, restart_host, filled = Watched(), restart.restart_plan, restart.restart_host, HostCommand.filled
+
+    def planned(*args: Any) -> HostSteps:
+        seen.plans.append(plan_restart(*args))
+        return seen.plans[-1]
+
+    def fill(command: HostCommand, **values: Any) -> HostCommand:
+        seen.fills.append((command, values, filled(command, **values)))
+        return seen.fills[-1][2]
+
+    def restarted(*args: Any, **kwargs: Any) -> Any:
+        with builder_calls(seen.builders):
+            return restart_host(*args, **kwargs)
+
+    for name, value in (("restart_plan", planned), ("restart_host", restarted)):
+        world.monkeypatch.setattr(restart, name, value)
+    world.monkeypatch.setattr(HostCommand, "filled", fill)
+    shown, outcome, code, host = _restart(world, _scene(world, engine=STOPPED))
+    assert (outcome["outcome"], code) == ("restarted", 0)
+    steps = seen.plans[-1]  # the restart's own plan, made under its lock (the first: its dry run's)
+    assert [step.to_json() for step in steps.steps] == shown["steps"]
+    ran = [step for step in steps.steps if step.when in ("always", "checks-pass", "gates-pass")]
+    commands = tuple(command for step in ran for command in step.commands if command.times != "background")
+    heartbeat = [command for step in steps.steps for command in step.commands if command.times == "background"]
+    _assert_ran_as_planned("restart", commands, host.calls, heartbeat, seen.fills)
+    every = [command for step in steps.steps for command in step.commands]
+    for source, values, result in seen.fills:
+        _assert_filled(source, values, result, every)
+    assert [values for _source, values, _result in seen.fills if "cursor" in values]  # the poll's position
+    assert seen.builders == []
