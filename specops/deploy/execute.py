@@ -99,7 +99,9 @@ def deploy_host(
             record_outcome(open_host, host_plan, options, outcome, host=host, record=record)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
         if locked and isinstance(error, SpecopsError | KeyboardInterrupt):
-            record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
+            planned: HostSteps | None = getattr(deploy, "steps", None)  # its record step, once it planned
+            record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost),
+                        record=planned.step("record") if planned else None)  # fmt: skip
         if deploy is not None and isinstance(error, RemoteTimeout | ConnectError):  # the host stopped answering
             outcome.after = outcome.lost(deploy.phase)
         if isinstance(error, SpecopsError | KeyboardInterrupt):  # what it knew reaches the summary and --json

@@ -20,6 +20,7 @@ from specops.ops.interrupts import signal_name
 def record_stop(
     open_host: Callable[[], AbstractContextManager[Host]], host_plan: HostPlan, options: DeployOptions,
     outcome: HostOutcome, error: SpecopsError | KeyboardInterrupt, reporter: Reporter, *, lock_lost: bool,
+    record: Step | None = None,
 ) -> None:  # fmt: skip
     """A deploy that stopped with an error under its lock is audited too (outcome "error", the cause), and one
     interrupted by a signal (outcome "interrupted", the signal and what serves now): the log must explain every
@@ -32,7 +33,7 @@ def record_stop(
         outcome.cause = error.message
     try:
         with interrupts.shielded():
-            record_outcome(open_host, host_plan, options, outcome)
+            record_outcome(open_host, host_plan, options, outcome, record=record)
     except Exception as failure:  # the deploy's own error is what the operator must see
         reporter.event(Event(host_plan.target.host.name, "record", f"audit not written: {failure}", level="warn"))
 
