@@ -249,10 +249,8 @@ FIXED_STEP_RUNNERS = (
 )
 SELF_BUILDING_OPS = {"specops.ops.release": ("switch_current", "update_manifest", "prune")}
 KNOWN_BUILDERS = {
-    ("specops/deploy/execute.py", "conversation_argv"): "the command conversation opens before the plan exists "
-    "(the lock is taken on it); the plan's lock step shows the same builder's argv",
-    ("specops/ops/unit.py", "deliberate_restart_argvs"): "the gates' restart, built when the gates run (its "
-    "readiness wait depends on the run); not a step with fixed commands",
+    ("specops/ops/unit.py", "deliberate_restart_argvs"): "the restart after a failed or interrupted rollback, "
+    "not a step of any plan (a planned restart runs its gates step's commands)",
 }
 
 
@@ -284,6 +282,123 @@ def test_a_step_with_fixed_commands_runs_the_plans_commands_and_builds_none(runn
 def test_every_fixed_step_exception_is_still_real() -> None:
     stale = [key for key in KNOWN_BUILDERS if key[1] not in _builders_imported(PACKAGE.parent / key[0])]
     assert stale == [], f"remove these from KNOWN_BUILDERS: {stale}"
+
+
+# One definition per deploy step: the argv builders of specops/commands/ (its functions named *_argv or *_argvs:
+# lock_argv, session_argv, list_argv, read_unit_argv, probe_argv, the engine stop's stop/state/kill/inspect/reap
+# argvs, the journal's cursor/clock/poll/invocation argvs, the release script's switch/rollback/update-manifest/
+# prune argvs...) are called only where a plan is built: specops/deploy/step_commands.py (and the builders
+# themselves). Every step of a deploy, a restart and a rollback runs those objects, a run-time word filled into
+# its slot (HostCommand.filled), so the dry run shows what runs and no command line is written twice.
+# Commands that print no plan call builders directly. A module that serves only such commands is listed whole;
+# one whose functions also run deploy steps is listed by function (its fallback for callers without a plan), so
+# a new call anywhere else in it, or anywhere in specops/deploy/, fails. Each entry says why; like KNOWN_UPWARD
+# the lists can only shrink (test_every_planless_builder_call_is_still_real).
+PLAN_BUILDERS = ("specops/commands/", "specops/deploy/step_commands.py")
+NOT_HOST_COMMANDS = {
+    "tar_argv": "runs on this machine: its output is the push's stream",
+    "launch_argv": "the engine's command line the unit runs; the probe checks its flags, nothing runs it",
+}
+PLANLESS_MODULES = {
+    "specops/cli/early/deploy.py": "a remembered deploy starts its two execs before the config loads (no plan "
+    "yet); test_the_same_deploy_again_connects_before_typer... checks they are the plan's lock step's",
+    "specops/ops/status.py": "`specops status`: reads the unit and its journal; no plan",
+    "specops/ops/forensics.py": "`specops diagnose`: reads the unit and its journal; no plan",
+    "specops/ops/journal.py": "`specops logs`: no plan",
+    "specops/ops/bad_releases.py": "`specops release mark-bad|unmark-bad`: no plan",
+}
+PLANLESS_FUNCTIONS = {
+    ("specops/ops/lock.py", "_run_lock"): "`specops lock status|release`: an operator's lock command, no plan",
+    ("specops/ops/lock.py", "LockCommands.built"): "`specops rollback` and `release prune` take the lock; no plan",
+    ("specops/ops/release.py", "read_listing"): "`specops status|rollback|release`, the dry run: no plan",
+    ("specops/ops/release.py", "open_push"): "the dry run's listing and `push_release`: no plan",
+    ("specops/ops/release.py", "switch_current"): "the release script's own tests; a deploy runs its switch step",
+    ("specops/ops/release.py", "prune"): "`specops release prune`: no plan",
+    ("specops/ops/release.py", "update_manifest"): "a rollback whose host chose another release than planned",
+    ("specops/ops/release.py", "rollback_release"): "the release script's own tests; a rollback runs its step",
+    ("specops/ops/release.py", "restore_config"): "the restore after a failed rollback: not a step of any plan",
+    ("specops/ops/engine_stop.py", "StopCommands.built"): "a stop without a plan (its own tests)",
+    ("specops/ops/engine_stop.py", "_state"): "what serves, read by `specops rollback`: no plan",
+    ("specops/ops/unit.py", "restart"): "the restart after a failed or interrupted rollback: not a planned step",
+    ("specops/ops/cache.py", "measure"): "`specops status`: the compile cache's size, no plan",
+    ("specops/engine/readiness.py", "ReadinessCommands.built"): "`specops smoke` and the restore after a failed "
+    "rollback: no plan",
+    ("specops/engine/readiness.py", "_position_reads"): "the same, for the journal's position",
+}
+# Second call sites that remain in a deploy step: each builds again what the plan already shows.
+KNOWN_SECOND_CALLS = {
+    ("specops/probe/run.py", "_run_script"): "the preflight's probe: specops/probe/ runs it for `specops doctor` "
+    "too and takes no planned command yet; the argv is probe_argv(python), fixed, its script on stdin",
+}
+
+
+def _defined_argv_builders() -> set[str]:
+    names = set()
+    for path in sorted((PACKAGE / "commands").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.endswith(("_argv", "_argvs")):
+                names.add(node.name)
+    return names
+
+
+def _argv_builders() -> set[str]:
+    """The builders of host commands: every *_argv and *_argvs of specops/commands/ but NOT_HOST_COMMANDS."""
+    return _defined_argv_builders() - set(NOT_HOST_COMMANDS)
+
+
+class _BuilderCalls(ast.NodeVisitor):
+    """(enclosing function as Class.method, builder) for each call of a builder by name or attribute."""
+
+    def __init__(self, builders: set[str]) -> None:
+        self.builders, self.scope, self.found = builders, list[str](), list[tuple[str, str]]()
+
+    def _nested(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        self.scope.append(node.name)
+        self.generic_visit(node)
+        self.scope.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _nested
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if name in self.builders:
+            self.found.append((".".join(self.scope) or "<module>", name))
+        self.generic_visit(node)
+
+
+@functools.cache
+def _builder_calls() -> tuple[tuple[str, str, str], ...]:
+    """(file, enclosing function, builder) for every builder call outside the plan's builders."""
+    builders, found = _argv_builders(), []
+    for path in _source_files():
+        relative = _relative(path)
+        if relative.startswith(PLAN_BUILDERS) or relative.startswith("specops/remote/"):
+            continue
+        visitor = _BuilderCalls(builders)
+        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        found += [(relative, function, builder) for function, builder in visitor.found]
+    return tuple(found)
+
+
+def test_argv_builders_are_called_only_where_plans_are_built() -> None:
+    offenders = sorted(
+        f"{relative}: {function} calls {builder}"
+        for relative, function, builder in _builder_calls()
+        if relative not in PLANLESS_MODULES and (relative, function) not in {**PLANLESS_FUNCTIONS, **KNOWN_SECOND_CALLS}
+    )
+    assert offenders == [], (
+        "a command line built a second time: add it to the step's commands in specops/deploy/step_commands.py and "
+        "run that planned HostCommand (its run-time words filled with HostCommand.filled)"
+    )
+
+
+def test_every_planless_builder_call_is_still_real() -> None:
+    real_files = {relative for relative, _function, _builder in _builder_calls()}
+    real = {(relative, function) for relative, function, _builder in _builder_calls()}
+    assert sorted(set(PLANLESS_MODULES) - real_files) == []
+    assert sorted(set(PLANLESS_FUNCTIONS) - real) == []
+    assert sorted(set(KNOWN_SECOND_CALLS) - real) == []
+    assert sorted(set(NOT_HOST_COMMANDS) - _defined_argv_builders()) == []
 
 
 def test_fewer_than_six_modules_sit_at_the_top_of_the_package() -> None:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 
-from specops.commands.planned import HostCommand, run
+from specops.commands.planned import SLOTS, HostCommand, run
 from specops.config.inventory import HostSpec
 
 CACHE_ROLE = "cache"  # the compile cache's part of the deploy's unit step
-KEY_PLACEHOLDER = "<torch>-<cuda>-<arch>"  # the key in a plan: known once the preflight has probed the host
+KEY_PLACEHOLDER = SLOTS["key"].mark  # the key in a plan: known once the preflight has probed the host
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 # variable -> subfolder of the cache (None: the cache folder itself), as the SGLang versions in use read them:
 # SGLANG_CACHE_DIR (0.5.2x: DeepGEMM, its own JIT, CuTe AOT under it), SGLANG_DG_CACHE_DIR (older SGLang) and

@@ -124,8 +124,12 @@ def inspect_argv(unit: str, run_as: str | None = None) -> list[str]:
 def reap_argv(targets: Sequence[tuple[int, str, str]]) -> list[str]:
     """Stop these (pid, start time, INVOCATION_ID) processes: SIGTERM, up to REAP_TERM_WAIT_S seconds, then
     SIGKILL. Each value is checked to be digits or an invocation id: nothing else can reach the script's words."""
+    return ["sh", "-c", REAP_SCRIPT, "specops-reap", str(REAP_TERM_WAIT_S), *reap_words(targets)]
+
+
+def reap_words(targets: Sequence[tuple[int, str, str]]) -> list[str]:
+    """The reap's process words `PID:START:INVOCATION_ID`, each checked (what fills a planned reap's slot)."""
     for pid, start, invocation in targets:
         if pid <= 1 or not start.isdigit() or not INVOCATION_ID.fullmatch(invocation):
             raise ValueError(f"not a process to reap: pid {pid}, start {start!r}, invocation {invocation!r}")
-    words = [f"{pid}:{start}:{invocation}" for pid, start, invocation in targets]
-    return ["sh", "-c", REAP_SCRIPT, "specops-reap", str(REAP_TERM_WAIT_S), *words]
+    return [f"{pid}:{start}:{invocation}" for pid, start, invocation in targets]

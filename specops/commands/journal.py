@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specops.commands.planned import SLOTS
 from specops.config.redact import mask_secrets
 
 SHOW_PROPERTIES = (
@@ -22,7 +23,7 @@ SHOW_PROPERTIES = (
 START_LIMIT_HIT = "start-limit-hit"
 CURSOR_PREFIX = "-- cursor: "
 POLL_MARKER = "--specops-journal-follows--"
-CURSOR_PLACEHOLDER = "<cursor>"  # the cursor read right before a restart, in a command shown before it runs
+CURSOR_PLACEHOLDER = SLOTS["cursor"].mark  # the cursor read right before a restart, in a command shown before it runs
 
 
 def show_argv(unit: str) -> list[str]:
@@ -60,6 +61,12 @@ def poll_argv(unit: str, position: str | None) -> list[str]:
     The script is a constant: the unit and the position (a cursor the host printed) are its positional
     arguments, never part of the script text, so no value can reach the shell as code."""
     return ["sh", "-c", POLL_SCRIPT, "specops-poll", unit, *journal_argv(unit, position)[1:]]
+
+
+def position_slots(position: str) -> dict[str, str]:
+    """The values of a planned poll's slots `since` and `cursor` for this position (a cursor, or a time on a
+    host whose journal had no entry yet)."""
+    return {"since": "--after-cursor" if is_cursor(position) else "--since", "cursor": position}
 
 
 def is_cursor(position: str) -> bool:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from specops.commands.journal import CURSOR_PLACEHOLDER, is_cursor
+
 KERNEL_GREP = r"NVRM: (Xid|.*fallen off the bus)"  # journalctl --grep (PCRE2, systemd >= 237)
 MAX_EVENTS = 500  # the newest N matching entries: a flood of Xid 45 must not make the answer unbounded
 FALLEN_OFF_XID = 79
@@ -49,12 +51,19 @@ def kernel_log_argv(since: str | None = None, grep: bool = True, limit: int = MA
     argv = ["journalctl", "-k", "-o", "short-iso-precise", "--no-pager", "-n", str(limit)]
     if since is None:
         argv.append("-b")
-    elif since.startswith("s=") and ";" in since:
-        at = cursor_time(since)
-        argv += ["--since", at] if at else ["--after-cursor", since]
     else:
-        argv += ["--since", since]
+        word = since_word(since)
+        argv += ["--since", word] if word else ["--after-cursor", since]
     return argv + (["--grep", KERNEL_GREP] if grep else [])
+
+
+def since_word(position: str) -> str | None:
+    """`--since`'s value for a journal position (the `cursor` slot of a planned kernel-journal read): the time a
+    cursor carries, a time as it is; None for a cursor without one (journald's always carry `t=`). The plan's
+    mark stays as it is, so the dry run shows `--since <cursor>`."""
+    if position == CURSOR_PLACEHOLDER or not is_cursor(position):
+        return position
+    return cursor_time(position)
 
 
 GPU_FAULT_SCRIPT = (

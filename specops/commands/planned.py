@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -47,12 +47,64 @@ class HostCommand:
     def shown(self) -> str:
         return command_line(self.argv)
 
+    @property
+    def slots(self) -> tuple[Slot, ...]:
+        """The run-time words this command holds, in the order of their first word."""
+        return tuple(slot for slot in SLOTS.values() if any(slot.held_by(word) for word in self.argv))
+
+    def filled(self, **values: str | Sequence[str]) -> HostCommand:
+        """This command with its slots filled (a slot's name = its value): the only words a run may add to what
+        the plan printed. A value for a slot the command does not hold is a mistake of its executor (ValueError):
+        it would run a command the plan never showed. A whole-word slot filled with a sequence becomes its words
+        (the processes a reap stops); a Secret mark is filled with a Secret (shown *** like the plan)."""
+        known = {slot.name for slot in self.slots}
+        if wrong := sorted(set(values) - known):
+            raise ValueError(f"{self.shown}: no slot {', '.join(wrong)} to fill (it holds {sorted(known) or 'none'})")
+        words: list[str] = []
+        for word in self.argv:
+            slot = next((SLOTS[name] for name in values if SLOTS[name].held_by(word)), None)
+            words += [word] if slot is None else slot.fill(word, values[slot.name])
+        return replace(self, argv=tuple(words))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind, "command": self.shown, "argv": shown_argv(self.argv), "times": str(self.times),
             "path": self.path or None, "mode": f"{self.mode:04o}" if self.mode is not None else None,
             "stdin": self.stdin or None, "note": self.note or None,
         }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A word a plan cannot know (the gates' cause, the journal's cursor, the compile cache's key...): the plan
+    shows `mark` in its place and the step's executor fills it (HostCommand.filled). `whole`: the mark is a word
+    of its own (else it sits inside a word, as the cause inside the rollback's reason)."""
+
+    name: str
+    mark: str
+    whole: bool = False
+
+    def held_by(self, word: str) -> bool:
+        return str.__str__(word) == self.mark if self.whole else self.mark in str.__str__(word)
+
+    def fill(self, word: str, value: str | Sequence[str]) -> list[str]:
+        if isinstance(value, str):
+            filled = str.__str__(word).replace(self.mark, str.__str__(value)) if not self.whole else value
+            return [type(word)(filled) if type(word) is not str else filled]  # a Secret mark stays a Secret
+        if not self.whole:
+            raise ValueError(f"slot {self.name} sits inside a word: fill it with one word")
+        return [str(item) for item in value]
+
+
+# The slots of the deploy's commands, by name; each mark is what the dry run prints in the slot's place.
+SLOTS = {slot.name: slot for slot in (
+    Slot("cause", "<the gates' cause>"),  # the rollback's reason: why the gates failed
+    Slot("key", "<torch>-<cuda>-<arch>"),  # the compile cache's key, from the preflight's facts
+    Slot("cursor", "<cursor>", whole=True),  # the journal's end read right before a restart
+    Slot("since", "--after-cursor", whole=True),  # ... or, on a host whose journal is empty, --since its clock
+    Slot("dead", "deadholder", whole=True),  # the token of a lock holder proven dead here (a Secret: ***)
+    Slot("processes", "PID:START:INVOCATION_ID", whole=True),  # the orphans a reap stops
+)}  # fmt: skip
 
 
 def run(argv: list[str], *, stdin: str = "", times: Times = Times.ONCE, note: str = "", role: str = "") -> HostCommand:

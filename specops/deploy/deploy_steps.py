@@ -80,7 +80,7 @@ def _after_gates(host_plan: HostPlan, choice: Choice, guard: bool) -> list[Step]
                    "marked, and the rollback runs only to a release verified on this environment)" if blame.marks_bad
                    else f"{release_id} NOT marked bad ({blame.reason})")  # fmt: skip
         commands = cmds.rollback_commands(spec, choice.rollback_to.id, reason, profile.drain.timeout_s,
-                                          not blame.marks_bad)  # fmt: skip
+                                          not blame.marks_bad, host_blamed=blame.marks_bad)  # fmt: skip
         steps.append(Step("rollback", f"roll back to {choice.rollback_to.id} with its unit and env file, then the "
                           f"same gates; {marking}", tuple(commands), FAILED, phase="rollback",
                           handler=Handler.ROLLBACK))  # fmt: skip

@@ -11,24 +11,22 @@ the journal gave.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from specops.commands.journal import last_entry_argv
-from specops.commands.planned import run
-from specops.commands.unit import parse_show, show_argv
+from specops.commands.unit import parse_show
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy import step_commands as cmds
 from specops.deploy.outcome import HostOutcome, Outcome
-from specops.deploy.steps import Condition, Handler, HostCommand, Step, Times
+from specops.deploy.steps import Condition, Handler, HostCommand, Step
 from specops.engine.gates import GateResult
 from specops.errors import ExitCode
 from specops.host.base import Host
 from specops.ops.planned import script_reply
 from specops.ops.status import stopped_since
 
-ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
 READ_TIMEOUT_S = 60.0
 
 
@@ -67,18 +65,17 @@ class EngineState:
         return self.shown + (f" since {self.since}" if self.since else "")
 
 
-def engine_state_argv(unit_name: str) -> list[str]:
-    return show_argv(unit_name, ENGINE_PROPERTIES)
-
-
-def read_engine_state(host: Host, spec: HostSpec, *, ask_http: bool = True) -> EngineState:
+def read_engine_state(host: Host, spec: HostSpec, *, ask_http: bool = True,
+                      planned: Sequence[HostCommand] = ()) -> EngineState:  # fmt: skip
     """Whether the engine runs: one request, and for an active unit one HTTP request to the engine (through the
     SSH connection, no host command) unless `ask_http` is False (then an active unit counts as answering). An
-    answer systemd could not give reads as not running."""
-    result = host.run(engine_state_argv(spec.unit_name), timeout=READ_TIMEOUT_S, check=False)
+    answer systemd could not give reads as not running. `planned`: the read step's commands (the plan's own;
+    default: the same ones, cmds.engine_read_commands)."""
+    state, last = planned or cmds.engine_read_commands(spec)
+    result = host.run(state.argv, timeout=READ_TIMEOUT_S, check=False)
     show = parse_show(result.text) if result.ok else {}
     active = show.get("ActiveState", "").strip() or "unknown"
-    since = stopped_since(host, show, spec.unit_name) if active != "active" else ""
+    since = stopped_since(host, show, spec.unit_name, last.argv) if active != "active" else ""
     answering = active != "active" or not ask_http or engine_answers(host, spec)
     return EngineState(active, show.get("SubState", "").strip() or "?", since, answering)
 
@@ -89,13 +86,6 @@ def engine_answers(host: Host, spec: HostSpec) -> bool:
 
     with EngineClient(host, spec) as engine:
         return engine.answers()
-
-
-def read_step_commands(spec: HostSpec) -> list[HostCommand]:
-    note = "a verified release whose engine is not active is started through the gates, not left stopped"
-    since = "only when the engine is not active and systemd no longer knows since when: its last journal entry"
-    return [run(engine_state_argv(spec.unit_name), note=note),
-            run(last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since)]  # fmt: skip
 
 
 def start_steps(spec: HostSpec, profile: Profile, release_id: str, engine: EngineState, reap: bool) -> list[Step]:

@@ -16,21 +16,21 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from specops.commands.cache import cache_key
-from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
+from specops.commands.conversation import CONVERSATION_TIMEOUT_S
 from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy.blame import environment_hint, failed_gates_blame
 from specops.deploy.fixed_steps import GATE_FAILED, FixedSteps
 from specops.deploy.host_state import bad_build_warnings, read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
-from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, plan_steps
+from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, lock_steps, plan_steps
 from specops.deploy.preflight import judge, preflight_record
 from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, interrupted_serving, rollback_host
 from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
-from specops.deploy.step_commands import MANIFEST
-from specops.deploy.steps import Action, Handler, Step, step_applies
+from specops.deploy.step_commands import CONVERSATION, MANIFEST, PUSH_SESSION
+from specops.deploy.steps import Action, Handler, HostSteps, Step, step_applies
 from specops.diagnose.fingerprint import fingerprint_from_facts
 from specops.doctor.model import CheckContext
 from specops.doctor.registry import all_checks, run_checks
@@ -74,27 +74,34 @@ def deploy_host(
         reporter.event(Event(spec.name, "lock", text))
 
     holder = lock.LockHolder.current(options.command)
+    locking = lock_steps(spec, Secret(holder.token), options.lock_wait_s)  # the plan's own lock and unlock steps
+    (talk,), (push,) = locking[0].part(CONVERSATION), locking[0].part(PUSH_SESSION)
     locked = False
     deploy: _HostDeploy | None = None
     try:
         # Both execs start at once (two login shells side by side); the push session lists the releases only
         # once the lock is held, and the conversation answers its first request (the lock) once it is up.
-        with open_host() as connection, conversation(connection, conversation_argv(spec.python),
+        with open_host() as connection, conversation(connection, talk.argv,
                                                       lifetime_s=CONVERSATION_TIMEOUT_S) as host:  # fmt: skip
             with (
                 open_push(host, spec, max_bytes=plan.staged.total_bytes, on_request=True,
-                          wait_s=options.lock_wait_s) as session,
-                lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say) as held,
+                          wait_s=options.lock_wait_s, planned=push) as session,
+                lock.acquire(host, holder, wait_s=options.lock_wait_s, on_event=say,
+                             commands=lock.LockCommands.planned(locking[0].commands + locking[1].commands)) as held,
             ):  # fmt: skip
                 locked = True
                 outcome.lock_taken_over = held.takeover_note
-                deploy = _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for)
+                deploy = _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for, locking)
                 deploy.run(session)
-            outcome.read_serving(host, spec)
-            record_outcome(open_host, host_plan, options, outcome, host=host)
+            steps: HostSteps | None = getattr(deploy, "steps", None)  # None: a deploy that stopped before its plan
+            serving, record = (steps.step("serving"), steps.step("record")) if steps else (None, None)
+            outcome.read_serving(host, spec, serving.commands if serving else ())
+            record_outcome(open_host, host_plan, options, outcome, host=host, record=record)
     except BaseException as error:  # the summary names the cause; this only ends the host's live row
         if locked and isinstance(error, SpecopsError | KeyboardInterrupt):
-            record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost))
+            planned: HostSteps | None = getattr(deploy, "steps", None)  # its record step, once it planned
+            record_stop(open_host, host_plan, options, outcome, error, reporter, lock_lost=isinstance(error, LockLost),
+                        record=planned.step("record") if planned else None)  # fmt: skip
         if deploy is not None and isinstance(error, RemoteTimeout | ConnectError):  # the host stopped answering
             outcome.after = outcome.lost(deploy.phase)
         if isinstance(error, SpecopsError | KeyboardInterrupt):  # what it knew reaches the summary and --json
@@ -119,6 +126,7 @@ class _HostDeploy(FixedSteps):
     outcome: HostOutcome
     reporter: Reporter
     profile_for: ProfileFor
+    locking: tuple[Step, Step]  # the lock and unlock steps the lock was taken with: the plan holds these
 
     def __post_init__(self) -> None:
         self.spec = self.host_plan.target.host
@@ -149,7 +157,7 @@ class _HostDeploy(FixedSteps):
         """`session`: the push conversation, started with the deploy; the listing is read from it now (locked)."""
         self.state = read_state(self.host, session, self.plan.staged, self.host_plan)
         token = Secret(self.held.holder.token)
-        self.steps = plan_steps(self.plan.staged, self.host_plan, self.state, self.options, token)
+        self.steps = plan_steps(self.plan.staged, self.host_plan, self.state, self.options, token, self.locking)
         self.outcome.previous = self.outcome.release = self.state.listing.current
         for line in bad_build_warnings(
             self.state.listing, self.plan.staged.tree_hash, self.profile.name, self.spec.name
@@ -218,12 +226,12 @@ class _HostDeploy(FixedSteps):
     def _pre_stop(self, _step: Step) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter)
 
-    def _stop(self, _step: Step) -> None:
+    def _stop(self, step: Step) -> None:
         """A stop that leaves the GPUs busy ends the deploy: no engine is started on them, and the guard (which
         would start the last verified release on them) is disarmed; the outcome names the holders and the fix."""
         self.stop_asked = True
         if stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.options.reap,
-                          self.held.confirm):  # fmt: skip
+                          self.held.confirm, step):  # fmt: skip
             return
         self.checks_ok = False
         disarm = self.steps.step("disarm")  # planned with every guard
@@ -266,7 +274,7 @@ class _HostDeploy(FixedSteps):
         self.outcome.cause = "; ".join(f"{r.id}: {r.summary}" for r in verdict.blocking)
         self.outcome.hint = verdict.hint()
 
-    def _gates(self, _step: Step) -> None:
+    def _gates(self, step: Step) -> None:
         listing, release = self.state.listing, self.steps.release
         starts = self.steps.action is Action.START  # the same release again: its own figures are the baseline
         previous = last_verified_figures(listing, self.profile.name, exclude=None if starts else release)
@@ -275,10 +283,11 @@ class _HostDeploy(FixedSteps):
         if expected is not None:
             self.reporter.event(Event(self.spec.name, "gates", expected))
         self.gates = restart_and_gate(self.host, self.spec, self.profile, previous, self.reporter,
-                                      cancel=self.options.cancel, speedup_baseline=speedup_baseline)  # fmt: skip
+                                      cancel=self.options.cancel, speedup_baseline=speedup_baseline,
+                                      planned=step.commands)  # fmt: skip
         self.outcome.gates = self.gates
 
-    def _rollback(self, _step: Step) -> None:
+    def _rollback(self, step: Step) -> None:
         assert self.gates is not None and self.steps.rollback_to is not None
         blame = failed_gates_blame(self.host, self.spec, self.steps.config, self.gates, self.steps.rollback_to,
                                    self.facts_record)  # fmt: skip
@@ -290,5 +299,6 @@ class _HostDeploy(FixedSteps):
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
                                reap=self.options.reap, confirm=self.held.confirm,
-                               not_marked="" if blame.marks_bad else blame.reason)  # fmt: skip
+                               not_marked="" if blame.marks_bad else blame.reason, planned=step.commands,
+                               cause=self.gates.cause)  # fmt: skip
         self.outcome.rolled_back(result)

@@ -3,8 +3,8 @@ HostCommand objects, the ones `--dry-run` prints (specops/deploy/deploy_steps.py
 
 Why a separate part of the deploy: these handlers never build a command line. What they add is only what the
 plan cannot know: a file's content (the env file's secrets, the unit's text, the guard's script), a manifest
-update's changes (the gates), and the compile cache's key (its commands are built by the plan's own builder,
-specops/commands/cache.py `prepare_commands`). tests/test_layering.py keeps them free of argv builders.
+update's changes (the gates), and the compile cache's key (filled into the plan's cache commands' slot).
+tests/test_layering.py keeps them free of argv builders.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from specops.commands.cache import CACHE_ROLE
 from specops.deploy import engine_start
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.step_commands import MANIFEST
@@ -60,11 +61,11 @@ class FixedSteps:
         self.outcome.cause = engine_start.started_note(self.state.engine)
 
     def _unit(self, step: Step) -> None:
-        """Each part of the step runs its planned commands; the compile cache's, planned with a mark for its key,
-        are built by the same function with the key the preflight found."""
+        """Each part of the step runs its planned commands; the compile cache's, planned with a slot for its key,
+        with the key the preflight found filled in."""
         text = self.host_plan.unit_text
         install_release_env(self.host, step.part(unit.RELEASE_ENV), self.host_plan.env_text)  # live: at the restart
-        compile_cache.prepare(self.host, self.spec, self.cache_key)
+        compile_cache.prepare(self.host, self.spec, self.cache_key, step.part(CACHE_ROLE))
         install_boot_unit(self.host, self.spec, step.part(unit.BOOT), lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
         if step.part(unit.UNIT):  # planned when the unit's text changed
             install_unit(self.host, self.spec, text, step.part(unit.UNIT))

@@ -11,13 +11,12 @@ from dataclasses import replace
 from typing import Any
 
 from specops.build.stage import StagedBuild, build_id
-from specops.commands.release import Listing, release_env_path
-from specops.commands.unit import read_unit_argv
-from specops.config.inventory import HostSpec
+from specops.commands.release import Listing
 from specops.config.secrets import Secret
+from specops.deploy import step_commands as cmds
 from specops.deploy.engine_start import engine_answers, read_engine_state
-from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps
-from specops.deploy.steps import Action, HostSteps
+from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps, read_step
+from specops.deploy.steps import Action, HostSteps, Step
 from specops.host.base import Host
 from specops.ops.lock import local_who
 from specops.ops.release import PushSession, open_push
@@ -37,19 +36,19 @@ def manifest_fields(host_plan: HostPlan) -> dict[str, Any]:
     }
 
 
-def read_installed_unit(host: Host, unit_name: str) -> str | None:
+def read_installed_unit(host: Host, read: Step) -> str | None:
     """The installed unit's text, or None when there is none (cat exits 1: an answer, not a failure)."""
-    result = host.run(read_unit_argv(unit_name), timeout=READ_TIMEOUT_S, check=False)
+    (command,) = read.part(cmds.INSTALLED_UNIT)
+    result = host.run(command.argv, timeout=READ_TIMEOUT_S, check=False)
     return result.text if result.ok else None
 
 
-def read_current_env(host: Host, spec: HostSpec, current: str | None) -> str | None:
+def read_current_env(host: Host, read: Step) -> str | None:
     """The env file the current release runs with: the one recorded with it, else (a release from before
     releases kept their env file) the live one; None when neither exists. Read as root over the deploy's own
     conversation and compared on this machine, never printed."""
-    paths = ([release_env_path(spec, current)] if current else []) + [spec.env_file]
-    for path in paths:
-        result = host.run(["cat", path], timeout=READ_TIMEOUT_S, check=False)  # missing: the next one
+    for command in (*read.part(cmds.RELEASE_ENV_FILE), *read.part(cmds.LIVE_ENV_FILE)):
+        result = host.run(command.argv, timeout=READ_TIMEOUT_S, check=False)  # missing: the next one
         if result.ok:
             return result.text
     return None
@@ -63,17 +62,19 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     new_id = staged.release_id(profile, host_plan.unit_text, host_plan.env_shown)
     session.prepare(staged, release_id=new_id, manifest_fields=manifest_fields(host_plan))
     listing = session.listing
-    unit_text = read_installed_unit(host, host_plan.target.host.unit_name)
     spec = host_plan.target.host
-    env_text = read_current_env(host, spec, listing.current)
-    engine = read_engine_state(host, spec, ask_http=False)
+    read = read_step(spec, listing.current)  # the plan's read step: these very commands read the host
+    unit_text = read_installed_unit(host, read)
+    env_text = read_current_env(host, read)
+    engine = read_engine_state(host, spec, ask_http=False,
+                               planned=(*read.part(cmds.ENGINE_READ), *read.part(cmds.LAST_ENTRY)))  # fmt: skip
     choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)
     if choice.action is Action.UNCHANGED:  # only then does it matter whether the engine answers: ask it now
         engine = replace(engine, answering=engine_answers(host, spec))
         choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)
     pushes = choice.action is Action.DEPLOY and choice.reuse is None and choice.base is not None
     base_files = session.base_files(choice.base) if pushes and choice.base is not None else None
-    return HostState(listing, unit_text, new_id, base_files, engine, env_text)
+    return HostState(listing, unit_text, new_id, base_files, engine, env_text, read)
 
 
 def preview(host: Host, staged: StagedBuild, host_plan: HostPlan, options: DeployOptions) -> HostSteps:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 
-from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
+from specops.commands.conversation import CONVERSATION_TIMEOUT_S
 from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
 from specops.deploy.rollback import ProfileFor, RollbackResult, interrupted_serving, rollback_host
 from specops.deploy.rollback_plan import RollbackPlan, plan_rollback
 from specops.deploy.serving import read_serving
+from specops.deploy.step_commands import conversation_commands
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
@@ -60,7 +61,8 @@ def manual_rollback(
     def say(text: str) -> None:
         reporter.event(Event(spec.name, "lock", text))
 
-    talk = conversation(host, conversation_argv(spec.python), lifetime_s=CONVERSATION_TIMEOUT_S)
+    (opening,) = conversation_commands(spec)  # the deploy's own conversation command
+    talk = conversation(host, opening.argv, lifetime_s=CONVERSATION_TIMEOUT_S)
     with talk as on_host:
         plan_manual_rollback(on_host, spec, profile_for, target_id, force)  # refused: the lock is never taken
         with lock.acquire(on_host, holder, wait_s=lock_wait_s, on_event=say) as held:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from specops.commands.planned import HostCommand
 from specops.config.inventory import HostSpec
 from specops.deploy.rollback import RollbackResult
 from specops.deploy.rollback_restore import Restoration
@@ -86,12 +88,12 @@ class HostOutcome:
             return self.after
         return f"{self.host}: {self.serving.line()}" if self.serving is not None else ""
 
-    def read_serving(self, host: Host, spec: HostSpec) -> None:
+    def read_serving(self, host: Host, spec: HostSpec, planned: Sequence[HostCommand] = ()) -> None:
         """What serves at the end, read once on the deploy's connection (a failed rollback already said that
-        nothing verified serves, whatever runs)."""
+        nothing verified serves, whatever runs); `planned`: the plan's serving step's commands."""
         if self.outcome is Outcome.ROLLBACK_FAILED:
             return
-        serving = read_serving(host, spec)
+        serving = read_serving(host, spec, planned)
         if serving is not None and self.release is None and serving.release is not None:
             serving = replace(serving, failed_gates=True)  # the gates said it does not serve, whatever runs
         self.serving = serving

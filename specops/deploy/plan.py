@@ -25,11 +25,12 @@ from specops.commands.release import Listing, ReleaseInfo, files_to_send, newest
 from specops.commands.systemd import flag_spellings, render_env_file, render_unit
 from specops.commands.unit import sha256_text
 from specops.config.builds import BuildChoice, choose_build
+from specops.config.inventory import HostSpec
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
 from specops.deploy import step_commands as cmds
 from specops.deploy.deploy_steps import deploy_steps
-from specops.deploy.engine_start import EngineState, read_step_commands, start_steps
+from specops.deploy.engine_start import EngineState, start_steps
 from specops.deploy.steps import Action, Handler, HostSteps, PushPlan, Step
 from specops.errors import SpecopsError
 from specops.ops.lock import lock_root
@@ -139,6 +140,7 @@ class HostState:
         default_factory=EngineState
     )  # whether the unit runs: a stopped engine is never "unchanged"
     env_text: str | None = None  # the env file the current release runs with (secrets: never printed)
+    read: Step | None = None  # the read step whose commands read the host (read_step): the plan holds it
 
 
 @dataclass(frozen=True)
@@ -202,23 +204,40 @@ def _same_release(staged: StagedBuild, releases: list[ReleaseInfo], new_id: str)
     return exact or identical_release(staged, releases)
 
 
+def lock_steps(spec: HostSpec, token: str, lock_wait_s: float) -> tuple[Step, Step]:
+    """The lock and unlock steps: made before the lock is taken, since the deploy starts its conversations and
+    takes, keeps and releases the lock with these very commands; its plan then holds the same objects."""
+    lock = Step("lock", f"take the lock ({lock_root()}), heartbeat while deploying",
+                (*cmds.conversation_commands(spec), *cmds.push_session_commands(spec),
+                 *cmds.lock_commands(token, lock_wait_s)), phase="lock")  # fmt: skip
+    return lock, Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+
+
+def read_step(spec: HostSpec, current: str | None) -> Step:
+    """What a deploy reads under its lock once the listing names `current` (deploy/host_state.py runs these)."""
+    return Step(
+        "read",
+        "read the host's releases (on the push conversation), installed unit and current env file",
+        (*cmds.read_commands(spec, current), *cmds.engine_read_commands(spec)),
+    )
+
+
 def plan_steps(
-    staged: StagedBuild, host_plan: HostPlan, state: HostState, options: DeployOptions, token: str
+    staged: StagedBuild,
+    host_plan: HostPlan,
+    state: HostState,
+    options: DeployOptions,
+    token: str,
+    locking: tuple[Step, Step] | None = None,
 ) -> HostSteps:
-    """The steps of this host's deploy, both branches (gates pass / fail) included; `token` is the lock's."""
+    """The steps of this host's deploy, both branches (gates pass / fail) included; `token` is the lock's;
+    `locking`: the lock and unlock steps the deploy took its lock with (lock_steps)."""
     spec = host_plan.target.host
     choice = choose(
         staged, host_plan, state.listing, state.unit_text, state.new_release_id, state.engine, state.env_text
     )
-    lock = Step("lock", f"take the lock ({lock_root()}), heartbeat while deploying",
-                (*cmds.conversation_commands(spec), *cmds.push_session_commands(spec),
-                 *cmds.lock_commands(token, options.lock_wait_s)), phase="lock")  # fmt: skip
-    read = Step(
-        "read",
-        "read the host's releases (on the push conversation), installed unit and current env file",
-        (*cmds.read_commands(spec, state.listing.current), *read_step_commands(spec)),
-    )
-    unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+    lock, unlock = locking or lock_steps(spec, token, options.lock_wait_s)
+    read = state.read or read_step(spec, state.listing.current)
     serving = cmds.serving_step(spec)
     record = Step("record", f"append the outcome to {spec.service_dir}/audit.jsonl and the local audit log",
                   tuple(cmds.record_commands(spec)))  # fmt: skip

@@ -16,9 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specops.commands import planned
-from specops.commands import release as release_cmd
-from specops.commands.conversation import CONVERSATION_TIMEOUT_S, conversation_argv
+from specops.commands.conversation import CONVERSATION_TIMEOUT_S
 from specops.commands.manifest import Figures
 from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
@@ -61,22 +59,34 @@ class HostRestart:
         return {**self.outcome.to_json(), "action": "restart", "engine_before": self.before.describe()}
 
 
+def lock_steps(spec: HostSpec, token: str, lock_wait_s: float) -> tuple[Step, Step]:
+    """The lock and unlock steps, made before the lock is taken: the restart takes it with these commands."""
+    lock_step = Step("lock", f"take the lock ({lock.lock_root()}), heartbeat while restarting",
+                     (*cmds.conversation_commands(spec), *cmds.lock_commands(token, lock_wait_s)),
+                     phase="lock")  # fmt: skip
+    return lock_step, Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
+
+
+def read_step(spec: HostSpec) -> Step:
+    """What a restart reads under its lock before it plans (`_locked` runs these very commands)."""
+    return Step("read", "read the host's releases and whether the engine runs",
+                (*cmds.listing_commands(spec), *cmds.engine_read_commands(spec)))  # fmt: skip
+
+
 def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engine: EngineState,
-                 options: RestartOptions, token: str) -> HostSteps:  # fmt: skip
+                 options: RestartOptions, token: str,
+                 locking: tuple[Step, Step] | None = None, read: Step | None = None) -> HostSteps:  # fmt: skip
     """The restart's steps for what the host said; refuses (ChecksFailed, nothing changed) without a current
-    release: there is nothing to restart, and starting an unknown tree is a deploy's job."""
+    release: there is nothing to restart, and starting an unknown tree is a deploy's job. `locking`: the lock
+    and unlock steps the restart took its lock with (lock_steps)."""
     current = next((r for r in listing.releases if r.id == listing.current), None)
     if current is None:
         raise ChecksFailed(f"{spec.name}: no current release to restart: nothing was changed",
                            hint=f"deploy one first: specops deploy {spec.name} --build PATH")  # fmt: skip
     profile = profile_for(current.profile)
-    lock_step = Step("lock", f"take the lock ({lock.lock_root()}), heartbeat while restarting",
-                     (*cmds.conversation_commands(spec), *cmds.lock_commands(token, options.lock_wait_s)),
-                     phase="lock")  # fmt: skip
-    read = Step("read", "read the host's releases and whether the engine runs",
-                (planned.run(release_cmd.list_argv(spec)), *engine_start.read_step_commands(spec)))  # fmt: skip
+    lock_step, unlock = locking or lock_steps(spec, token, options.lock_wait_s)
+    read = read or read_step(spec)
     middle = engine_start.start_steps(spec, profile, current.id, engine, options.reap)
-    unlock = Step("unlock", "release the lock", tuple(cmds.unlock_commands(token)))
     record = Step("record", f"append the outcome (action restart) to {spec.service_dir}/audit.jsonl and the local "
                   "audit log", tuple(cmds.record_commands(spec)))  # fmt: skip
     serving = cmds.serving_step(spec)
@@ -104,15 +114,23 @@ def restart_host(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: 
     def say(text: str) -> None:
         reporter.event(Event(spec.name, "lock", text))
 
-    talk = conversation(host, conversation_argv(spec.python), lifetime_s=CONVERSATION_TIMEOUT_S)
-    with talk as on_host, lock.acquire(on_host, holder, wait_s=options.lock_wait_s, on_event=say) as held:
-        return _locked(on_host, spec, profile_for, reporter, options, held)
+    locking = lock_steps(spec, Secret(holder.token), options.lock_wait_s)
+    (command,) = locking[0].part(cmds.CONVERSATION)
+    talk = conversation(host, command.argv, lifetime_s=CONVERSATION_TIMEOUT_S)
+    planned = lock.LockCommands.planned(locking[0].commands + locking[1].commands)
+    with (
+        talk as on_host,
+        lock.acquire(on_host, holder, wait_s=options.lock_wait_s, on_event=say, commands=planned) as held,
+    ):
+        return _locked(on_host, spec, profile_for, reporter, options, held, locking)
 
 
 def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter, options: RestartOptions,
-            held: lock.HostLock) -> HostRestart:  # fmt: skip
-    listing, engine = read_listing(host, spec), read_engine_state(host, spec)
-    steps = restart_plan(spec, profile_for, listing, engine, options, Secret(held.holder.token))
+            held: lock.HostLock, locking: tuple[Step, Step]) -> HostRestart:  # fmt: skip
+    read = read_step(spec)
+    (listed,), engine_read = read.part(cmds.LISTING), (*read.part(cmds.ENGINE_READ), *read.part(cmds.LAST_ENTRY))
+    listing, engine = read_listing(host, spec, listed), read_engine_state(host, spec, planned=engine_read)
+    steps = restart_plan(spec, profile_for, listing, engine, options, Secret(held.holder.token), locking, read)
     current = next(r for r in listing.releases if r.id == listing.current)
     outcome = HostOutcome(spec.name, Outcome.ERROR, release=current.id, attempted=current.id, previous=current.id,
                           lock_taken_over=held.takeover_note)  # fmt: skip
@@ -129,7 +147,8 @@ def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Repor
         _audit(host, spec, steps, run)
         raise
     _audit(host, spec, steps, run)
-    outcome.read_serving(host, spec)  # the summary's last line: what serves now, as read from the host
+    serving = steps.step("serving")  # the summary's last line: what serves now, as read from the host
+    outcome.read_serving(host, spec, serving.commands if serving else ())
     return HostRestart(outcome, engine)
 
 
@@ -192,14 +211,15 @@ class _Restart:
     def _pre_stop(self, _step: Step) -> None:
         self.checks_ok = stop_step.pre_stop(self.spec, self.steps.release, self.outcome, self.reporter, "restart")
 
-    def _stop(self, _step: Step) -> None:
+    def _stop(self, step: Step) -> None:
         self.outcome.release = None  # from here on nothing serves until the gates pass
         self.stop_asked = True
         self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap,
-                                        self.held.confirm)  # fmt: skip
+                                        self.held.confirm, step)  # fmt: skip
 
-    def _gates(self, _step: Step) -> None:
-        self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter)
+    def _gates(self, step: Step) -> None:
+        self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter,
+                                      planned=step.commands)  # fmt: skip
         self.outcome.gates = self.gates
 
     def _started(self, step: Step) -> None:
@@ -226,4 +246,5 @@ def _audit(host: Host, spec: HostSpec, steps: HostSteps, run: _Restart) -> None:
         entry["drain"] = outcome.stop.drain.to_json()
     if outcome.lock_taken_over:
         entry["lock_taken_over"] = outcome.lock_taken_over
-    audit.record(host, spec, entry)
+    record = steps.step("record")
+    audit.record(host, spec, entry, planned=[command.argv for command in record.commands] if record else ())

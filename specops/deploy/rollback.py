@@ -8,25 +8,28 @@ of hanging.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from specops.commands.manifest import Figures
+from specops.commands.planned import HostCommand
 from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
+from specops.deploy import step_commands as cmds
 from specops.deploy.rollback_restore import Restoration, restore_serving, serve_after_interruption, stays_dark
 from specops.deploy.serving import Serving, rollback_failed_line
 from specops.engine.gates import GateResult, restart_and_gate
-from specops.engine.readiness import journal_position
+from specops.engine.readiness import ReadinessCommands, journal_position
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import interrupts
-from specops.ops.engine_stop import Confirm, GpusBusy, StopResult, no_lock, stop_engine
+from specops.ops.engine_stop import Confirm, GpusBusy, StopCommands, StopResult, no_lock, stop_engine
 from specops.ops.lock import LockLost
-from specops.ops.release import read_listing, rollback_release, update_manifest
+from specops.ops.planned import script_reply
+from specops.ops.release import ROLLBACK_TIMEOUT_S, read_listing, run_script, update_manifest
 
 ProfileFor = Callable[[str | None], Profile]
 
@@ -113,7 +116,7 @@ def smoke_figures(release: ReleaseInfo | None) -> Figures | None:
 def rollback_host(
     host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
     *, force: bool = False, reap: bool = False, listing: Listing | None = None, confirm: Confirm = no_lock,
-    not_marked: str = "",
+    not_marked: str = "", planned: Sequence[HostCommand] = (), cause: str = "",
 ) -> RollbackResult:  # fmt: skip
     """Drain and stop what serves, switch back to `target_id` (chosen and checked by the caller: the host's own
     refusal is a safety net), restart, gate. Never raises for a host-side refusal or GPUs that stay busy: the
@@ -122,11 +125,15 @@ def rollback_host(
     lock's check, before each command that stops or switches (lost: LockLost, nothing more changes). Interrupted
     (SIGINT, SIGTERM, SIGHUP): the verified release `current` names (what served, or the target) is started
     again unless it runs, the line saying so is noted, and the interruption goes on. `not_marked`: why the
-    release it leaves is not marked bad (deploy/blame.py; "": it is marked)."""
-    before = listing if listing is not None else read_listing(host, spec)
+    release it leaves is not marked bad (deploy/blame.py; "": it is marked). `planned`: the plan's rollback step
+    (a deploy's), whose commands run as they are, `cause` filled into its reason's slot; without one (`specops
+    rollback`, which prints no steps) the same commands are made here with the step's own builder."""
+    if not planned:  # the drain budget is only the plan's note: no plan is shown here
+        planned = cmds.rollback_commands(spec, target_id, reason, 0, bool(not_marked), force)
+    commands = _Commands(planned, cause, bool(not_marked))
+    before = listing if listing is not None else read_listing(host, spec, commands.listing)
     try:
-        result = _rollback(host, spec, profile_for, target_id, reason, reporter, force, reap, before, confirm,
-                           not_marked)  # fmt: skip
+        result = _rollback(host, spec, profile_for, target_id, reporter, reap, before, confirm, commands)
         result.not_marked = not_marked if result.error is None else ""
         return result
     except KeyboardInterrupt as interruption:  # SIGINT, SIGTERM, SIGHUP: end serving a verified release
@@ -142,13 +149,27 @@ def interrupted_serving(interruption: KeyboardInterrupt, line: str) -> None:
     interruption.add_note(line)
 
 
-def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
-              force: bool, reap: bool, before: Listing, confirm: Confirm,
-              not_marked: str) -> RollbackResult:  # fmt: skip
+class _Commands:
+    """The rollback step's commands, by part: the listing, the stop, the journal position and readiness, the
+    host-side rollback (the one that marks the release it leaves bad, or the one that does not), the record."""
+
+    def __init__(self, planned: Sequence[HostCommand], cause: str, keep_unmarked: bool) -> None:
+        self.planned = tuple(planned)
+        by_role = {command.role: command for command in planned if command.role}
+        self.listing = by_role[cmds.LISTING]
+        self.stop = StopCommands.planned(planned)
+        self.readiness = ReadinessCommands.planned(planned)
+        switch = by_role[cmds.ROLLBACK_UNMARKED if keep_unmarked else cmds.ROLLBACK_MARKING]
+        self.switch = switch.filled(cause=cause) if cause else switch
+        self.record = by_role[cmds.MANIFEST]
+
+
+def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reporter: Reporter, reap: bool,
+              before: Listing, confirm: Confirm, commands: _Commands) -> RollbackResult:  # fmt: skip
     serving = next((r for r in before.releases if r.id == before.current), None)
     try:
         stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap,
-                              confirm=confirm)  # fmt: skip
+                              confirm=confirm, commands=commands.stop)  # fmt: skip
     except LockLost:  # someone else changes the host now: nothing more is done here, not even a restore
         raise
     except GpusBusy as busy:  # stopped, and starting it again would meet the same busy GPUs
@@ -161,8 +182,8 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
                                                 f"file, restarting {spec.unit_name}"))  # fmt: skip
     try:
         confirm("switching current")
-        cursor = journal_position(host)
-        reply = rollback_release(host, spec, target_id, reason, force=force, keep_unmarked=bool(not_marked))
+        cursor = journal_position(host, commands=commands.readiness)
+        reply = run_script(host, spec, list(commands.switch.argv), timeout=ROLLBACK_TIMEOUT_S)
     except LockLost:  # as above: whoever holds the lock now changes the host
         raise
     except SpecopsError as error:
@@ -171,8 +192,11 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
     to_id = str(reply.get("current"))
     target = next((r for r in before.releases if r.id == to_id), None)
     profile = profile_for(target.profile if target else None)
-    gates = restart_and_gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor)
-    if gates.passed:
+    gates = restart_and_gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor,
+                             planned=commands.planned)  # fmt: skip
+    if gates.passed and to_id == target_id:
+        script_reply(host, spec, commands.record, {"last_gates": gates.to_json()})
+    elif gates.passed:  # the host chose another release than the one planned (no target named: the newest)
         update_manifest(host, spec, to_id, {"last_gates": gates.to_json()})
     marked = reply.get("marked_bad")
     return RollbackResult(gates.passed, reply.get("previous"), to_id, gates, stopped=True,

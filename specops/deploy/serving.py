@@ -8,11 +8,13 @@ was lost and what the host-side guard will do about the unverified release, and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from specops.commands.guard import GUARD_INTERVAL_S
+from specops.commands.planned import HostCommand
 from specops.config.inventory import HostSpec
 from specops.errors import SpecopsError
 from specops.host.base import Host
@@ -53,11 +55,13 @@ class Serving:
                 "serves": self.serves}  # fmt: skip
 
 
-def read_serving(host: Host, spec: HostSpec) -> Serving | None:
-    """One read of what serves now; None when the host does not answer it (the summary then says it was not read)."""
+def read_serving(host: Host, spec: HostSpec, planned: Sequence[HostCommand] = ()) -> Serving | None:
+    """One read of what serves now; None when the host does not answer it (the summary then says it was not read).
+    `planned`: the plan's serving step's two commands (its listing, the unit's state), run as they are."""
+    listed, state = planned or (None, None)
     try:
-        listing = read_listing(host, spec)
-        active = unit_running(host, spec)
+        listing = read_listing(host, spec, listed)
+        active = unit_running(host, spec, state)
     except SpecopsError:
         return None
     current = next((r for r in listing.releases if r.id == listing.current), None)

@@ -1,10 +1,12 @@
 """The host commands of each deploy step, built with the pure builders (specops/commands/): the objects a Step holds.
 
-Pure: nothing here talks to a host. A step whose commands are fixed when planning (the env file, the unit, the
-guard, the disarm, the switch, the records, the watch) is run from these very objects (specops/ops/planned.py,
-specops/deploy/fixed_steps.py); one that depends on the run (the probe's script, the stop's polls, the gates,
-the rollback's cause, the compile cache's key) shows a placeholder here, and its executor builds the command
-with the same builder when it runs. The deploy tests record what a deploy ran and compare it with these lists.
+Pure: nothing here talks to a host. Every step is run from these very objects: the ones fixed when planning
+(the env file, the unit, the guard, the switch, the records, the watch) as they are (specops/ops/planned.py,
+specops/deploy/fixed_steps.py), and the ones holding a word only the run knows (the gates' cause, the journal's
+position, the compile cache's key, a dead lock holder's token, the processes a reap stops) with that slot filled
+in (specops/commands/planned.py HostCommand.filled); the executors find their commands by role. This is the one
+place a deploy calls the argv builders of specops/commands/ (tests/test_layering.py keeps it so), and the deploy
+tests compare what a deploy ran with these lists (tests/unit/deploy/test_one_definition.py).
 """
 
 from __future__ import annotations
@@ -28,26 +30,38 @@ from specops.commands.guard import (
 )
 from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.lock import lock_argv
-from specops.commands.planned import HostCommand, Times, put, run
+from specops.commands.planned import SLOTS, HostCommand, Times, put, run
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
 from specops.deploy.steps import Step
-from specops.ops import unit
-from specops.ops.audit import APPEND_FALLBACK, APPEND_SCRIPT, host_audit_path
+from specops.engine import readiness
+from specops.ops import engine_stop as stopping
+from specops.ops import lock, unit
+from specops.ops.audit import append_argvs, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
 
 MANIFEST = "manifest"  # a step's update of a release's manifest (HostCommand.role)
-CAUSE_PLACEHOLDER = "<the gates' cause>"
+CONVERSATION = "conversation"  # the lock step's command conversation (HostCommand.role)
+PUSH_SESSION = "push-session"  # the lock step's push conversation
+LISTING = "listing"  # the release script's list
+ROLLBACK_MARKING, ROLLBACK_UNMARKED = "rollback", "rollback-unmarked"  # the release it leaves marked bad, or not
+ENGINE_STATE = "engine-state"  # the unit's ActiveState (the stop's poll; what serves at the end)
+ENGINE_READ, LAST_ENTRY = "engine-read", "last-entry"  # whether the engine runs, and since when
+ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
+INSTALLED_UNIT = "installed-unit"  # the read step's unit
+RELEASE_ENV_FILE, LIVE_ENV_FILE = "release-env-file", "live-env-file"  # ... and the env file current runs with
+CAUSE_PLACEHOLDER = SLOTS["cause"].mark
 HOLDER = "holder.json (who, machine, pid, command, heartbeat time)"
-DEAD_HOLDER = Secret("0")  # the dead holder's token, known only once the lock is seen (shown ***)
+DEAD_HOLDER = Secret(SLOTS["dead"].mark)  # the dead holder's token, known only once the lock is seen (shown ***)
 
 
 def conversation_commands(spec: HostSpec) -> list[HostCommand]:
     """The deploy's one exec for commands (specops/host/conversation.py): each later `run` and `put` is a request
     on it, except the push (its own conversation, started next)."""
     argv = tuple(conversation_argv(spec.python))
-    return [HostCommand(argv, kind="conversation", stdin="one request per command below: its argv, then its stdin",
+    return [HostCommand(argv, kind="conversation", role=CONVERSATION,
+                        stdin="one request per command below: its argv, then its stdin",
                         note="one exec for the whole deploy; a host whose python cannot run it gets one exec per "
                         "command")]  # fmt: skip
 
@@ -57,18 +71,18 @@ def lock_commands(token: str, lock_wait_s: float) -> list[HostCommand]:
     waits = lock_wait_s > 0
     return [
         run(lock_argv("acquire", root, token, DEFAULT_STALE_AFTER_S), stdin=HOLDER,
-            times=Times.REPEATED if waits else Times.ONCE,
+            times=Times.REPEATED if waits else Times.ONCE, role=lock.ACQUIRE,
             note=f"every 2 s while another deploy holds it, up to {lock_wait_s:g} s" if waits else ""),
         run(lock_argv("acquire", root, token, DEFAULT_STALE_AFTER_S, DEAD_HOLDER), stdin=HOLDER,
-            times=Times.IF_NEEDED, note="only when the holder is a deploy on this machine that no longer runs: "
-            "its lock is taken over at once"),
-        run(lock_argv("heartbeat", root, token), stdin=HOLDER, times=Times.BACKGROUND,
+            times=Times.IF_NEEDED, role=lock.TAKEOVER, note="only when the holder is a deploy on this machine that "
+            "no longer runs: its lock is taken over at once"),
+        run(lock_argv("heartbeat", root, token), stdin=HOLDER, times=Times.BACKGROUND, role=lock.HEARTBEAT,
             note=f"every {DEFAULT_HEARTBEAT_S:g} s until the lock is released"),
     ]  # fmt: skip
 
 
 def unlock_commands(token: str) -> list[HostCommand]:
-    return [run(lock_argv("release", lock_root(), token))]
+    return [run(lock_argv("release", lock_root(), token), role=lock.RELEASE)]
 
 
 def push_session_commands(spec: HostSpec) -> list[HostCommand]:
@@ -76,26 +90,55 @@ def push_session_commands(spec: HostSpec) -> list[HostCommand]:
     return [
         run(
             release_cmd.session_argv(spec, on_request=True),
+            role=PUSH_SESSION,
             stdin="requests (the listing once the lock is held), then the push's tar (if any)",
             note="one conversation: the host's releases first; a push rides on it",
         )
     ]
 
 
+def listing_commands(spec: HostSpec) -> list[HostCommand]:
+    """The host's releases and `current` (a restart reads them on its command conversation)."""
+    return [run(release_cmd.list_argv(spec), role=LISTING)]
+
+
+def engine_state_argv(unit_name: str) -> list[str]:
+    return unit_cmd.show_argv(unit_name, ENGINE_PROPERTIES)
+
+
+def engine_read_commands(spec: HostSpec) -> list[HostCommand]:
+    """Whether the engine runs, before anything changes (deploy/engine_start.py `read_engine_state` runs them)."""
+    note = "a verified release whose engine is not active is started through the gates, not left stopped"
+    since = "only when the engine is not active and systemd no longer knows since when: its last journal entry"
+    return [run(engine_state_argv(spec.unit_name), note=note, role=ENGINE_READ),
+            run(journal.last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since,
+                role=LAST_ENTRY)]  # fmt: skip
+
+
 def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
     """The installed unit, and the env file the current release runs with (read as root, compared on this
     machine, never shown): its own, else the live one (a release from before releases kept their env file)."""
-    env = [run(["cat", release_cmd.release_env_path(spec, current)], note="the current release's env file "
-               "(compared here, never shown); exits 1 when it has none")] if current else []  # fmt: skip
+    env = (
+        [
+            run(
+                ["cat", release_cmd.release_env_path(spec, current)],
+                note="the current release's env file (compared here, never shown); exits 1 when it has none",
+                role=RELEASE_ENV_FILE,
+            )
+        ]
+        if current
+        else []
+    )
     return [
-        run(unit_cmd.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed"),
+        run(unit_cmd.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed", role=INSTALLED_UNIT),
         *env,
         run(
             ["cat", spec.env_file],
             times=Times.IF_NEEDED if current else Times.ONCE,
             note="the live env file, only when the current release has none of its own (never shown)",
+            role=LIVE_ENV_FILE,
         ),
-    ]
+    ]  # fmt: skip
 
 
 def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[HostCommand]:
@@ -189,8 +232,13 @@ def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
 
 def journal_position_commands() -> list[HostCommand]:
     return [
-        run(journal.cursor_argv()),
-        run(journal.clock_argv(), times=Times.IF_NEEDED, note="only when the journal has no entry yet"),
+        run(journal.cursor_argv(), role=readiness.CURSOR),
+        run(
+            journal.clock_argv(),
+            times=Times.IF_NEEDED,
+            note="only when the journal has no entry yet",
+            role=readiness.CLOCK,
+        ),
     ]
 
 
@@ -198,11 +246,11 @@ def readiness_commands(spec: HostSpec) -> list[HostCommand]:
     """The readiness poll (twice a second, with /health_generate through the SSH connection), then the smoke
     gate's requests (HTTP through the SSH connection: no host command), and the run's journal if smoke fails."""
     return [
-        run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED,
+        run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED, role=readiness.POLL,
             note="twice a second until ready, a fatal journal line, the process ends, or the deadline"),
-        run(gpu_fault_argv(journal.CURSOR_PLACEHOLDER), times=Times.IF_NEEDED,
+        run(gpu_fault_argv(journal.CURSOR_PLACEHOLDER), times=Times.IF_NEEDED, role=readiness.GPU_FAULT,
             note="only when the engine does not come up: a GPU fault in the kernel journal since the restart"),
-        run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED,
+        run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED, role=readiness.INVOCATION,
             note="only when the smoke gate fails: the journal of the engine's current run names the cause"),
     ]  # fmt: skip
 
@@ -214,8 +262,9 @@ def gates_commands(spec: HostSpec) -> list[HostCommand]:
 def restart_commands(spec: HostSpec) -> list[HostCommand]:
     reset, restart = unit_cmd.deliberate_restart_argvs(spec.unit_name)
     return [run(release_cmd.restore_config_argv(spec), note="the current release's unit and env file put back "
-                "(the live env file is written from the release's own here)"),
-            run(reset, note="a deliberate restart never counts against StartLimitBurst="), run(restart)]  # fmt: skip
+                "(the live env file is written from the release's own here)", role=unit.RESTORE),
+            run(reset, note="a deliberate restart never counts against StartLimitBurst=", role=unit.RESET),
+            run(restart, role=unit.RESTART)]  # fmt: skip
 
 
 def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
@@ -223,18 +272,20 @@ def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
     for the unit's cgroup and GPUs to be free, stopping proven orphans only with --reap."""
     unit = spec.unit_name
     return [
-        run(engine_stop.stop_argv(unit), note="SIGTERM to the engine's main process (KillMode=mixed): it drains"),
-        run(engine_stop.state_argv(unit), times=Times.REPEATED,
+        run(engine_stop.stop_argv(unit), note="SIGTERM to the engine's main process (KillMode=mixed): it drains",
+            role=stopping.STOP),
+        run(engine_stop.state_argv(unit), times=Times.REPEATED, role=stopping.STATE,
             note=f"every 0.1 s for 2 s, then once a second (/metrics' running requests once a second), until it exits "
             f"or {drain_s} s passed"),
-        run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED,
+        run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED, role=stopping.KILL,
             note="only when the drain budget runs out: the requests still running are cut"),
-        run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL"),
-        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.REPEATED,
+        run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL",
+            role=stopping.STOP_WAIT),
+        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.REPEATED, role=stopping.INSPECT,
             note="until the unit's cgroup is empty and its GPUs back to baseline (nvidia-smi)"),
-        run([*engine_stop.reap_argv([]), "PID:START:INVOCATION_ID"], times=Times.IF_NEEDED,
+        run([*engine_stop.reap_argv([]), stopping.PROCESSES], times=Times.IF_NEEDED, role=stopping.REAP,
             note="only with --reap, and only orphans of this unit's engine (then inspected again)"),
-        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.IF_NEEDED,
+        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.IF_NEEDED, role=stopping.INSPECT,
             note="after a reap, until the GPUs are free"),
     ]  # fmt: skip
 
@@ -250,16 +301,26 @@ def failed_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
     return [manifest_update(spec, release_id, '{"verified": false, "gates": ...}')]
 
 
-def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int,
-                      keep_unmarked: bool = False) -> list[HostCommand]:  # fmt: skip
+def rollback_commands(spec: HostSpec, target_id: str, reason: str, drain_s: int, keep_unmarked: bool = False,
+                      force: bool = False, host_blamed: bool = False) -> list[HostCommand]:  # fmt: skip
     """The host-side rollback (switch, the target's recorded unit and env file, daemon-reload, restart in one
     command), then the same gates as a deploy; the restored release's gates are recorded only when they pass.
-    `keep_unmarked`: the failed release is not marked bad (its deploy changed the configuration)."""
+    `keep_unmarked`: the failed release is not marked bad (its deploy changed the configuration); `host_blamed`:
+    it may not be either, when the journal names a fault of the host (then its own command, run instead)."""
+    switch = run(release_cmd.rollback_argv(spec, target_id, reason, force, keep_unmarked),
+                 times=Times.IF_NEEDED if host_blamed else Times.ONCE, role=ROLLBACK_MARKING if not keep_unmarked
+                 else ROLLBACK_UNMARKED, note="unless the engine's journal names a fault of the host" if host_blamed
+                 else "")  # fmt: skip
+    instead = "instead, when the engine's journal names a fault of the host: nothing is marked bad"
+    unmarked = [run(release_cmd.rollback_argv(spec, target_id, reason, force, keep_unmarked=True),
+                    times=Times.IF_NEEDED, role=ROLLBACK_UNMARKED,
+                    note=instead)] if host_blamed and not keep_unmarked else []  # fmt: skip
     return [
-        run(release_cmd.list_argv(spec)),
+        *listing_commands(spec),
         *stop_commands(spec, drain_s),
         *journal_position_commands(),
-        run(release_cmd.rollback_argv(spec, target_id, reason, keep_unmarked=keep_unmarked)),
+        switch,
+        *unmarked,
         *readiness_commands(spec),
         manifest_update(spec, target_id, '{"last_gates": ...}', Times.IF_NEEDED, "only when the restored one passes"),
     ]
@@ -269,17 +330,17 @@ def serving_step(spec: HostSpec) -> Step:
     """What serves at the end, for the summary's last line: `current` and its verified flag, and the unit's state
     (not read after a failed rollback, which already says that nothing verified serves)."""
     note = "not after a failed rollback"
-    commands = (run(release_cmd.list_argv(spec), times=Times.IF_NEEDED, note=note),
-                run(engine_stop.state_argv(spec.unit_name), times=Times.IF_NEEDED, note=note))  # fmt: skip
+    commands = (run(release_cmd.list_argv(spec), times=Times.IF_NEEDED, note=note, role=LISTING),
+                run(engine_stop.state_argv(spec.unit_name), times=Times.IF_NEEDED, note=note,
+                    role=ENGINE_STATE))  # fmt: skip
     return Step("serving", "read what serves now (current, verified, the engine's state) for the summary", commands)
 
 
 def record_commands(spec: HostSpec) -> list[HostCommand]:
-    path = host_audit_path(spec)
+    """The audit line's append (ops/audit.py `append_on_host` runs these two)."""
+    by_python, fallback = append_argvs(spec.python, host_audit_path(spec))
     entry = "the audit entry (one JSON line: who, what, outcome, phases, gates)"
     return [
-        run([spec.python, "-IS", "-c", APPEND_SCRIPT, path], stdin=entry,
-            note="on a new connection when the deploy's own one is gone"),
-        run(["sh", "-c", APPEND_FALLBACK, "specops-audit", path], stdin=entry, times=Times.IF_NEEDED,
-            note=f"only when {spec.python} cannot run"),
+        run(by_python, stdin=entry, note="on a new connection when the deploy's own one is gone"),
+        run(fallback, stdin=entry, times=Times.IF_NEEDED, note=f"only when {spec.python} cannot run"),
     ]  # fmt: skip

@@ -6,10 +6,11 @@ from __future__ import annotations
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy.outcome import HostOutcome, Outcome
+from specops.deploy.steps import Step
 from specops.errors import ExitCode
 from specops.events import Event, Reporter
 from specops.host.base import Host
-from specops.ops.engine_stop import Confirm, GpusBusy, stop_engine
+from specops.ops.engine_stop import Confirm, GpusBusy, StopCommands, stop_engine
 from specops.ops.hooks import run_hook
 
 
@@ -30,11 +31,13 @@ def pre_stop(spec: HostSpec, release: str, outcome: HostOutcome, reporter: Repor
 
 
 def stop(host: Host, spec: HostSpec, profile: Profile, outcome: HostOutcome, reporter: Reporter, reap: bool,
-         confirm: Confirm) -> bool:  # fmt: skip
+         confirm: Confirm, step: Step) -> bool:  # fmt: skip
     """Drain, stop, prove the GPUs free. False (the outcome says why, with the fix) when they are not: the new
-    engine is not started. `confirm` (the lock's) runs before each command that stops anything."""
+    engine is not started. `confirm` (the lock's) runs before each command that stops anything; `step`: the
+    plan's stop step, whose commands these are."""
     try:
-        outcome.stop = stop_engine(host, spec, profile, reporter, reap=reap, confirm=confirm)
+        outcome.stop = stop_engine(host, spec, profile, reporter, reap=reap, confirm=confirm,
+                                   commands=StopCommands.planned(step.commands))  # fmt: skip
     except GpusBusy as busy:
         outcome.outcome, outcome.exit_code = Outcome.FAILED, busy.exit_code
         outcome.cause, outcome.hint = busy.message.removeprefix(f"{spec.name}: "), busy.hint

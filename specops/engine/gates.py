@@ -7,14 +7,16 @@ every path that puts a release in front of users proves real generation the same
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from specops.commands.manifest import Figures
+from specops.commands.planned import HostCommand
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.engine.gpu_fault import with_gpu_fault
-from specops.engine.readiness import Readiness, journal_position, unit_problems, wait_ready
+from specops.engine.readiness import Readiness, ReadinessCommands, journal_position, unit_problems, wait_ready
 from specops.engine.smoke import SmokeResult, run_smoke, smoke_line, with_cause
 from specops.events import Event, Reporter
 from specops.host.base import Host
@@ -59,22 +61,27 @@ def restart_and_gate(
     cursor: str | None = None,
     cancel: threading.Event | None = None,
     speedup_baseline: Figures | None = None,
+    planned: Sequence[HostCommand] = (),
 ) -> GateResult:
     """Restart (unless the caller already did), wait until ready or a known failure, then run the smoke gate.
-    `previous_figures`: the regression baseline; `speedup_baseline`: the profile's baseline_release figures."""
+    `previous_figures`: the regression baseline; `speedup_baseline`: the profile's baseline_release figures.
+    `planned`: the plan's gates commands (a deploy's, a restart's, a rollback's), run as they are, the journal's
+    position filled into the poll."""
+    commands = ReadinessCommands.planned(planned) if planned else ReadinessCommands.built(spec)
     if do_restart:
-        cursor = journal_position(host)
+        cursor = journal_position(host, commands=commands)
         reporter.event(Event(spec.name, "restart", f"restarting {spec.unit_name}"))
-        restart(host, spec)
+        restart(host, spec, planned)
 
     def progress(phase: str, line: str) -> None:
         if cancel is not None and cancel.is_set():  # Ctrl-C while deploying several hosts in threads
             raise KeyboardInterrupt
         reporter.event(Event(spec.name, "readiness", line, level="progress", data={"phase": phase}))
 
-    readiness = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress)
+    readiness = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress, commands=commands)
     if not readiness.ok:
-        failed = GateResult(with_gpu_fault(host, spec, cursor, readiness), None)  # a GPU fault is the host's
+        # a GPU of the host that failed under the start (the kernel journal since the restart) is the cause
+        failed = GateResult(with_gpu_fault(host, spec, cursor, readiness, commands.gpu_fault), None)
         # named on screen the moment it is known, before the failure's own steps (record, rollback) run
         reporter.event(Event(spec.name, "readiness", failed.cause, level="error"))
         return failed
@@ -87,7 +94,7 @@ def restart_and_gate(
     finally:
         client.close()
     if not smoke.passed:
-        smoke = with_cause(smoke, unit_problems(host, spec))
+        smoke = with_cause(smoke, unit_problems(host, spec, commands=commands))
     reporter.event(Event(spec.name, "smoke", smoke_line(smoke), level="info" if smoke.passed else "error",
                          data={"figures": dict(smoke.figures)}))  # fmt: skip
     return GateResult(readiness, smoke)

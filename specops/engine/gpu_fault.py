@@ -15,12 +15,13 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from specops.commands.kernel_log import MARKER, XidEvent, gpu_fault_argv, parse_gpu_bus_ids, parse_kernel_log
+from specops.commands.kernel_log import MARKER, XidEvent, parse_gpu_bus_ids, parse_kernel_log, since_word
 from specops.commands.xid_catalog import xid_info
 from specops.engine.signatures.model import Match, Signature
 from specops.errors import SpecopsError
 
 if TYPE_CHECKING:
+    from specops.commands.planned import HostCommand
     from specops.config.inventory import HostSpec
     from specops.engine.readiness import Readiness
     from specops.host.base import Host
@@ -61,22 +62,28 @@ def fault_match(event: XidEvent, index: int | None) -> Match:
     return Match(0, event.line, signature)
 
 
-def gpu_fault_since(host: Host, spec: HostSpec, position: str) -> Match | None:
-    """The GPU fault that explains a failed start, or None (none logged, or the journal cannot be read)."""
-    result = host.run(gpu_fault_argv(position), timeout=TIMEOUT_S, check=False)
+def gpu_fault_since(host: Host, spec: HostSpec, position: str, planned: HostCommand) -> Match | None:
+    """The GPU fault that explains a failed start, or None (none logged, or the journal cannot be read).
+    `planned`: the plan's kernel-journal read (its position slots filled here)."""
+    since = since_word(position)
+    if since is None:
+        return None
+    result = host.run(planned.filled(cursor=since).argv, timeout=TIMEOUT_S, check=False)
     journal, _, table = result.text.partition(MARKER + "\n")
     bus_ids = parse_gpu_bus_ids(table)
     event = host_fault(parse_kernel_log(journal), bus_ids, engine_gpus(spec))
     return fault_match(event, bus_ids.get(event.bus_id or "")) if event else None
 
 
-def with_gpu_fault(host: Host, spec: HostSpec, position: str | None, readiness: Readiness) -> Readiness:
+def with_gpu_fault(
+    host: Host, spec: HostSpec, position: str | None, readiness: Readiness, planned: HostCommand
+) -> Readiness:
     """A failed readiness with its cause replaced by a GPU fault of the host when the kernel journal shows one:
     the engine's own last words (a CUDA error) are then the consequence, kept in `problems`."""
     if readiness.ok or not position:
         return readiness
     try:
-        fault = gpu_fault_since(host, spec, position)
+        fault = gpu_fault_since(host, spec, position, planned)
     except (SpecopsError, OSError):  # the journal read is extra evidence for a failed start, never a new failure
         return readiness
     if fault is None:

@@ -20,11 +20,12 @@ but advancing load is never cut off - up to a hard cap of 2 x timeout_s, so an e
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from specops.commands import journal
+from specops.commands import journal, kernel_log
+from specops.commands.planned import HostCommand, run
 from specops.engine.signatures import JournalScanner, Match, primary_cause
 from specops.errors import CommandFailed
 
@@ -71,19 +72,66 @@ class Readiness:
         }
 
 
-def journal_position(host: Host, timeout: float = POLL_COMMAND_TIMEOUT_S) -> str:
-    """The journal's end NOW, to pass to wait_ready BEFORE restarting: only lines after it are read."""
-    result = host.run(journal.cursor_argv(), timeout=timeout, check=False)  # no journal: the host's clock below
+# The roles of the readiness wait's commands in a plan (HostCommand.role): a deploy's, a restart's and a
+# rollback's gates run the commands their plan shows (specops/deploy/step_commands.py builds them).
+CURSOR, CLOCK, POLL, INVOCATION = "journal-cursor", "host-clock", "readiness-poll", "invocation-journal"
+GPU_FAULT = "gpu-fault"
+
+
+@dataclass(frozen=True)
+class ReadinessCommands:
+    """The journal's end before a restart (its cursor, else the host's clock), the readiness poll (its position a
+    pair of slots: `since` and `cursor`), the journal of the engine's current run (a failed smoke's cause), and the
+    kernel journal's GPU faults since the restart (a failed start's cause when a GPU failed under it)."""
+
+    cursor: HostCommand
+    clock: HostCommand
+    poll: HostCommand
+    invocation: HostCommand
+    gpu_fault: HostCommand
+
+    @classmethod
+    def planned(cls, commands: Sequence[HostCommand]) -> ReadinessCommands:
+        """A plan's gates, by role (a step may hold other commands too: the restart's, the rollback's)."""
+        by_role = {command.role: command for command in commands if command.role}
+        return cls(by_role[CURSOR], by_role[CLOCK], by_role[POLL], by_role[INVOCATION], by_role[GPU_FAULT])
+
+    @classmethod
+    def built(cls, spec: HostSpec) -> ReadinessCommands:
+        """For a wait without a plan (`specops smoke`, the engine's own tests)."""
+        return cls(*_position_reads(), run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER)),
+                   run(journal.invocation_journal_argv(spec.unit_name)),
+                   run(kernel_log.gpu_fault_argv(journal.CURSOR_PLACEHOLDER)))  # fmt: skip
+
+    def poll_at(self, position: str | None) -> tuple[str, ...]:
+        """The poll from `position` (None: the whole journal of the unit: its position's words left out)."""
+        if position is None:
+            return self.poll.filled(since=[], cursor=[]).argv
+        return self.poll.filled(**journal.position_slots(position)).argv
+
+
+def journal_position(host: Host, timeout: float = POLL_COMMAND_TIMEOUT_S,
+                     commands: ReadinessCommands | None = None) -> str:  # fmt: skip
+    """The journal's end NOW, to pass to wait_ready BEFORE restarting: only lines after it are read.
+    `commands`: a plan's (ReadinessCommands.planned); its cursor read, then its clock when the journal is empty."""
+    cursor_read, clock_read = (commands.cursor, commands.clock) if commands else _position_reads()
+    result = host.run(cursor_read.argv, timeout=timeout, check=False)  # no journal: the host's clock below
     _, cursor = journal.split_journal(result.text)
     if cursor:
         return cursor
-    epoch = host.run(["date", "+%s"], timeout=timeout).text.strip()
+    epoch = host.run(clock_read.argv, timeout=timeout).text.strip()
     return f"@{epoch}"
 
 
-def unit_problems(host: Host, spec: HostSpec, timeout: float = POLL_COMMAND_TIMEOUT_S) -> list[Match]:
+def _position_reads() -> tuple[HostCommand, HostCommand]:
+    """The journal position's reads for a caller without a plan (`specops smoke`, the engine's own tests)."""
+    return run(journal.cursor_argv()), run(journal.clock_argv())
+
+
+def unit_problems(host: Host, spec: HostSpec, timeout: float = POLL_COMMAND_TIMEOUT_S,
+                  commands: ReadinessCommands | None = None) -> list[Match]:  # fmt: skip
     """Fatal/error/warning signatures in the journal of the unit's current run (to explain a failed smoke)."""
-    argv = journal.invocation_journal_argv(spec.unit_name)
+    argv = (commands or ReadinessCommands.built(spec)).invocation.argv
     result = host.run(argv, timeout=timeout, check=False)  # not running (no InvocationID): nothing to explain
     found = JournalScanner().feed(journal.journal_lines(result.text))
     return [match for match in found if match.signature.kind in ("fatal", "error", "warning")]
@@ -100,8 +148,10 @@ class _Wait:
         position: str | None,
         clock: Callable[[], float],
         grace_s: float | None,
+        commands: ReadinessCommands,
     ) -> None:
         self.host, self.spec, self.position, self.clock = host, spec, position, clock
+        self.commands = commands
         self.started = clock()
         limit = self.limit = float(profile.readiness.timeout_s)
         self.grace = grace_s if grace_s is not None else min(MAX_GRACE_S, limit)
@@ -118,7 +168,7 @@ class _Wait:
         """One round trip: unit state + new journal lines; returns the first fatal match among them."""
         # journalctl exits 1, silently, when the unit logged nothing after the cursor (an engine that kept running
         # through an interrupted stop): the unit's state, before the marker, is still the answer
-        argv = journal.poll_argv(self.spec.unit_name, self.position)
+        argv = self.commands.poll_at(self.position)
         result = self.host.run(argv, timeout=POLL_COMMAND_TIMEOUT_S, check=False)
         if result.exit_code != 0 and journal.POLL_MARKER not in result.text:
             raise CommandFailed(result, self.host.name)
@@ -214,13 +264,15 @@ def wait_ready(
     grace_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    commands: ReadinessCommands | None = None,
 ) -> Readiness:
     """Poll until /health_generate answers 200 with the unit active, a failure shows, or the deadline passes.
 
     since_cursor_or_time: from journal_position(), taken BEFORE the restart. health: the /health_generate
     probe (default: EngineClient through host.open_tunnel). on_progress(phase, last journal line) after each poll.
+    commands: a plan's (ReadinessCommands.planned): its poll, the position filled in each time.
     """
-    wait = _Wait(host, spec, profile, since_cursor_or_time, clock, grace_s)
+    wait = _Wait(host, spec, profile, since_cursor_or_time, clock, grace_s, commands or ReadinessCommands.built(spec))
     client = None
     if health is None:
         from specops.engine.client import EngineClient

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,14 +98,16 @@ def local_audit_path() -> Path:
     return state_root() / AUDIT_FILE
 
 
-def record(host: Host, spec: HostSpec, entry: Mapping[str, Any], *, local: bool = True) -> None:
+def record(host: Host, spec: HostSpec, entry: Mapping[str, Any], *, local: bool = True,
+           planned: Sequence[Sequence[str]] = ()) -> None:  # fmt: skip
     """Append `entry` to the host's log, then (always, even if the host failed) to the local one; `local=False`
-    for a second try on the host whose first try already wrote the local line."""
+    for a second try on the host whose first try already wrote the local line; `planned`: a plan's record
+    commands (append_on_host)."""
     refuse_secrets(entry)
     full = masked({SCHEMA_KEY: AUDIT_SCHEMA, "when": utc_now(), "who": local_who(), **entry})
     line = encode_line(full)
     try:
-        append_on_host(host, host_audit_path(spec), line, spec.python)
+        append_on_host(host, host_audit_path(spec), line, spec.python, planned)
     finally:
         if local:
             append_locally(local_audit_path(), encode_line({**full, "host": host.name}))
@@ -143,15 +145,22 @@ def masked(value: Any) -> Any:
     return value
 
 
-def append_on_host(host: Host, path: str, line: bytes, python: str | None = None) -> None:
-    """One O_APPEND write on the host, by `python` (the host's interpreter) or dd when it is missing."""
+def append_argvs(python: str | None, path: str) -> list[list[str]]:
+    """The append by `python` (-S: stdlib only, and a request on a conversation), then the dd fallback."""
+    return [*([[python, "-IS", "-c", APPEND_SCRIPT, path]] if python else []),
+            ["sh", "-c", APPEND_FALLBACK, "specops-audit", path]]  # fmt: skip
+
+
+def append_on_host(host: Host, path: str, line: bytes, python: str | None = None,
+                   planned: Sequence[Sequence[str]] = ()) -> None:  # fmt: skip
+    """One O_APPEND write on the host, by `python` (the host's interpreter) or dd when it is missing.
+    `planned`: the plan's two commands (a deploy's record step), run as they are."""
+    *first, fallback = planned or append_argvs(python, path)
     result = None
-    if python:
-        argv = [python, "-IS", "-c", APPEND_SCRIPT, path]  # -S: stdlib only (and a request on a conversation)
-        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # 126/127: try dd
+    if first:
+        result = host.run(first[0], input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # 126/127: try dd
     if result is None or result.exit_code in MISSING_PROGRAM:
-        argv = ["sh", "-c", APPEND_FALLBACK, "specops-audit", path]
-        result = host.run(argv, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
+        result = host.run(fallback, input=line, timeout=COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"could not append to the audit log {path}")
 

@@ -6,7 +6,10 @@ releases never touches it (see specops/commands/cache.py for the why).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from specops.commands.cache import cache_key, prepare_commands, shared_cache_dir, size_argv
+from specops.commands.planned import SLOTS, HostCommand
 from specops.commands.release import ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.host.base import Host
@@ -23,9 +26,13 @@ def key_from_facts(spec: HostSpec, facts: HostFacts) -> str:
     return cache_key(facts.torch.version, facts.torch.cuda, archs)
 
 
-def prepare(host: Host, spec: HostSpec, key: str) -> str:
-    """Create the keyed folder (writable by the engine) and point `<service>/cache` at it; the folder's path."""
-    run_all(host, prepare_commands(spec, key), timeout=CACHE_TIMEOUT_S)  # as the plan shows them (its key: a mark)
+def prepare(host: Host, spec: HostSpec, key: str, planned: Sequence[HostCommand] = ()) -> str:
+    """Create the keyed folder (writable by the engine) and point `<service>/cache` at it; the folder's path.
+    `planned`: the plan's cache commands (a deploy's unit step), run as they are with the key filled in."""
+    slot = SLOTS["key"]  # not every one holds it: the shared cache folder's parent does not
+    fill = [command.filled(key=key) if slot in command.slots else command for command in planned]
+    commands = fill or prepare_commands(spec, key)
+    run_all(host, commands, timeout=CACHE_TIMEOUT_S)
     return shared_cache_dir(spec, key)
 
 

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +23,12 @@ from specops.commands.engine_stop import (
     inspect_argv,
     kill_argv,
     reap_argv,
+    reap_words,
     state_argv,
     stop_argv,
     stop_wait_argv,
 )
+from specops.commands.planned import SLOTS, HostCommand, run
 from specops.commands.unit import parse_show
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -106,6 +108,38 @@ class _Clock:
     sleep: Callable[[float], None] = time.sleep
 
 
+# The roles of the stop's commands in a plan (HostCommand.role): the deploy's, the restart's and the rollback's
+# stop run the commands their plan shows (specops/deploy/step_commands.py `stop_commands` builds them).
+STOP, STATE, KILL, STOP_WAIT, INSPECT, REAP = "stop", "stop-state", "kill", "stop-wait", "inspect", "reap"
+PROCESSES = SLOTS["processes"].mark  # the reap's slot: the orphans it stops, known once the GPUs are inspected
+
+
+@dataclass(frozen=True)
+class StopCommands:
+    """The commands of one stop: SIGTERM, its state poll, SIGKILL and the wait after it, the cgroup and GPU
+    inspection, and the reap (its processes a slot, filled with the orphans found)."""
+
+    stop: HostCommand
+    state: HostCommand
+    kill: HostCommand
+    stop_wait: HostCommand
+    inspect: HostCommand
+    reap: HostCommand
+
+    @classmethod
+    def planned(cls, commands: Sequence[HostCommand]) -> StopCommands:
+        """A plan's stop, by role (a step may hold other commands too: the rollback's)."""
+        by_role = {command.role: command for command in commands if command.role}
+        return cls(*(by_role[role] for role in (STOP, STATE, KILL, STOP_WAIT, INSPECT, REAP)))
+
+    @classmethod
+    def built(cls, spec: HostSpec) -> StopCommands:
+        """For a stop without a plan (the engine's own tests, a caller that prints none)."""
+        unit = spec.unit_name
+        return cls(run(stop_argv(unit)), run(state_argv(unit)), run(kill_argv(unit)), run(stop_wait_argv(unit)),
+                   run(inspect_argv(unit, spec.run_as)), run([*reap_argv([]), PROCESSES]))  # fmt: skip
+
+
 Confirm = Callable[[str], None]  # raises when the lock is no longer ours (lock.HostLock.confirm): change nothing
 
 
@@ -114,13 +148,16 @@ def no_lock(before: str) -> None:
 
 
 def stop_engine(host: Host, spec: HostSpec, profile: Profile, reporter: Reporter, *, reap: bool = False,
-                clock: _Clock | None = None, confirm: Confirm = no_lock) -> StopResult:  # fmt: skip
+                clock: _Clock | None = None, confirm: Confirm = no_lock,
+                commands: StopCommands | None = None) -> StopResult:  # fmt: skip
     """Drain and stop the unit, then wait for its GPUs (raises GpusBusy, naming the holders and the fix).
     `confirm` runs before each command that stops or kills anything: a caller that lost its lock meanwhile (it
-    was suspended, and the guard started an engine) stops nothing."""
+    was suspended, and the guard started an engine) stops nothing. `commands`: the plan's (StopCommands.planned)."""
     ticking = clock or _Clock()
-    drain = drain_and_stop(host, spec, profile, reporter, ticking, confirm)
-    return StopResult(drain, free_gpus(host, spec, reporter, reap=reap, clock=ticking, confirm=confirm))
+    commands = commands or StopCommands.built(spec)
+    drain = drain_and_stop(host, spec, profile, reporter, ticking, confirm, commands)
+    return StopResult(drain, free_gpus(host, spec, reporter, reap=reap, clock=ticking, confirm=confirm,
+                                       commands=commands))  # fmt: skip
 
 
 def poll_delay(polls: int) -> float:
@@ -130,18 +167,20 @@ def poll_delay(polls: int) -> float:
     return FIRST_POLL_S if polls < FAST_POLLS else POLL_S
 
 
-def _active(host: Host, spec: HostSpec) -> bool:
-    return _state(host, spec) in ACTIVE_STATES
+def _active(host: Host, spec: HostSpec, planned: HostCommand) -> bool:
+    return _state(host, spec, planned) in ACTIVE_STATES
 
 
-def _state(host: Host, spec: HostSpec) -> str:
-    show = parse_show(host.run(state_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S).text)
+def _state(host: Host, spec: HostSpec, planned: HostCommand | None = None) -> str:
+    argv = planned.argv if planned is not None else state_argv(spec.unit_name)
+    show = parse_show(host.run(argv, timeout=COMMAND_TIMEOUT_S).text)
     return show.get("ActiveState", "")
 
 
-def unit_running(host: Host, spec: HostSpec) -> bool:
-    """The engine runs or is starting, and no stop was asked for (a stop in progress is "deactivating")."""
-    return _state(host, spec) in ("active", "activating", "reloading")
+def unit_running(host: Host, spec: HostSpec, planned: HostCommand | None = None) -> bool:
+    """The engine runs or is starting, and no stop was asked for (a stop in progress is "deactivating").
+    `planned`: a plan's own state command, run as it is."""
+    return _state(host, spec, planned) in ("active", "activating", "reloading")
 
 
 def _gauges(host: Host, spec: HostSpec) -> RequestGauges | None:
@@ -157,18 +196,19 @@ def _gauges(host: Host, spec: HostSpec) -> RequestGauges | None:
 
 
 def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Reporter, clock: _Clock,
-                   confirm: Confirm = no_lock) -> DrainResult:  # fmt: skip
+                   confirm: Confirm = no_lock, commands: StopCommands | None = None) -> DrainResult:  # fmt: skip
     """Read the gauges, ask systemd to stop (SIGTERM to the main process), watch until the engine is gone or the
     budget runs out (then SIGKILL). The same commands whether or not the engine runs: stopping a stopped unit
     is a no-op, so the plan can show them."""
+    commands = commands or StopCommands.built(spec)
     budget = profile.drain.timeout_s
     result = DrainResult(was_running=False, budget_s=budget)
     result.at_start = result.last = _gauges(host, spec)
     confirm(f"stopping {spec.unit_name}")
     started = clock.now()
-    host.run(stop_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S, check=False)  # not loaded yet: nothing runs
+    host.run(commands.stop.argv, timeout=COMMAND_TIMEOUT_S, check=False)  # not loaded yet: nothing runs
     polls, gauges_at = 0, started
-    while _active(host, spec):
+    while _active(host, spec, commands.state):
         confirm(f"waiting for {spec.unit_name} to stop")  # resumed after a suspension: the engine may be another's
         if not result.was_running:
             result.was_running = True
@@ -178,7 +218,7 @@ def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Repor
         waited = clock.now() - started
         if waited >= budget:
             confirm(f"killing {spec.unit_name}")  # suspended mid-drain: the engine now running may be another's
-            _kill(host, spec, result)
+            _kill(host, commands, result)
             break
         if clock.now() - gauges_at >= POLL_S:  # the request counts once a second: the live view needs no more
             gauges_at = clock.now()
@@ -195,17 +235,17 @@ def drain_and_stop(host: Host, spec: HostSpec, profile: Profile, reporter: Repor
     return result
 
 
-def _kill(host: Host, spec: HostSpec, result: DrainResult) -> None:
+def _kill(host: Host, commands: StopCommands, result: DrainResult) -> None:
     """SIGKILL to the whole cgroup, then a blocking `systemctl stop`: it returns once systemd saw them all go."""
     result.killed = True
     result.cut = result.last.in_flight if result.last is not None else 0
-    host.run(kill_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S, check=False)  # it may end by itself meanwhile
-    host.run(stop_wait_argv(spec.unit_name), timeout=COMMAND_TIMEOUT_S + KILL_WAIT_S, check=False)
+    host.run(commands.kill.argv, timeout=COMMAND_TIMEOUT_S, check=False)  # it may end by itself meanwhile
+    host.run(commands.stop_wait.argv, timeout=COMMAND_TIMEOUT_S + KILL_WAIT_S, check=False)
 
 
-def inspect_gpus(host: Host, spec: HostSpec) -> tuple[bool, GpuVerdict]:
+def inspect_gpus(host: Host, spec: HostSpec, planned: HostCommand) -> tuple[bool, GpuVerdict]:
     """(whether the host has nvidia-smi, the verdict on the unit's cgroup and GPUs) in one round trip."""
-    text = host.run(inspect_argv(spec.unit_name, spec.run_as), timeout=COMMAND_TIMEOUT_S).text
+    text = host.run(planned.argv, timeout=COMMAND_TIMEOUT_S).text
     try:
         snapshot = parse_inspect(text)
     except InspectError as error:
@@ -218,18 +258,19 @@ def inspect_gpus(host: Host, spec: HostSpec) -> tuple[bool, GpuVerdict]:
 
 
 def free_gpus(host: Host, spec: HostSpec, reporter: Reporter, *, reap: bool, clock: _Clock,
-              confirm: Confirm = no_lock) -> FreeResult:  # fmt: skip
+              confirm: Confirm = no_lock, commands: StopCommands | None = None) -> FreeResult:  # fmt: skip
     started = clock.now()
     result = FreeResult()
-    verdict = _wait_free(host, spec, result, clock)
+    commands = commands or StopCommands.built(spec)
+    verdict = _wait_free(host, spec, result, clock, commands.inspect)
     if not verdict.free and reap and verdict.holders and all(holder.orphan for holder in verdict.holders):
         for holder in verdict.holders:
             reporter.event(Event(spec.name, "gpus", f"reaping {holder.describe()}", level="warn"))
         confirm("reaping the old engine's orphans")
         targets = [(holder.pid, holder.start, holder.invocation) for holder in verdict.holders]
-        host.run(reap_argv(targets), timeout=COMMAND_TIMEOUT_S)
+        host.run(commands.reap.filled(processes=reap_words(targets)).argv, timeout=COMMAND_TIMEOUT_S)
         result.reaped = list(verdict.holders)
-        verdict = _wait_free(host, spec, result, clock)
+        verdict = _wait_free(host, spec, result, clock, commands.inspect)
     result.seconds = clock.now() - started
     if not verdict.free:
         raise _busy(spec, verdict, reap)
@@ -239,11 +280,11 @@ def free_gpus(host: Host, spec: HostSpec, reporter: Reporter, *, reap: bool, clo
     return result
 
 
-def _wait_free(host: Host, spec: HostSpec, result: FreeResult, clock: _Clock) -> GpuVerdict:
+def _wait_free(host: Host, spec: HostSpec, result: FreeResult, clock: _Clock, inspect: HostCommand) -> GpuVerdict:
     deadline = clock.now() + FREE_WAIT_S
     polls = 0
     while True:
-        result.checked, verdict = inspect_gpus(host, spec)
+        result.checked, verdict = inspect_gpus(host, spec, inspect)
         if verdict.free or clock.now() >= deadline:
             return verdict
         if verdict.holders and not verdict.unit_left:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 
 from specops.commands.lock import DEFAULT_LOCK_ROOT, HOLDER_FILE, LockReply, lock_argv, parse_lock_reply
+from specops.commands.planned import SLOTS, HostCommand, run
 from specops.errors import CommandFailed, ExitCode, LockHeld, SpecopsError
 from specops.host.base import Host
 from specops.ops import interrupts
@@ -55,11 +56,47 @@ def lock_root(root: str | None = None) -> str:
     return root or DEFAULT_LOCK_ROOT
 
 
+# The roles of the lock's commands in a plan (HostCommand.role): a deploy and a restart take and release the lock
+# with the very commands their plan shows (specops/deploy/step_commands.py builds them).
+ACQUIRE, TAKEOVER, HEARTBEAT, RELEASE = "lock-acquire", "lock-takeover", "lock-heartbeat", "lock-release"
+
+
+@dataclass(frozen=True)
+class LockCommands:
+    """The commands one holder takes, keeps and releases the lock with. `takeover` holds the slot `dead` (the
+    token of a holder proven dead here, known only once its lock is seen)."""
+
+    acquire: HostCommand
+    takeover: HostCommand
+    heartbeat: HostCommand
+    release: HostCommand
+
+    @classmethod
+    def planned(cls, commands: tuple[HostCommand, ...]) -> LockCommands:
+        """The plan's own lock commands, by role (a plan's lock and unlock steps together)."""
+        by_role = {command.role: command for command in commands if command.role}
+        return cls(by_role[ACQUIRE], by_role[TAKEOVER], by_role[HEARTBEAT], by_role[RELEASE])
+
+    @classmethod
+    def built(cls, root: str, token: str, stale_after_s: float) -> LockCommands:
+        """For the commands that take the lock without a plan to print (`specops rollback`, `release prune`)."""
+        return cls(run(lock_argv("acquire", root, token, stale_after_s)),
+                   run(lock_argv("acquire", root, token, stale_after_s, DEAD_MARK)),
+                   run(lock_argv("heartbeat", root, token)), run(lock_argv("release", root, token)))  # fmt: skip
+
+
+DEAD_MARK = SLOTS["dead"].mark  # the dead holder's token, filled in once the lock is seen
+
+
 def _run_lock(host: Host, op: str, root: str, token: str = "", stale_after_s: float = 0,
-              holder: LockHolder | None = None, dead_token: str = "") -> LockReply:  # fmt: skip
-    argv = lock_argv(op, root, token, stale_after_s, dead_token)
+              holder: LockHolder | None = None) -> LockReply:  # fmt: skip
+    """An operator's lock command (`specops lock status|release`): no plan holds it."""
+    return _run_command(host, run(lock_argv(op, root, token, stale_after_s)), root, holder)
+
+
+def _run_command(host: Host, command: HostCommand, root: str, holder: LockHolder | None = None) -> LockReply:
     data = holder.to_json() if holder else None
-    result = host.run(argv, input=data, timeout=LOCK_COMMAND_TIMEOUT_S, check=False)  # raised with a hint below
+    result = host.run(command.argv, input=data, timeout=LOCK_COMMAND_TIMEOUT_S, check=False)  # raised below
     if not result.ok:
         raise CommandFailed(result, host=host.name, hint=f"the lock lives in {root} on the host")
     return parse_lock_reply(result.text)
@@ -86,19 +123,23 @@ def acquire(
     heartbeat_s: float = DEFAULT_HEARTBEAT_S,
     root: str | None = None,
     on_event: EventSink | None = None,
+    commands: LockCommands | None = None,
 ) -> HostLock:
-    """Take the host's lock (waiting up to wait_s for a live holder), or raise LockHeld naming the holder."""
+    """Take the host's lock (waiting up to wait_s for a live holder), or raise LockHeld naming the holder.
+    `commands`: the plan's (a deploy's, a restart's), run as they are, the dead holder's token filled in."""
     say = on_event or (lambda message: None)
     root = lock_root(root)
+    commands = commands or LockCommands.built(root, holder.token, stale_after_s)
     deadline = time.monotonic() + wait_s
     announced, dead = False, ("", "")
     while True:
         now = utc_now()
         attempt = replace(holder, started_at=now, heartbeat_at=now)  # "since" = when we got it, not asked
         try:
-            reply = _run_lock(host, "acquire", root, holder.token, stale_after_s, attempt, dead[0])
+            command = commands.takeover.filled(dead=dead[0]) if dead[0] else commands.acquire
+            reply = _run_command(host, command, root, attempt)
         except BaseException:  # Ctrl-C or a dropped connection mid-acquire: the lock may exist, remove it
-            _release_quietly(host, root, holder.token)
+            _release_quietly(host, root, commands.release)
             raise
         if reply.state in {"acquired", "taken-over"}:
             previous = _info(host, reply, stale_after_s, root) if reply.state == "taken-over" else None
@@ -106,7 +147,7 @@ def acquire(
             if previous is not None:
                 say(f"{host.name}: {why}")
             return HostLock(host, attempt, root=root, heartbeat_s=heartbeat_s, took_over=previous, on_event=say,
-                            took_over_why=why)  # fmt: skip
+                            took_over_why=why, commands=commands)  # fmt: skip
         info = _info(host, reply, stale_after_s, root)
         why = dead_here(info.holder) if info.holder and info.holder.token != dead[0] else ""
         if info.holder and why:
@@ -130,9 +171,9 @@ def _takeover_reason(previous: LockInfo | None, dead: tuple[str, str]) -> str:
     return f"took over a stale lock held by {previous.describe()}"
 
 
-def _release_quietly(host: Host, root: str, token: str) -> None:
+def _release_quietly(host: Host, root: str, release: HostCommand) -> None:
     with contextlib.suppress(SpecopsError, OSError):
-        _run_lock(host, "release", root, token)
+        _run_command(host, release, root)
 
 
 def lock_held_error(info: LockInfo, waited_s: float = 0) -> LockHeld:
@@ -182,8 +223,10 @@ class HostLock:
     that said so."""
 
     def __init__(self, host: Host, holder: LockHolder, *, root: str, heartbeat_s: float,
-                 took_over: LockInfo | None, on_event: EventSink, took_over_why: str = "") -> None:  # fmt: skip
+                 took_over: LockInfo | None, on_event: EventSink, commands: LockCommands,
+                 took_over_why: str = "") -> None:  # fmt: skip
         self.host = host
+        self.commands = commands
         self.holder = holder
         self.root = root
         self.took_over = took_over
@@ -219,7 +262,7 @@ class HostLock:
         self._stop.set()
         self._thread.join(timeout=LOCK_COMMAND_TIMEOUT_S + 5)
         try:
-            reply = _run_lock(self.host, "release", self.root, self.holder.token)
+            reply = _run_command(self.host, self.commands.release, self.root)
         except SpecopsError as error:
             self.release_error = error
             self._say(f"{self.host.name}: could not release the lock ({error.message}); it turns stale by itself")
@@ -256,7 +299,7 @@ class HostLock:
         started = time.monotonic()
         beat = replace(self.holder, heartbeat_at=utc_now())
         try:
-            reply = _run_lock(self.host, "heartbeat", self.root, self.holder.token, holder=beat)
+            reply = _run_command(self.host, self.commands.heartbeat, self.root, beat)
         except SpecopsError as error:
             self._say(f"{self.host.name}: lock heartbeat failed: {error.message}")
             return True

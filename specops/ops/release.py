@@ -21,6 +21,7 @@ from specops.build.stage import StagedBuild
 from specops.build.tree_cache import cached_tree, remember_tree
 from specops.commands import release as cmd
 from specops.commands.manifest import FileEntry, parse_manifest
+from specops.commands.planned import HostCommand
 from specops.commands.release import SCRIPT_TIMEOUT_S, Listing, ReleaseInfo, ReplyError
 from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
@@ -46,9 +47,14 @@ class PushResult:
     seconds: float
 
 
-def read_listing(host: Host, spec: HostSpec) -> Listing:
-    """Every release with its manifest summary, and where `current` points: one round trip."""
-    return cmd.parse_listing(run_script(host, spec, cmd.list_argv(spec)))
+ROLLBACK_TIMEOUT_S = SCRIPT_TIMEOUT_S + 600  # the host-side rollback restarts the engine
+
+
+def read_listing(host: Host, spec: HostSpec, planned: HostCommand | None = None) -> Listing:
+    """Every release with its manifest summary, and where `current` points: one round trip. `planned`: a plan's
+    own list command (a restart's read, a deploy's last read of what serves), run as it is."""
+    argv = list(planned.argv) if planned is not None else cmd.list_argv(spec)
+    return cmd.parse_listing(run_script(host, spec, argv))
 
 
 def list_releases(host: Host, spec: HostSpec) -> list[ReleaseInfo]:
@@ -225,13 +231,21 @@ class PushSession:
 
 @contextlib.contextmanager
 def open_push(
-    host: Host, spec: HostSpec, *, max_bytes: int = 0, on_request: bool = False, wait_s: float = 0.0
+    host: Host,
+    spec: HostSpec,
+    *,
+    max_bytes: int = 0,
+    on_request: bool = False,
+    wait_s: float = 0.0,
+    planned: HostCommand | None = None,
 ) -> Iterator[PushSession]:
     """Start the conversation; its time limit allows `max_bytes` at MIN_PUSH_RATE_BPS (a slow WAN, not a hang).
     `on_request`: the host lists its releases only when `listing` is first read, so a deploy can start the
-    session (a login shell, an interpreter) before it holds the lock; `wait_s` more for that wait."""
+    session (a login shell, an interpreter) before it holds the lock; `wait_s` more for that wait. `planned`: the
+    deploy plan's own session command (its lock step shows it), run as it is."""
     timeout = cmd.push_session_timeout(max_bytes, wait_s)
-    command = host.stream(cmd.session_argv(spec, on_request), timeout=timeout)
+    argv = planned.argv if planned is not None else cmd.session_argv(spec, on_request)
+    command = host.stream(argv, timeout=timeout)
     session = PushSession(host, spec, command, on_request)
     try:
         yield session
@@ -295,7 +309,7 @@ def rollback_release(host: Host, spec: HostSpec, target_id: str | None, reason: 
     env file, restart, and the release it left marked bad (not with `keep_unmarked`). `force`: a target marked
     bad is allowed."""
     argv = cmd.rollback_argv(spec, target_id, reason, force=force, keep_unmarked=keep_unmarked)
-    return run_script(host, spec, argv, timeout=SCRIPT_TIMEOUT_S + 600)
+    return run_script(host, spec, argv, timeout=ROLLBACK_TIMEOUT_S)
 
 
 def restore_config(host: Host, spec: HostSpec) -> dict[str, Any]:

@@ -7,6 +7,7 @@ or a restart that never happened). The running process's working directory was r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,13 +155,14 @@ def _duration(seconds: int) -> str:
     return f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
 
 
-def stopped_since(host: Host, unit: dict[str, str], unit_name: str) -> str:
+def stopped_since(host: Host, unit: dict[str, str], unit_name: str, planned: Sequence[str] = ()) -> str:
     """When a unit that is not active stopped: systemd's InactiveEnterTimestamp, or, once systemd has unloaded
-    the inactive unit (its timestamps then read empty), the time of the unit's last journal entry; "" unknown."""
+    the inactive unit (its timestamps then read empty), the time of the unit's last journal entry; "" unknown.
+    `planned`: a plan's journal read (a deploy's, a restart's), run as it is."""
     since = unit.get("InactiveEnterTimestamp", "").strip()
     if unit.get("ActiveState") == "active" or since not in ("", "n/a"):
         return since if since != "n/a" else ""
-    result = host.run(last_entry_argv(unit_name), timeout=30, check=False)
+    result = host.run(planned or last_entry_argv(unit_name), timeout=30, check=False)
     words = result.text.split() if result.ok else []
     return words[0] if words and words[0][:1].isdigit() else ""
 

@@ -12,7 +12,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, SpecopsError
 from specops.host.base import Host, Result
 from specops.ops.planned import execute
-from specops.ops.release import restore_config
+from specops.ops.release import restore_config, run_script
 
 UNIT_TIMEOUT_S = 60.0
 
@@ -122,7 +122,11 @@ def _verify(host: Host, spec: HostSpec, text: str, commands: tuple[HostCommand, 
     return True
 
 
-def restart(host: Host, spec: HostSpec) -> None:
+# The roles of the restart's commands in a plan (HostCommand.role): specops/deploy/step_commands.py builds them.
+RESTORE, RESET, RESTART = "restore-config", "reset-failed", "restart"
+
+
+def restart(host: Host, spec: HostSpec, planned: Sequence[HostCommand] = ()) -> None:
     """A deliberate restart of the current release, with its configuration: its recorded unit and env file are
     put back first (the live env file is written from the release's own here, so a deploy's new env file takes
     effect with the restart after its switch, and any other restart never runs a release under a configuration
@@ -130,7 +134,14 @@ def restart(host: Host, spec: HostSpec) -> None:
 
     Not checked: a unit that fails at once is still "restarted"; readiness reads the journal and names why
     (a better error than `systemctl restart` exiting 1). `reset-failed` exits 1 for a unit systemd has not
-    loaded yet (a first deploy): nothing to forget then."""
-    restore_config(host, spec)
-    for argv in deliberate_restart_argvs(spec.unit_name):
+    loaded yet (a first deploy): nothing to forget then. `planned`: the plan's gates commands, whose restore,
+    reset and restart parts run as they are."""
+    by_role = {command.role: command for command in planned if command.role in (RESTORE, RESET, RESTART)}
+    if by_role:
+        run_script(host, spec, list(by_role[RESTORE].argv))
+        argvs = [list(by_role[RESET].argv), list(by_role[RESTART].argv)]
+    else:  # a restart without a plan (the engine's own tests)
+        restore_config(host, spec)
+        argvs = deliberate_restart_argvs(spec.unit_name)
+    for argv in argvs:
         host.run(argv, timeout=UNIT_TIMEOUT_S, check=False)

@@ -142,8 +142,8 @@ def test_a_restart_that_loses_its_lock_stops_before_its_next_step_and_audits_why
         held.append(acquire(*args, **kwargs))
         return held[-1]
 
-    def read_then_lose(host: Any, spec: Any) -> EngineState:
-        state = read(host, spec)
+    def read_then_lose(host: Any, spec: Any, **kwargs: Any) -> EngineState:
+        state = read(host, spec, **kwargs)
         held[-1].lost = True  # removed by `specops lock release --force` meanwhile
         return state
 

@@ -10,7 +10,7 @@ from specops.deploy.blame import HOST_NOT_RELEASE, blame_for_failed_gates
 from specops.diagnose.failure import from_gates
 from specops.engine.gates import GateResult
 from specops.engine.gpu_fault import with_gpu_fault
-from specops.engine.readiness import Readiness
+from specops.engine.readiness import Readiness, ReadinessCommands
 from specops.engine.signatures import match, primary_cause
 from specops.host.recording import RecordingHost, reply
 from tests.unit.diagnose.test_verdict import BAD, GOOD, files, manifest, verdict
@@ -23,6 +23,8 @@ KERNEL = (
 )
 SMI = "0, 00000000:18:00.0\n1, 00000000:2A:00.0\n3, 00000000:5D:00.0\n"  # GPU 2 is gone from nvidia-smi's table
 MAPPED = "0, 00000000:18:00.0\n1, 00000000:2A:00.0\n2, 00000000:3B:00.0\n3, 00000000:5D:00.0\n"
+CURSOR = "s=abc;i=7;b=1;m=1;t=661bb2fb3fd01;x=1"  # journald's cursors carry their entry's time (t=, µs in hex)
+PLANNED = ReadinessCommands.built(SPEC).gpu_fault  # what a plan holds (a deploy's gates step)
 ENGINE_SAID = [
     "Traceback (most recent call last):",
     "RuntimeError: CUDA error: an illegal memory access was encountered",
@@ -43,19 +45,19 @@ def _host(kernel: str, smi: str) -> RecordingHost:
 
 def test_a_gpu_that_fell_off_the_bus_during_the_start_is_the_cause_not_the_engines_cuda_error() -> None:
     host = _host(KERNEL, MAPPED)
-    readiness = with_gpu_fault(host, SPEC, "s=abc;i=7", _failed())
+    readiness = with_gpu_fault(host, SPEC, CURSOR, _failed(), PLANNED)
     assert readiness.cause is not None and readiness.cause.signature.family == "gpu-host"
     assert readiness.cause.summary == (f"GPU 2 (0000:3b:00.0) fell off the bus (Xid 79) at "
                                        f"2026-12-03T13:52:46.118000+0000: {HOST_NOT_RELEASE}")  # fmt: skip
     assert "reboot" in readiness.cause.signature.hint
     argv = host.commands[0]
-    assert argv[argv.index("--after-cursor") + 1] == "s=abc;i=7" and "-b" not in argv
+    assert argv[argv.index("--since") + 1] == "@1796306447.367425" and "-b" not in argv  # t= as a time
     gates = GateResult(readiness, None)
     assert "GPU 2 (0000:3b:00.0) fell off the bus (Xid 79)" in gates.cause
 
 
 def test_the_deploy_marks_no_release_bad_for_it() -> None:
-    gates = GateResult(with_gpu_fault(_host(KERNEL, SMI), SPEC, "s=abc;i=7", _failed()), None)
+    gates = GateResult(with_gpu_fault(_host(KERNEL, SMI), SPEC, CURSOR, _failed(), PLANNED), None)
     blame = blame_for_failed_gates(ConfigChange(), gates, None)
     assert (blame.culprit, blame.marks_bad) == ("host", False)
     assert blame.reason.startswith(f"{HOST_NOT_RELEASE}: the GPU at 0000:3b:00.0 fell off the bus (Xid 79)")
@@ -63,22 +65,22 @@ def test_the_deploy_marks_no_release_bad_for_it() -> None:
 
 
 def test_without_the_gpu_fault_the_engines_own_error_stays_the_cause_and_blames_the_build() -> None:
-    quiet = with_gpu_fault(_host("", MAPPED), SPEC, "s=abc;i=7", _failed())
+    quiet = with_gpu_fault(_host("", MAPPED), SPEC, CURSOR, _failed(), PLANNED)
     assert quiet.cause is not None and quiet.cause.signature.id == "illegal-memory-access"
     assert blame_for_failed_gates(ConfigChange(), GateResult(quiet, None), None).marks_bad
 
 
 def test_a_fault_on_a_gpu_the_engine_does_not_use_is_not_its_cause() -> None:
     other = KERNEL.replace("0000:3b:00", "0000:18:00")  # GPU 0; the engine runs on 2,3
-    kept = with_gpu_fault(_host(other, MAPPED), SPEC, "s=abc;i=7", _failed())
+    kept = with_gpu_fault(_host(other, MAPPED), SPEC, CURSOR, _failed(), PLANNED)
     assert kept.cause is not None and kept.cause.signature.id == "illegal-memory-access"
     application = KERNEL.replace("): 79, pid='<unknown>'", "): 31, pid=7")
-    assert with_gpu_fault(_host(application, MAPPED), SPEC, "s=abc;i=7", _failed()).cause.signature.family == (
+    assert with_gpu_fault(_host(application, MAPPED), SPEC, CURSOR, _failed(), PLANNED).cause.signature.family == (
         "engine-bug")  # fmt: skip
 
 
 def test_diagnose_names_the_host_with_the_gpu_evidence() -> None:
-    readiness = with_gpu_fault(_host(KERNEL, MAPPED), SPEC, "s=abc;i=7", _failed())
+    readiness = with_gpu_fault(_host(KERNEL, MAPPED), SPEC, CURSOR, _failed(), PLANNED)
     gates = GateResult(readiness, None).to_json()
     failure = from_gates(manifest("b", files(), gates=gates).gates)
     assert failure.area == "a GPU"
