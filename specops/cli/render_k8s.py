@@ -1,7 +1,7 @@
 """`specops render HOST --target k8s`: the host's Kubernetes objects, printed, written or checked.
 
 Parsing and presentation only: the objects come from specops/commands/k8s_objects.py (pure), the
-validation from specops/commands/k8s_validate.py.
+preflight's files from specops/probe/preflight.py, the validation from specops/commands/k8s_validate.py.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def render_k8s(config: Config, target: Target, image: str | None, namespace: str
     from specops.commands.k8s import K8sConfigProblem, K8sRequest
     from specops.commands.k8s_objects import render_objects
     from specops.config.k8s import dns_label, image_ref
+    from specops.probe.preflight import preflight_files
 
     chosen_image = _option("--image", image, image_ref) if image is not None else target.host.k8s.image
     if chosen_image is None:
@@ -43,7 +44,7 @@ def render_k8s(config: Config, target: Target, image: str | None, namespace: str
                          hint=f"pass --image REF or set hosts.{target.host.name}.k8s.image")  # fmt: skip
     chosen_ns = _option("--namespace", namespace, dns_label) if namespace is not None else target.host.k8s.namespace
     try:
-        request = K8sRequest(image=chosen_image, namespace=chosen_ns, preflight={})
+        request = K8sRequest(image=chosen_image, namespace=chosen_ns, preflight=preflight_files(target))
         objects = render_objects(target, request)
     except K8sConfigProblem as problem:
         raise ConfigError([f"{config.display}: {problem}"], hint=problem.hint) from None
