@@ -28,6 +28,8 @@ LIVENESS_PERIOD_S, LIVENESS_TIMEOUT_S, LIVENESS_FAILURES = 60, 30, 5
 PROGRESS_MARGIN_S = 600  # image pull and the preflight, on top of the startup budget
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_INSTANCE = "app.kubernetes.io/instance"
+ROLE_LABEL = "specops.io/role"  # leader or worker, in an engine of several pods
+DIST_INIT_PORT = 20000  # rank 0's torch.distributed rendezvous port (--dist-init-addr), as in SGLang's LWS examples
 
 
 class K8sConfigProblem(ValueError):
@@ -72,12 +74,25 @@ def literal(text: str) -> str:
     return text.replace("$", "$$")
 
 
+def dist_init_argv(target: Target) -> list[str]:
+    """An engine of several pods: LWS puts the leader's address, the group size and the pod's index in every
+    container's environment; the kubelet expands `$(NAME)` in the argv, no shell needed."""
+    return ["--dist-init-addr", f"$(LWS_LEADER_ADDRESS):{DIST_INIT_PORT}", "--nnodes", "$(LWS_GROUP_SIZE)",
+            "--node-rank", "$(LWS_WORKER_INDEX)"]  # fmt: skip
+
+
 def gpu_count(target: Target) -> int:
-    """The host's GPUs: its `gpus` list when set, else what SGLang uses: tp x pp (x dp without DP attention)."""
-    if target.host.gpus is not None:
+    """GPUs per pod. One pod: the host's `gpus` list when set, else what SGLang uses: tp x pp (x dp without DP
+    attention). Several pods (k8s.nodes): that total shared evenly, as SGLang splits its ranks over --nnodes."""
+    server, nodes = target.profile.server, target.host.k8s.nodes
+    if target.host.gpus is not None and nodes == 1:
         return len(target.host.gpus.split(","))
-    server = target.profile.server
-    return target.host.tp_size * server.pp_size * (1 if server.enable_dp_attention else server.dp_size)
+    total = target.host.tp_size * server.pp_size * (1 if server.enable_dp_attention else server.dp_size)
+    if total % nodes:
+        product = "tp x pp" if server.enable_dp_attention else "tp x pp x dp"
+        message = f"{nodes} pods cannot share {total} GPUs ({product}) evenly"
+        raise K8sConfigProblem(f"hosts.{target.host.name}.k8s.nodes", message)
+    return total // nodes
 
 
 def startup_failures(target: Target) -> int:

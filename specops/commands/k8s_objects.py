@@ -16,9 +16,11 @@ from specops.commands.k8s import (
     CONTAINER,
     PREFLIGHT_MOUNT,
     PROGRESS_MARGIN_S,
+    ROLE_LABEL,
     STARTUP_PERIOD_S,
     K8sRequest,
     container_argv,
+    dist_init_argv,
     environment,
     gpu_count,
     labels,
@@ -44,12 +46,18 @@ def render_objects(target: Target, request: K8sRequest) -> list[dict[str, Any]]:
     configmap = preflight_configmap(target, request) if request.preflight else None
     if configmap is not None:
         objects.append(configmap)
-    objects.append(deployment(target, request, configmap["metadata"]["name"] if configmap else None))
+    preflight = configmap["metadata"]["name"] if configmap else None
+    if target.host.k8s.nodes > 1:
+        from specops.commands.k8s_lws import leaderworkerset
+
+        objects.append(leaderworkerset(target, request, preflight))
+    else:
+        objects.append(deployment(target, request, preflight))
     objects.append(service(target, request))
     return objects
 
 
-def _metadata(name: str, target: Target, request: K8sRequest) -> dict[str, Any]:
+def metadata(name: str, target: Target, request: K8sRequest) -> dict[str, Any]:
     return {"name": name, "namespace": request.namespace, "labels": labels(target)}
 
 
@@ -57,7 +65,7 @@ def preflight_configmap(target: Target, request: K8sRequest) -> dict[str, Any]:
     """Immutable, named by its content's hash: a new preflight is a new ConfigMap and so a new pod template."""
     digest = hashlib.sha256(json.dumps(request.preflight, sort_keys=True).encode()).hexdigest()[:10]
     name = f"{object_name(target)}-preflight-{digest}"
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _metadata(name, target, request),
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(name, target, request),
             "immutable": True, "data": dict(sorted(request.preflight.items()))}  # fmt: skip
 
 
@@ -66,18 +74,22 @@ def _gpus(target: Target) -> dict[str, Any]:
     return {"limits": {"nvidia.com/gpu": count}, "requests": {"nvidia.com/gpu": count}}
 
 
-def engine_container(target: Target, request: K8sRequest) -> dict[str, Any]:
+def engine_container(target: Target, request: K8sRequest, role: str = "single") -> dict[str, Any]:
+    """The engine: the unit's argv (plus, in an engine of several pods, LWS's rank variables); probes only where
+    SGLang serves HTTP (a single pod, or an LWS leader: rank 0)."""
     _vols, mounts = volumes(target)
-    return {
+    container: dict[str, Any] = {
         "name": CONTAINER,
         "image": request.image,
-        "command": container_argv(target),
+        "command": container_argv(target) + (dist_init_argv(target) if role != "single" else []),
         "env": environment(target),
-        "ports": [{"name": "http", "containerPort": target.host.port, "protocol": "TCP"}],
         "resources": _gpus(target),
         "volumeMounts": mounts,
-        **probes(target),
     }
+    if role != "worker":
+        container["ports"] = [{"name": "http", "containerPort": target.host.port, "protocol": "TCP"}]
+        container.update(probes(target))
+    return container
 
 
 def preflight_container(target: Target, request: K8sRequest) -> dict[str, Any]:
@@ -93,8 +105,8 @@ def preflight_container(target: Target, request: K8sRequest) -> dict[str, Any]:
     }
 
 
-def deployment(target: Target, request: K8sRequest, preflight: str | None) -> dict[str, Any]:
-    name = object_name(target)
+def pod_template(target: Target, request: K8sRequest, preflight: str | None, role: str = "single") -> dict[str, Any]:
+    """The pod of one rank (or of the single-host engine): preflight first, then the engine."""
     vols, _mounts = volumes(target)
     pod: dict[str, Any] = {"terminationGracePeriodSeconds": stop_timeout_s(target)}
     if target.host.k8s.runtime_class:
@@ -102,36 +114,43 @@ def deployment(target: Target, request: K8sRequest, preflight: str | None) -> di
     if preflight is not None:
         pod["initContainers"] = [preflight_container(target, request)]
         vols = [*vols, {"name": "preflight", "configMap": {"name": preflight}}]
-    pod["containers"] = [engine_container(target, request)]
+    pod["containers"] = [engine_container(target, request, role)]
     pod["volumes"] = vols
-    selector = {key: value for key, value in labels(target).items() if key != "app.kubernetes.io/managed-by"}
-    template_meta = {"labels": labels(target),
-                     "annotations": {"specops.io/profile": target.profile.name,
-                                     "specops.io/algorithm": target.profile.algorithm}}  # fmt: skip
+    pod_labels = labels(target) | ({ROLE_LABEL: role} if role != "single" else {})
+    annotations = {"specops.io/profile": target.profile.name, "specops.io/algorithm": target.profile.algorithm}
+    return {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": pod}
+
+
+def selector(target: Target) -> dict[str, str]:
+    return {key: value for key, value in labels(target).items() if key != "app.kubernetes.io/managed-by"}
+
+
+def deployment(target: Target, request: K8sRequest, preflight: str | None) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _metadata(name, target, request),
+        "metadata": metadata(object_name(target), target, request),
         "spec": {
             "replicas": 1,
             "revisionHistoryLimit": target.host.keep_releases,
             "progressDeadlineSeconds": STARTUP_PERIOD_S * startup_failures(target) + PROGRESS_MARGIN_S,
             "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": selector},
-            "template": {"metadata": template_meta, "spec": pod},
+            "selector": {"matchLabels": selector(target)},
+            "template": pod_template(target, request, preflight),
         },
     }
 
 
 def service(target: Target, request: K8sRequest) -> dict[str, Any]:
-    """ClusterIP only: an inference port is an unauthenticated GPU, so it is not exposed outside the cluster."""
-    selector = {key: value for key, value in labels(target).items() if key != "app.kubernetes.io/managed-by"}
+    """ClusterIP only: an inference port is an unauthenticated GPU, so it is not exposed outside the cluster. In an
+    engine of several pods only the leader (rank 0) serves HTTP."""
+    chosen = selector(target) | ({ROLE_LABEL: "leader"} if target.host.k8s.nodes > 1 else {})
     port = target.host.port
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(object_name(target), target, request),
-        "spec": {"type": "ClusterIP", "selector": selector,
+        "metadata": metadata(object_name(target), target, request),
+        "spec": {"type": "ClusterIP", "selector": chosen,
                  "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]},
     }  # fmt: skip
 

@@ -105,3 +105,7 @@ class K8sSettings(BaseModel):
     )
     shm_size: Quantity = Field(default="16Gi", description="size of the memory-backed /dev/shm")
     runtime_class: K8sObjectName | None = Field(default=None, description="runtimeClassName, e.g. 'nvidia'")
+    nodes: int = Field(
+        default=1, ge=1, le=64,
+        description="pods (nodes) the engine spans: above 1, a LeaderWorkerSet of that size instead of a Deployment",
+    )  # fmt: skip

@@ -19,11 +19,14 @@ ENTRY, PROBE, REQUEST = "preflight.py", "probe.py", "request.json"
 
 def preflight_request(target: Target) -> dict[str, object]:
     """build_request for the host and profile, with the pod's interpreter, argv and no host-only parts."""
-    from specops.commands.k8s import BIND_ALL, container_argv
+    from specops.commands.k8s import BIND_ALL, DIST_INIT_PORT, container_argv
 
     request = build_request(target.host, target.profile)
     argv = [word.replace("$$", "$") for word in container_argv(target)]
     argv[argv.index("--host") + 1] = BIND_ALL
+    nodes = target.host.k8s.nodes
+    if nodes > 1:  # what LWS's variables hold in the leader's pod, so the build's parser sees real values
+        argv += ["--dist-init-addr", f"127.0.0.1:{DIST_INIT_PORT}", "--nnodes", str(nodes), "--node-rank", "0"]
     request.update(python=target.host.k8s.python, server_argv=argv[3:], ports=[], run_as=None, run_as_groups=[])
     request.update(listen=BIND_ALL, unit=None)
     return request

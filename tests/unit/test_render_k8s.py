@@ -188,3 +188,60 @@ def test_check_without_kubernetes_validate_says_how_to_install_it(
     assert result.code == 2
     assert "--check needs the kubernetes-validate package" in result.err
     assert "pip install 'specops[k8s]'" in result.err
+
+
+def _two_ranks(tmp_path: Path) -> Path:
+    return _inventory(tmp_path, "nodes = 2\n")  # appended to [hosts.gold.k8s]
+
+
+def _lws_pods(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    lws = _kind(objects, "LeaderWorkerSet")
+    template = lws["spec"]["leaderWorkerTemplate"]
+    return lws, template["leaderTemplate"]["spec"], template["workerTemplate"]["spec"]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_two_rank_engine_is_a_leaderworkerset_that_passes_strict_validation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, profile: str
+) -> None:
+    objects = _render(capsys, _two_ranks(tmp_path), "-p", profile)
+    assert [obj["kind"] for obj in objects] == ["ConfigMap", "LeaderWorkerSet", "Service"]
+    assert validate_objects(objects) == []
+    lws, leader, worker = _lws_pods(objects)
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    assert lws["spec"]["startupPolicy"] == "LeaderCreated"  # LeaderReady would wait for a rank 0 that waits
+    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupOnPodRestart"
+    single = _pod(_render(capsys, GOLDEN / "specops.toml", "-p", profile))["containers"][0]["command"]
+    dist = ["--dist-init-addr", "$(LWS_LEADER_ADDRESS):20000", "--nnodes", "$(LWS_GROUP_SIZE)",
+            "--node-rank", "$(LWS_WORKER_INDEX)"]  # fmt: skip
+    for pod in (leader, worker):
+        engine = pod["containers"][0]
+        assert engine["command"] == single + dist
+        assert engine["resources"]["limits"] == engine["resources"]["requests"] == {"nvidia.com/gpu": "1"}
+        assert pod["initContainers"][0]["name"] == "preflight"
+    assert leader["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/health_generate"
+    assert not {"startupProbe", "readinessProbe", "livenessProbe", "ports"} & set(worker["containers"][0])
+    assert _kind(objects, "Service")["spec"]["selector"]["specops.io/role"] == "leader"
+
+
+def test_the_leaderworkerset_schema_catches_a_typo_in_a_worker_pod_and_in_its_own_spec(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    objects = _render(capsys, _two_ranks(tmp_path), "-p", "ddtree")
+    lws, _leader, worker = _lws_pods(objects)
+    worker["containers"][0]["resources"]["limit"] = {}
+    lws["spec"]["startupPolicy"] = "LeaderStarted"
+    problems = validate_objects([lws], versions=("1.30",))
+    assert any("'limit' was unexpected" in line for line in problems), problems
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"].pop("limit")
+    problems = validate_objects([lws], versions=("1.30",))
+    assert problems and "'LeaderStarted' is not one of" in problems[0]
+
+
+def test_ranks_that_cannot_share_the_gpus_evenly_are_a_config_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = _inventory(tmp_path, "nodes = 3\n")
+    result = run_cli(capsys, "--config", str(config), "render", "gold", "-p", "ddtree", "--target", "k8s")
+    assert result.code == 3
+    assert "specops.toml: hosts.gold.k8s.nodes: 3 pods cannot share 2 GPUs" in result.err
