@@ -245,3 +245,41 @@ def test_ranks_that_cannot_share_the_gpus_evenly_are_a_config_error(
     result = run_cli(capsys, "--config", str(config), "render", "gold", "-p", "ddtree", "--target", "k8s")
     assert result.code == 3
     assert "specops.toml: hosts.gold.k8s.nodes: 3 pods cannot share 2 GPUs" in result.err
+
+
+def test_an_api_key_reaches_sglang_through_the_secret_never_as_text(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SGLANG_API_KEY", SECRET_VALUE)
+    text = (
+        (GOLDEN / "specops.toml")
+        .read_text()
+        .replace('secrets = ["HF_TOKEN"]', 'secrets = ["HF_TOKEN", "SGLANG_API_KEY"]')
+    )
+    (tmp_path / "specops.toml").write_text(
+        text.replace("tp_size = 2\n", 'tp_size = 2\napi_key_secret = "SGLANG_API_KEY"\n')
+    )
+    result = run_cli(
+        capsys, "--config", str(tmp_path / "specops.toml"), "render", "gold", "-p", "nextn", "--target", "k8s"
+    )
+    assert result.code == 0, result.err
+    assert SECRET_VALUE not in result.out + result.err
+    engine = _pod(_render(capsys, tmp_path / "specops.toml", "-p", "nextn"))["containers"][0]
+    assert engine["command"][engine["command"].index("--api-key") + 1] == "$(SGLANG_API_KEY)"
+    key = {"name": "SGLANG_API_KEY", "valueFrom": {"secretKeyRef": {"name": "gold-secrets", "key": "SGLANG_API_KEY"}}}
+    assert key in engine["env"]
+
+
+def test_the_same_inputs_give_the_same_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--config", str(GOLDEN / "specops.toml"), "render", "gold", "-p", "ddtree", "--target", "k8s")
+    first, second = run_cli(capsys, *args), run_cli(capsys, *args)
+    assert first.code == 0 and first.out == second.out
+    assert first.out.startswith("---\n{")
+
+
+def test_output_onto_a_file_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("keep me")
+    result = run_cli(capsys, "--config", str(GOLDEN / "specops.toml"), "render", "gold", "-p", "ddtree",
+                     "--target", "k8s", "--output", str(tmp_path / "taken"))  # fmt: skip
+    assert result.code == 2
+    assert "--output" in result.err and (tmp_path / "taken").read_text() == "keep me"
