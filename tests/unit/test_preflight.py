@@ -114,6 +114,7 @@ def test_the_init_container_runs_the_configmaps_entry_and_fails_with_the_check_i
     data, command = _configmap(capsys)
     assert command == ["python3", "-I", "/specops/preflight/preflight.py"]
     assert json.loads(data["request.json"])["server_argv"][4:6] == ["--host", "0.0.0.0"]
+    assert len(json.dumps(data).encode()) < 1024 * 1024 // 2  # a ConfigMap holds at most 1 MiB
     for name, text in data.items():
         (tmp_path / name).write_text(text)
     log = tmp_path / "termination-log"
