@@ -1,7 +1,9 @@
-"""`specops render HOST`: print exactly the unit file (or env file) a deploy would install."""
+"""`specops render HOST`: print exactly the unit file (or env file) a deploy would install, or with
+`--target k8s` the host's Kubernetes objects (docs/kubernetes.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,17 +20,44 @@ def render(
         str | None, typer.Option("--profile", "-p", metavar="NAME", help="Profile (default: the host's).")
     ] = None,
     env: Annotated[bool, typer.Option("--env", help="Print the env file instead (secrets as ***).")] = False,
+    target: Annotated[
+        str, typer.Option("--target", metavar="TARGET", help="systemd (the unit) or k8s (Kubernetes objects).")
+    ] = "systemd",
+    image: Annotated[
+        str | None, typer.Option("--image", metavar="IMAGE", help="k8s: the engine image (default: k8s.image).")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", metavar="NS", help="k8s: the namespace (default: k8s.namespace).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="DIR", help="k8s: write one file per object to DIR.")
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="k8s: validate the objects strictly against the Kubernetes schemas.")
+    ] = False,
     json_output: JsonOpt = False,
 ) -> None:
     """Print the systemd unit a deploy would install, byte for byte (pipe it to a file to inspect)."""
+    from specops.cli.render_k8s import checked_target, render_k8s
     from specops.commands.systemd import render_env_file, render_unit
+    from specops.errors import UsageError
 
     app_state = state(ctx)
-    target = app_state.load_config().resolve(host, profile)
-    text = render_env_file(target) if env else render_unit(target)
+    kind = checked_target(target)
+    k8s_only = {"--image": image, "--namespace": namespace, "--output": output, "--check": check or None}
+    if kind != "k8s" and (used := [name for name, value in k8s_only.items() if value is not None]):
+        raise UsageError(f"{used[0]}: only with --target k8s")
+    if kind == "k8s" and env:
+        raise UsageError("--env: not with --target k8s (secrets are Secret references in the Deployment)")
+    config = app_state.load_config()
+    resolved = config.resolve(host, profile)
+    if kind == "k8s":
+        render_k8s(config, resolved, image, namespace, output, check, app_state.wants_json(json_output))
+        return
+    text = render_env_file(resolved) if env else render_unit(resolved)
     if app_state.wants_json(json_output):
         kind = "env_file" if env else "unit"
-        path = target.host.env_file if env else f"/etc/systemd/system/{target.host.unit_name}"
-        print_json({"host": host, "profile": target.profile.name, "kind": kind, "path": path, "content": text})
+        path = resolved.host.env_file if env else f"/etc/systemd/system/{resolved.host.unit_name}"
+        print_json({"host": host, "profile": resolved.profile.name, "kind": kind, "path": path, "content": text})
     else:
         print_raw(text)

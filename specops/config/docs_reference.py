@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from specops.config.inventory import HostSpec
+from specops.config.k8s import K8sSettings, Volume
 from specops.config.profile import Drain, Profile, Readiness, Server, Smoke, Speculative
 from specops.errors import EXIT_CODE_MEANINGS
 
@@ -65,6 +66,8 @@ GENERATORS = {
     "profile-readiness": lambda: field_table(Readiness),
     "profile-smoke": lambda: field_table(Smoke),
     "profile-drain": lambda: field_table(Drain),
+    "k8s-keys": lambda: field_table(K8sSettings),
+    "k8s-volume": lambda: field_table(Volume),
     "exit-codes": exit_code_table,
 }
 

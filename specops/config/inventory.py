@@ -20,6 +20,7 @@ from specops.config.fields import (
     ServiceName,
     SshTarget,
 )  # fmt: skip
+from specops.config.k8s import K8sSettings
 from specops.config.waivers import Waiver, unique_checks
 
 _HOST_SETTINGS_DOC = {
@@ -63,6 +64,9 @@ _HOST_SETTINGS_DOC = {
     "waive": 'doctor checks this host may fail, each with its reason, e.g. [{ check = "gpu.driver", reason = '
     '"CPU staging box" }]: a waived FAIL is shown with the reason but stops no deploy and fails no doctor; '
     "a host's list replaces the one in [defaults]",
+    "k8s": "what `specops render --target k8s` needs beyond the SSH fields: image, namespace, python, models, "
+    "models_mount, cache, secret, shm_size, runtime_class (docs/kubernetes.md); a host's keys replace the "
+    "defaults' key by key",
 }
 
 
@@ -107,6 +111,7 @@ class HostSettings(BaseModel):
     pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
     post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
     waive: list[Waiver] | None = Field(default=None, description=_HOST_SETTINGS_DOC["waive"])
+    k8s: K8sSettings | None = Field(default=None, description=_HOST_SETTINGS_DOC["k8s"])
 
     _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
     _check_waivers = field_validator("waive")(unique_checks)
@@ -148,6 +153,7 @@ class HostSpec(BaseModel):
     pre_stop: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["pre_stop"])
     post_start: list[PlainText] | None = Field(default=None, description=_HOST_SETTINGS_DOC["post_start"])
     waive: list[Waiver] = Field(default=[], description=_HOST_SETTINGS_DOC["waive"])
+    k8s: K8sSettings = Field(default=K8sSettings(), description=_HOST_SETTINGS_DOC["k8s"])
 
     _check_hooks = field_validator("pre_stop", "post_start")(_hook_argv)
     _check_waivers = field_validator("waive")(unique_checks)

@@ -216,8 +216,9 @@ def _validate_hosts(raw: Any, defaults: dict[str, Any], display: str, lines: lis
         if "name" in settings:  # the table's own name is the host's: a `name` key would be silently replaced
             lines.append(f"{display}: hosts.{name}.name: unknown key (a host's name is its table's: [hosts.{name}])")
         merged = {**defaults, **settings, "name": name}
-        if isinstance(settings.get("env", {}), dict):  # otherwise validation names the wrong type
-            merged["env"] = {**defaults.get("env", {}), **settings.get("env", {})}
+        for table in ("env", "k8s"):  # merged key by key; a wrong type is left for validation to name
+            if isinstance(settings.get(table, {}), dict) and (table in defaults or table in settings):
+                merged[table] = {**defaults.get(table, {}), **settings.get(table, {})}
         try:
             hosts[name] = HostSpec.model_validate(merged)
         except ValidationError as exc:

@@ -135,6 +135,12 @@ def runner_script() -> str:
     return ast.unparse(without_docstrings(ast.parse(source)))
 
 
+def preflight_source() -> str:
+    """The pod's preflight entry (remote/preflight.py) as written: it runs beside probe_source() in a ConfigMap,
+    where an operator reading `kubectl get configmap -o yaml` sees the docstrings that say what it does."""
+    return resources.files("specops.remote").joinpath("preflight.py").read_text(encoding="utf-8")
+
+
 @lru_cache(maxsize=1)
 def guard_source() -> str:
     """The guard file's script: the release script plus GUARD_MODULES (their ops register themselves in OPS),

@@ -14,7 +14,7 @@ from specops.errors import ExitCode
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-@pytest.mark.parametrize("name", ["configuration.md", "profiles.md", "exit-codes.md"])
+@pytest.mark.parametrize("name", ["configuration.md", "profiles.md", "exit-codes.md", "kubernetes.md"])
 def test_generated_tables_are_current(name: str) -> None:
     text = (ROOT / "docs" / name).read_text(encoding="utf-8")
     assert "BEGIN GENERATED" in text

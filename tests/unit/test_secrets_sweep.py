@@ -40,6 +40,7 @@ model_path = "/srv/models/target"
 profile = "nextn"
 secrets = ["HF_TOKEN", "SGLANG_API_KEY"]
 api_key_secret = "SGLANG_API_KEY"
+k8s = {{ image = "registry.example/sglang:v1", models = {{ host_path = "/srv/models" }}, models_mount = "/srv/models", secret = "s" }}
 env = {{ LOG_LEVEL = "info" }}
 """
 BROKEN = CONFIG + "port = 0\n"
@@ -62,6 +63,8 @@ COMMANDS = [
     Command("render", ("render", HOST), host="none"),
     Command("render --env", ("render", HOST, "--env"), host="none"),
     Command("render, unknown profile", ("render", HOST, "--profile", "nosuch"), host="none"),
+    Command("render --target k8s", ("render", HOST, "--target", "k8s"), host="none"),
+    Command("render --target k8s --check", ("render", HOST, "--target", "k8s", "--check"), host="none"),
     Command("config check", ("config", "check"), host="none"),
     Command("config check, broken config", ("config", "check"), host="none", config="broken.toml"),
     Command("hosts", ("hosts",), host="none"),
