@@ -298,6 +298,8 @@ PLAN_BUILDERS = ("specops/commands/", "specops/deploy/step_commands.py")
 NOT_HOST_COMMANDS = {
     "tar_argv": "runs on this machine: its output is the push's stream",
     "launch_argv": "the engine's command line the unit runs; the probe checks its flags, nothing runs it",
+    "container_argv": "the engine's command line in a pod's manifest (and checked by the pod's preflight); no "
+    "host command",
 }
 PLANLESS_MODULES = {
     "specops/cli/early/deploy.py": "a remembered deploy starts its two execs before the config loads (no plan "
