@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from specops.config.inventory import HostSpec
+from specops.config.notify import Notify
 from specops.config.profile import Drain, Profile, Readiness, Server, Smoke, Speculative
 from specops.errors import EXIT_CODE_MEANINGS
 
@@ -65,6 +66,7 @@ GENERATORS = {
     "profile-readiness": lambda: field_table(Readiness),
     "profile-smoke": lambda: field_table(Smoke),
     "profile-drain": lambda: field_table(Drain),
+    "notify-keys": lambda: field_table(Notify),
     "exit-codes": exit_code_table,
 }
 
