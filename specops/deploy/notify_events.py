@@ -29,7 +29,7 @@ def deploy_events(results: Mapping[str, HostOutcome], profiles: Mapping[str, str
     events = [_host_event(result, profiles.get(name)) for name, result in results.items()
               if result.outcome not in SILENT]  # fmt: skip
     if len(results) > 1:
-        events.append(fleet_event(results))
+        events.append(fleet_event(results, profiles))
     return events
 
 
@@ -42,7 +42,7 @@ def _host_event(result: HostOutcome, profile: str | None) -> dict[str, Any]:
                         lock_taken_over=result.lock_taken_over or None)  # fmt: skip
 
 
-def fleet_event(results: Mapping[str, HostOutcome]) -> dict[str, Any]:
+def fleet_event(results: Mapping[str, HostOutcome], profiles: Mapping[str, str]) -> dict[str, Any]:
     """The fleet's summary: how many hosts ended how, and why the first that failed did (a canary's failure)."""
     counts = Counter(str(result.outcome) for result in results.values())
     failed = [result for result in results.values() if not result.ok and result.outcome is not Outcome.SKIPPED]
@@ -54,7 +54,9 @@ def fleet_event(results: Mapping[str, HostOutcome]) -> dict[str, Any]:
     if skipped and skipped[0].cause:
         cause += f"; not started: {skipped[0].cause}"
     releases = {result.attempted for result in results.values() if result.attempted}
+    named = set(profiles.values())
     return notify.event("deploy.fleet", host=None, release=releases.pop() if len(releases) == 1 else None,
+                        profile=named.pop() if len(named) == 1 else None,
                         outcome="failed" if failed or skipped else "verified", cause=cause,
                         hosts={name: str(result.outcome) for name, result in results.items()})  # fmt: skip
 

@@ -96,7 +96,7 @@ def test_a_fleet_stopped_at_its_canary_says_so_in_its_summary() -> None:
     host, fleet = events
     assert (host["release"], host["serving"], host["profile"]) == ("20261102T000000Z-bbbb", "20261101T000000Z-aaaa",
                                                                   "ddtree")  # fmt: skip
-    assert fleet["outcome"] == "failed" and fleet["release"] == "20261102T000000Z-bbbb"
+    assert (fleet["outcome"], fleet["release"], fleet["profile"]) == ("failed", "20261102T000000Z-bbbb", "ddtree")
     assert fleet["cause"] == ("1 rolled-back, 2 skipped; gpu-1: rolled-back (smoke failed: 2 of 3 prompts); "
                               "not started: the canary gpu-1 failed")  # fmt: skip
     assert fleet["hosts"] == {"gpu-1": "rolled-back", "gpu-2": "skipped", "gpu-3": "skipped"}
