@@ -58,6 +58,7 @@ KNOWN_INTO_REMOTE = {
     ("specops/ops/release.py", "specops.remote.release.script"): "the host script's MANIFEST name",
     ("specops/commands/hostdata.py", "specops.remote.release.hostdata"): "one table of versions, one id rule",
     ("specops/ops/audit.py", "specops.remote.release.hostdata"): "one audit-line writer for both ends",
+    ("specops/ops/notify.py", "specops.remote.release.notify"): "one webhook poster for both ends",
 }
 REMOTE_ENTRY = "specops.remote.bundle"  # the one door into host-side code from the rest of specops
 

@@ -70,6 +70,7 @@ def deploy(
     from specops.deploy.connections import connect_all
     from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
+    from specops.deploy.notify_events import send_deploy_events
     from specops.deploy.plan import DeployOptions, make_plan
 
     app_state = state(ctx)
@@ -109,6 +110,7 @@ def deploy(
 
             results = run_fleet(plan.hosts, run_host, fleet, cancel, not_connected=opened.not_connected)
     _report(results, as_json)
+    send_deploy_events(results, {host_plan.name: host_plan.target.profile.name for host_plan in plan.hosts})
     raise typer.Exit(int(fleet_exit_code(results)))
 
 

@@ -25,6 +25,11 @@ def guard_state_path(spec: HostSpec) -> str:
     return f"{spec.service_dir}/.specops-guard.json"  # GUARD_STATE_FILE of the host-side hostdata.py
 
 
+def notify_path(spec: HostSpec) -> str:
+    """The webhook the guard and its watch post their rollbacks to (0600: the URL may hold a credential)."""
+    return f"{spec.service_dir}/.specops-notify.json"  # NOTIFY_FILE of the host-side hostdata.py
+
+
 def watch_stop_path(spec: HostSpec) -> str:
     """Written by the disarm before it stops the watch: the watch then records "stopped" (a deploy replaced it),
     and any other stop (a shutdown, a reboot, `systemctl stop`) as cut short."""

@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from specops.errors import UPGRADE_HINT, HostDataTooNew
 from specops.remote.release.hostdata import (
     AUDIT_SCHEMA,
+    EVENT_SCHEMA,
     GUARD_SCHEMA,
     GUARD_STATE_SCHEMA,
     HOLDER_SCHEMA,
     MANIFEST_SCHEMA,
+    NOTIFY_FILE,
     SCHEMA_KEY,
     Refused,
     SchemaTooNew,
@@ -28,10 +30,12 @@ from specops.remote.release.hostdata import (
 # The rest of the client reads the versions here: one door from the client into the host script's module.
 __all__ = [
     "AUDIT_SCHEMA",
+    "EVENT_SCHEMA",
     "GUARD_SCHEMA",
     "GUARD_STATE_SCHEMA",
     "HOLDER_SCHEMA",
     "MANIFEST_SCHEMA",
+    "NOTIFY_FILE",
     "SCHEMA_KEY",
     "check_release_id",
     "check_schema",

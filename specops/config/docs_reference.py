@@ -16,6 +16,7 @@ from pydantic_core import PydanticUndefined
 
 from specops.config.inventory import HostSpec
 from specops.config.k8s import K8sSettings, Volume
+from specops.config.notify import Notify
 from specops.config.profile import Drain, Profile, Readiness, Server, Smoke, Speculative
 from specops.errors import EXIT_CODE_MEANINGS
 
@@ -68,6 +69,7 @@ GENERATORS = {
     "profile-drain": lambda: field_table(Drain),
     "k8s-keys": lambda: field_table(K8sSettings),
     "k8s-volume": lambda: field_table(Volume),
+    "notify-keys": lambda: field_table(Notify),
     "exit-codes": exit_code_table,
 }
 

@@ -17,12 +17,13 @@ from pydantic import ValidationError
 from specops.config.errorfmt import display_path, read_toml_digest, validation_lines
 from specops.config.inventory import HostSettings, HostSpec, Inventory
 from specops.config.locate import find_config
+from specops.config.notify import Notify, use_notify, validate_notify
 from specops.config.profile import Profile
 from specops.config.profile_store import LoadedProfile, apply_overrides, load_profiles
 from specops.config.secrets import use_secrets_file
 from specops.errors import ConfigError, UsageError
 
-_TOP_KEYS = {"hosts", "groups", "defaults", "secrets_file"}
+_TOP_KEYS = {"hosts", "groups", "defaults", "secrets_file", "notify"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Config:
     profiles: dict[str, LoadedProfile]
     own_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)  # keys a host's table sets itself
     digest: bytes = b""  # SHA-256 of the specops.toml bytes validated here (a remembered plan's key)
+    notify: Notify | None = None  # [notify]: where events go (specops/ops/notify.py)
 
     @property
     def secrets_path(self) -> Path | None:
@@ -134,6 +136,7 @@ def load_config(path: Path, cwd: Path) -> Config:
     lines += _check_api_key_secrets(hosts, display)
     lines += _check_become_users(raw, hosts, display)
     lines += _check_run_as(hosts, display)
+    notify = validate_notify(raw.get("notify"), display, lines)
     if lines:
         raise ConfigError(lines)
     try:
@@ -141,8 +144,10 @@ def load_config(path: Path, cwd: Path) -> Config:
     except ValidationError as exc:
         raise ConfigError(validation_lines(display, [], exc, Inventory)) from None
     own = _own_keys(raw.get("hosts"))
-    config = Config(path=path, display=display, inventory=inventory, profiles=profiles, own_keys=own, digest=digest)
+    config = Config(path=path, display=display, inventory=inventory, profiles=profiles, own_keys=own, digest=digest,
+                    notify=notify)  # fmt: skip
     use_secrets_file(config.secrets_path)  # where the engine client finds an api_key_secret's value
+    use_notify(notify)  # where events go, for code far from the CLI (a stale lock's takeover)
     return config
 
 

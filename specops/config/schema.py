@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from specops.config.inventory import HostSpec
+from specops.config.notify import Notify
 from specops.config.profile import Profile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -89,8 +90,11 @@ def config_schema() -> dict[str, Any]:
                       "additionalProperties": {"$ref": "#/$defs/Host"}},
             "groups": {"type": "object", "description": "group = [host and group names]",
                        "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+            "notify": {"$ref": "#/$defs/Notify"},
         },
-        "$defs": {**defs, **host_defs, "Host": host, "Defaults": defaults, "ProfileOverride": override},
+        "$defs": {**defs, **host_defs, "Host": host, "Defaults": defaults, "ProfileOverride": override,
+                  "Notify": {**_without_null(Notify.model_json_schema()),
+                             "description": "Where events go (see docs/notify.md)."}},
     }  # fmt: skip
 
 

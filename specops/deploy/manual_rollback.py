@@ -16,6 +16,7 @@ import contextlib
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S
 from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
+from specops.deploy.notify_events import send_rollback_event
 from specops.deploy.rollback import ProfileFor, RollbackResult, interrupted_serving, rollback_host
 from specops.deploy.rollback_plan import RollbackPlan, plan_rollback
 from specops.deploy.serving import read_serving
@@ -78,6 +79,7 @@ def manual_rollback(
                 _audit_interrupted(on_host, spec, plan, interruption)
                 raise
             _audit(on_host, spec, result, force, held.takeover_note)
+            send_rollback_event(spec.name, result, plan.profile)  # in the background: [notify]
             result.serving = read_serving(on_host, spec)
         _remember_environment(on_host, spec, result)  # after the lock: the next deploy need not wait for it
     return result

@@ -25,6 +25,7 @@ from specops.commands.guard import (
     disarm_argvs,
     guard_script_path,
     guard_state_path,
+    notify_path,
     schema_argv,
     watch_argv,
 )
@@ -202,7 +203,7 @@ def manifest_update(
 def guard_commands(spec: HostSpec, release_id: str, rollback_to: str, lock_dir: str = "") -> list[HostCommand]:
     """Arming the guard (specops/ops/guard.py `arm` runs these): its schema read, the disarm of a leftover one,
     its script and state written, its timer started; `lock_dir`: the lock whose heartbeat it watches."""
-    from specops.ops.guard import guard_script, guard_state
+    from specops.ops.guard import guard_script, guard_state, notify_summary
 
     size = len(guard_script().encode("utf-8"))
     state = json.dumps(guard_state(release_id, rollback_to), sort_keys=True)  # written as shown (one line)
@@ -211,6 +212,7 @@ def guard_commands(spec: HostSpec, release_id: str, rollback_to: str, lock_dir: 
         *disarm_commands(spec),
         put(guard_script_path(spec), 0o600, f"the release script ({size} bytes)"),
         put(guard_state_path(spec), 0o600, state),
+        put(notify_path(spec), 0o600, notify_summary()),
         run(arm_argv(spec, lock_dir or lock_root(), DEFAULT_STALE_AFTER_S)),
     ]
 

@@ -13,14 +13,17 @@ newer specops is left alone (HostDataTooNew, exit 5): this specops cannot know w
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
+from specops import __version__
 from specops.commands.guard import GUARD_INTERVAL_S, WatchSettings, guard_script_path, guard_state_path, guard_unit
 from specops.commands.guard_record import GuardRecord, parse_guard_state
 from specops.commands.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema
 from specops.commands.planned import HostCommand
 from specops.config.inventory import HostSpec
+from specops.config.notify import active_notify
 from specops.config.profile import Profile
 from specops.host.base import Host, Result
 from specops.ops.hostfiles import read_document
@@ -47,12 +50,32 @@ def arm(host: Host, commands: Sequence[HostCommand]) -> None:
     """Install the script and the plan's rollback target, and start the timer (a leftover guard of a crashed
     deploy is replaced, unless a newer specops armed it). `commands`: the plan's (deploy/step_commands.py
     guard_commands): the schema read, the disarm, the script and state written, the timer started."""
-    schema, *stop, script, state, start = commands
+    schema, *stop, script, state, notify, start = commands
     _check_schema(host, script.path, execute(host, schema, check=False, timeout=TIMEOUT_S))  # none: nothing to check
     disarm(host, stop)
     execute(host, script, data=guard_script().encode("utf-8"))
     execute(host, state, data=f"{state.stdin}\n".encode())  # the state file: the line the plan shows
+    execute(host, notify, data=host_notify_document(host.name))  # the webhook: in a 0600 file, never in argv
     execute(host, start, timeout=TIMEOUT_S)
+
+
+def notify_summary() -> str:
+    """What the plan shows of the notify file: the webhook with its credentials masked, or that there is none."""
+    notify = active_notify()
+    if notify is None or notify.webhook is None:
+        return "the notify settings: no webhook (the guard posts nothing)"
+    return f"the notify settings: the guard posts its rollbacks to {notify.shown_url()}"
+
+
+def host_notify_document(host_name: str) -> bytes:
+    """The notify file's content (remote/release/notify.py reads it): the webhook revealed here only, into a file
+    the host keeps 0600; `{}` without one, so that an earlier deploy's webhook stops being used."""
+    notify = active_notify()
+    if notify is None or notify.webhook is None:
+        return b"{}\n"
+    document = {"host": host_name, "webhook": notify.revealed_url(), "timeout_s": notify.timeout_s,
+                "retries": notify.retries, "specops_version": __version__}  # fmt: skip
+    return (json.dumps(document, sort_keys=True) + "\n").encode("utf-8")
 
 
 def guard_state(release_id: str, rollback_to: str) -> dict[str, object]:

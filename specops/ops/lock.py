@@ -26,7 +26,7 @@ from specops.commands.lock import DEFAULT_LOCK_ROOT, HOLDER_FILE, LockReply, loc
 from specops.commands.planned import SLOTS, HostCommand, run
 from specops.errors import CommandFailed, ExitCode, LockHeld, SpecopsError
 from specops.host.base import Host
-from specops.ops import interrupts
+from specops.ops import interrupts, notify
 from specops.ops.lock_holder import LockHolder, LockInfo, dead_here, local_who, utc_now
 
 __all__ = ["HostLock", "LockHolder", "LockInfo", "LockLost", "Released", "acquire", "local_who", "release", "status",
@@ -146,6 +146,8 @@ def acquire(
             why = _takeover_reason(previous, dead)
             if previous is not None:
                 say(f"{host.name}: {why}")
+                notify.send(notify.event("lock.taken-over", host=host.name, release=None, outcome="taken-over",
+                                         cause=why))  # fmt: skip
             return HostLock(host, attempt, root=root, heartbeat_s=heartbeat_s, took_over=previous, on_event=say,
                             took_over_why=why, commands=commands)  # fmt: skip
         info = _info(host, reply, stale_after_s, root)

@@ -42,6 +42,7 @@ RELEASE_MODULES = (
 )
 GUARD_MODULES = (
     "hostlock.py",
+    "notify.py",
     "guard.py",
     "hostblame.py",
     "watch.py",

@@ -173,7 +173,7 @@ CASES = [
     ),
     pytest.param(
         "host = 1\n" + _host(),
-        "specops.toml: host: unknown key (expected one of: defaults, groups, hosts, secrets_file)",
+        "specops.toml: host: unknown key (expected one of: defaults, groups, hosts, notify, secrets_file)",
         id="top_level_typo",
     ),
     pytest.param(_host("port = \n"), "specops.toml: line 7, column 8: Invalid value", id="toml_syntax"),

@@ -32,6 +32,7 @@ from specops.remote.release.hostdata import (
     utc_text,
 )
 from specops.remote.release.hostlock import HeldLock, lock_is_alive, take_lock
+from specops.remote.release.notify import notify_from_host
 from specops.remote.release.rollback import append_audit, op_rollback, rollback_target
 from specops.remote.release.script import current_id, read_manifest, write_json_atomic
 from specops.remote.release.session import OPS
@@ -81,6 +82,7 @@ def decline(service_dir: str, state: dict[str, Any], current: str | None, why: s
     append_audit(service_dir, {"when": utc_text(), "who": "specops guard", "action": "guard", "from": current,
                                "to": state.get("rollback_to") or None, "outcome": "no-rollback",
                                "message": reason})  # fmt: skip
+    notify_from_host(service_dir, "guard.no-rollback", str(current or ""), current, "no-rollback", reason)
     return {"action": "none", "why": reason}
 
 
@@ -108,7 +110,8 @@ def op_guard(service_dir: str, unit: str, lock_dir: str, stale_after_s: str) -> 
         reason = "guard: the deploy stopped (no lock heartbeat) before release " + str(current) + " was verified"
         done = op_rollback(service_dir, unit, target, reason, "keep-unmarked")  # never judged: nothing is marked
         record_state(service_dir, state, state="rolled-back", rolled_back_to=target, reason=reason, at=utc_text())
-        return {"action": "rollback", **done}
+    notify_from_host(service_dir, "guard.rolled-back", str(current or ""), target, "rolled-back", reason)  # unlocked
+    return {"action": "rollback", **done}
 
 
 OPS["guard"] = op_guard

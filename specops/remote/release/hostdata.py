@@ -38,6 +38,8 @@ GUARD_SCHEMA = 1
 GUARD_STATE_SCHEMA = 1
 GUARD_STATE_FILE = ".specops-guard.json"  # written when the guard is armed: the plan's rollback target
 WATCH_SCHEMA = 1
+NOTIFY_FILE = ".specops-notify.json"  # 0600: the webhook the guard and the watch post their rollbacks to
+EVENT_SCHEMA = 1  # of a notify event (docs/notify.md): posted by specops and by the host-side guard alike
 RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # no "/", no leading "."
 
 

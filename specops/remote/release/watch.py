@@ -32,6 +32,7 @@ from specops.remote.release.boot import SHUTDOWN_REASON, process_mark, shutting_
 from specops.remote.release.hostblame import host_fault_since
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, checked_release_id, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
+from specops.remote.release.notify import notify_from_host
 from specops.remote.release.rollback import append_audit, op_rollback, rollback_target
 from specops.remote.release.script import WATCH_FILE, WATCH_STOP_FILE, current_id, write_json_atomic
 from specops.remote.release.session import OPS
@@ -58,6 +59,9 @@ def probe(url: str, timeout: float) -> str | None:
         return "did not answer within " + format(timeout, "g") + " s"
     except (OSError, ValueError) as error:  # a reset connection, a malformed answer
         return "failed (" + type(error).__name__ + ": " + str(error) + ")"
+
+
+NOTIFIED_STATES = ("rolled-back", "no-rollback", "rollback-failed")  # what the watch posts to [notify]'s webhook
 
 
 class Watch:
@@ -155,6 +159,9 @@ def op_watch(service_dir: str, unit: str, release: str, *settings: str) -> dict[
         if state not in ("rolled-back", "stopped"):  # a rollback audits itself (this reason); a stop, its deploy
             append_audit(service_dir, {"when": utc_text(time.time()), "who": "specops guard", "action": "watch",
                                        "to": release, "outcome": state, "message": reason})  # fmt: skip
+        if state in NOTIFIED_STATES:  # after the record: a slow webhook never delays what `status` shows
+            serving = watch.record.get("rolled_back_to") or current_id(service_dir)
+            notify_from_host(service_dir, "watch." + state, release, serving, state, reason)
     return {"state": state, "reason": reason}
 
 

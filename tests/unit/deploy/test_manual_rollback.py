@@ -12,13 +12,15 @@ import pytest
 
 from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
+from specops.config.notify import Notify, use_notify
 from specops.deploy import manual_rollback
 from specops.deploy.rollback import RollbackResult
 from specops.deploy.rollback_plan import RollbackPlan
 from specops.errors import LockHeld
 from specops.events import NullReporter
 from specops.host.local import LocalHost
-from specops.ops import lock
+from specops.ops import lock, notify
+from tests.unit.webhook import receiver
 
 
 @pytest.fixture
@@ -67,3 +69,20 @@ def test_rollback_refuses_while_another_specops_holds_the_lock(spec: HostSpec, m
     with lock.acquire(host, other, heartbeat_s=60), pytest.raises(LockHeld, match="alice@ci-7"):
         manual_rollback.manual_rollback(host, spec, lambda name: None, None, NullReporter())  # type: ignore[arg-type,return-value]
     assert not (Path(spec.service_dir) / "audit.jsonl").exists()
+
+
+def test_a_manual_rollback_is_posted_to_the_webhook(spec: HostSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    _planned(monkeypatch)
+    done = RollbackResult(True, "20260102-0000-bbbb", "20260101-0000-aaaa")
+    monkeypatch.setattr(manual_rollback, "rollback_host", lambda *args, **kwargs: done)
+    with receiver() as hook:
+        use_notify(Notify.model_validate({"webhook": hook.url}))
+        try:
+            manual_rollback.manual_rollback(LocalHost("llm-two"), spec, lambda name: None, None, NullReporter())  # type: ignore[arg-type,return-value]
+            notify.wait_for_deliveries()
+        finally:
+            use_notify(None)
+    (event,) = hook.events
+    assert (event["event"], event["host"], event["release"], event["previous"], event["serving"]) == (
+        "rollback.manual", "llm-two", "20260102-0000-bbbb", "20260101-0000-aaaa", "20260101-0000-aaaa")  # fmt: skip
+    assert (event["outcome"], event["profile"]) == ("rolled-back", "nextn")
