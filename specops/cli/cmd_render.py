@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,10 +12,15 @@ from specops.cli.options import JsonOpt
 from specops.cli.output import print_json, print_raw
 from specops.cli.state import state
 
+if TYPE_CHECKING:
+    from specops.config.loader import Config
+
 
 def render(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(metavar="HOST", help="Host name from specops.toml.")],
+    host: Annotated[
+        str, typer.Argument(metavar="HOST", help="Host name from specops.toml, or an engine's: every rank's unit.")
+    ],
     profile: Annotated[
         str | None, typer.Option("--profile", "-p", metavar="NAME", help="Profile (default: the host's).")
     ] = None,
@@ -50,6 +55,12 @@ def render(
     if kind == "k8s" and env:
         raise UsageError("--env: not with --target k8s (secrets are Secret references in the Deployment)")
     config = app_state.load_config()
+    if host in config.inventory.engines:
+        if kind == "k8s":
+            raise UsageError(f"engine {host!r}: --target k8s of multi-node engines is not supported yet",
+                             hint="render one host's objects with k8s.nodes (docs/kubernetes.md)")  # fmt: skip
+        render_engine(config, host, profile, env, app_state.wants_json(json_output))
+        return
     resolved = config.resolve(host, profile)
     if kind == "k8s":
         render_k8s(config, resolved, image, namespace, output, check, app_state.wants_json(json_output))
@@ -61,3 +72,31 @@ def render(
         print_json({"host": host, "profile": resolved.profile.name, "kind": kind, "path": path, "content": text})
     else:
         print_raw(text)
+
+
+def render_engine(config: Config, name: str, profile: str | None, env: bool, as_json: bool) -> None:
+    """Every rank's unit (or env file), rank 0 first, each under a comment naming its host and rank: what a
+    deploy of the engine would install on each host."""
+    from specops.commands.systemd import render_env_file, render_unit
+    from specops.config.engine_targets import resolve_engine
+    from specops.host.ssh.resolve import resolve_ssh_target
+
+    targets = resolve_engine(config, name, profile, lambda spec: resolve_ssh_target(spec.ssh, jump=spec.jump).hostname)
+    ranks = []
+    for target in targets:
+        host, rank = target.host, target.rank
+        assert rank is not None
+        path = host.env_file if env else f"/etc/systemd/system/{host.unit_name}"
+        content = render_env_file(target) if env else render_unit(target)
+        ranks.append({"rank": rank.rank, "host": host.name, "serves_http": rank.serves_http, "path": path,
+                      "content": content})  # fmt: skip
+    if as_json:
+        print_json({"engine": name, "profile": targets[0].profile.name, "kind": "env_file" if env else "unit",
+                    "ranks": ranks})  # fmt: skip
+        return
+    parts = []
+    for item in ranks:
+        role = "serves HTTP" if item["serves_http"] else "schedulers only, no HTTP"
+        parts.append(f"# engine {name}, rank {item['rank']} of {len(ranks)} ({role}): host {item['host']}, "
+                     f"{item['path']}\n{item['content']}")  # fmt: skip
+    print_raw("\n".join(parts))

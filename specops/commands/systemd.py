@@ -54,15 +54,18 @@ def launch_argv(target: Target, spellings: Mapping[str, str] | None = None) -> l
 
     `spellings` (from `flag_spellings`) renames flags for a build that knows an older name only.
     """
-    host = target.host
+    host, rank = target.host, target.rank
     argv = [host.python, "-m", "sglang.launch_server", "--model-path", host.model_path]
     if host.served_model_name:
         argv += ["--served-model-name", host.served_model_name]
-    argv += ["--host", host.listen, "--port", str(host.port), "--tp-size", str(host.tp_size)]
+    tp_size = rank.tp_size if rank is not None else host.tp_size
+    argv += ["--host", host.listen, "--port", str(host.port), "--tp-size", str(tp_size)]
     argv += _server_flags(target)
     argv += [(spellings or {}).get(word, word) for word in _speculative_flags(target)]
     if host.api_key_secret is not None:
         argv += ["--api-key", EnvReference(host.api_key_secret)]
+    if rank is not None:  # every rank runs the same command; rank 0 serves HTTP, the others schedulers only
+        argv += ["--nnodes", str(rank.nnodes), "--node-rank", str(rank.rank), "--dist-init-addr", rank.dist_init_addr]
     return argv + list(host.extra_args)
 
 
@@ -71,8 +74,9 @@ def _server_flags(target: Target) -> list[str]:
     flags: list[str] = []
     if server.dp_size != 1:
         flags += ["--dp-size", str(server.dp_size)]
-    if server.pp_size != 1:
-        flags += ["--pp-size", str(server.pp_size)]
+    pp_size = target.rank.pp_size if target.rank is not None else server.pp_size  # an engine's pp is its own
+    if pp_size != 1:
+        flags += ["--pp-size", str(pp_size)]
     page_size = (
         server.page_size if server.page_size is not None else (1 if target.profile.algorithm == "DDTREE" else None)
     )
@@ -146,6 +150,8 @@ def unit_environment(target: Target) -> dict[str, str]:
     }
     if host.gpus is not None:
         env["CUDA_VISIBLE_DEVICES"] = host.gpus
+    if target.rank is not None:  # NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME of a multi-node engine
+        env |= target.rank.env
     return env | cache_environment(host)
 
 
@@ -158,9 +164,10 @@ def render_unit(target: Target, spellings: Mapping[str, str] | None = None) -> s
     """The unit file a deploy installs for this host and profile (`spellings`: see launch_argv)."""
     host, profile = target.host, target.profile
     readiness = profile.readiness
+    rank = "" if target.rank is None else f", engine {target.rank.engine} rank {target.rank.rank}/{target.rank.nnodes}"
     context = {
         "description": systemd_specifiers(
-            f"SGLang {profile.algorithm} server ({host.service}, profile {profile.name}) managed by specops"
+            f"SGLang {profile.algorithm} server ({host.service}, profile {profile.name}{rank}) managed by specops"
         ),
         "working_directory": host.current_dir,
         "environment": [environment_directive(k, v) for k, v in unit_environment(target).items()],

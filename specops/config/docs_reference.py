@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from specops.config.engine_spec import EngineSpec
 from specops.config.inventory import HostSpec
 from specops.config.k8s import K8sSettings, Volume
 from specops.config.notify import Notify
@@ -67,6 +68,7 @@ GENERATORS = {
     "profile-readiness": lambda: field_table(Readiness),
     "profile-smoke": lambda: field_table(Smoke),
     "profile-drain": lambda: field_table(Drain),
+    "engine-keys": lambda: field_table(EngineSpec, skip=("name",)),
     "k8s-keys": lambda: field_table(K8sSettings),
     "k8s-volume": lambda: field_table(Volume),
     "notify-keys": lambda: field_table(Notify),

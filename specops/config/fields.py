@@ -14,8 +14,10 @@ from pydantic import AfterValidator
 
 from specops.config.values import (
     abs_path,
+    dist_address,
     env_name,
     gpu_list,
+    interface_names,
     jump_hosts,
     listen_address,
     local_path,
@@ -39,3 +41,5 @@ JumpHosts = Annotated[str, AfterValidator(jump_hosts)]
 GpuList = Annotated[str, AfterValidator(gpu_list)]
 ListenAddress = Annotated[str, AfterValidator(listen_address)]
 PosixName = Annotated[str, AfterValidator(posix_name)]
+DistAddress = Annotated[str, AfterValidator(dist_address)]
+InterfaceNames = Annotated[str, AfterValidator(interface_names)]

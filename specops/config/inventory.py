@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from specops.config.engine_spec import EngineSpec
 from specops.config.fields import (
     AbsPath,
     EnvName,
@@ -186,21 +187,27 @@ class Inventory(BaseModel):
 
     hosts: dict[Name, HostSpec] = {}
     groups: dict[Name, list[Name]] = {}
+    engines: dict[Name, EngineSpec] = {}
     secrets_file: str | None = None
 
     def select(self, names: list[str]) -> list[HostSpec]:
-        """Hosts for HOST|GROUP arguments, in inventory order, each once."""
+        """Hosts for HOST|GROUP arguments, in inventory order, each once. A multi-node engine, named or in a
+        group, is refused: acting on its hosts one by one would start single-host engines in its place."""
+        from specops.errors import UsageError
+
         wanted: set[str] = set()
         for name in names:
-            if name in self.hosts:
+            if name in self.hosts or name in self.engines:
                 wanted.add(name)
             elif name in self.groups:
                 wanted.update(self.members(name))
             else:
-                from specops.errors import UsageError
-
-                known = ", ".join([*self.hosts, *self.groups]) or "none"
+                known = ", ".join([*self.hosts, *self.groups, *self.engines]) or "none"
                 raise UsageError(f"unknown host or group {name!r}", hint=f"known: {known}")
+        for engine in (name for name in self.engines if name in wanted):
+            from specops.config.engine_spec import engine_unsupported
+
+            raise UsageError(engine_unsupported(engine, self.engines[engine]), hint="see docs/multinode.md")
         return [spec for key, spec in self.hosts.items() if key in wanted]
 
     def members(self, group: str) -> set[str]:

@@ -7,13 +7,15 @@ one), because an operator fixing a config wants the whole list, and a typo must 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from specops.config.engine_spec import Rank, engine_unsupported
+from specops.config.engines import validate_engines
 from specops.config.errorfmt import display_path, read_toml_digest, validation_lines
 from specops.config.inventory import HostSettings, HostSpec, Inventory
 from specops.config.locate import find_config
@@ -23,7 +25,7 @@ from specops.config.profile_store import LoadedProfile, apply_overrides, load_pr
 from specops.config.secrets import use_secrets_file
 from specops.errors import ConfigError, UsageError
 
-_TOP_KEYS = {"hosts", "groups", "defaults", "secrets_file", "notify"}
+_TOP_KEYS = {"hosts", "groups", "engines", "defaults", "secrets_file", "notify"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Target:
 
     host: HostSpec
     profile: Profile
+    rank: Rank | None = None  # set for one rank of a multi-node engine (specops/config/engine_targets.py)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class Config:
             members = ", ".join(spec.name for spec in self.inventory.select([name]))
             raise UsageError(f"{name!r} is a group in {self.display} ({members}); this takes one host",
                              hint=f"name one of its hosts, e.g. {members.split(', ')[0]}")  # fmt: skip
+        if name in self.inventory.engines:
+            raise UsageError(engine_unsupported(name, self.inventory.engines[name]), hint="see docs/multinode.md")
         if name not in self.inventory.hosts:
             known = ", ".join(self.inventory.hosts) or "none"
             raise UsageError(f"unknown host {name!r} in {self.display}", hint=f"known hosts: {known}")
@@ -131,7 +136,9 @@ def load_config(path: Path, cwd: Path) -> Config:
     defaults = _validate_defaults(raw.get("defaults", {}), display, lines)
     hosts = _validate_hosts(raw.get("hosts", {}), defaults, display, lines)
     groups = raw.get("groups", {})
-    lines += _check_groups(groups, hosts, display)
+    own = _own_keys(raw.get("hosts"))
+    engines, engine_lines = validate_engines(raw.get("engines", {}), hosts, groups, own, display)
+    lines += engine_lines + _check_groups(groups, {*hosts, *engines}, display)
     lines += _check_profile_names(hosts, {*profiles, *failed_profiles}, profiles, display)
     lines += _check_api_key_secrets(hosts, display)
     lines += _check_become_users(raw, hosts, display)
@@ -140,10 +147,9 @@ def load_config(path: Path, cwd: Path) -> Config:
     if lines:
         raise ConfigError(lines)
     try:
-        inventory = Inventory(hosts=hosts, groups=groups, secrets_file=raw.get("secrets_file"))
+        inventory = Inventory(hosts=hosts, groups=groups, engines=engines, secrets_file=raw.get("secrets_file"))
     except ValidationError as exc:
         raise ConfigError(validation_lines(display, [], exc, Inventory)) from None
-    own = _own_keys(raw.get("hosts"))
     config = Config(path=path, display=display, inventory=inventory, profiles=profiles, own_keys=own, digest=digest,
                     notify=notify)  # fmt: skip
     use_secrets_file(config.secrets_path)  # where the engine client finds an api_key_secret's value
@@ -231,15 +237,16 @@ def _validate_hosts(raw: Any, defaults: dict[str, Any], display: str, lines: lis
     return hosts
 
 
-def _check_groups(groups: Any, hosts: Mapping[str, HostSpec], display: str) -> list[str]:
+def _check_groups(groups: Any, hosts: Collection[str], display: str) -> list[str]:
+    """Groups name hosts, engines and other groups (`hosts` holds the host and engine names)."""
     if not isinstance(groups, dict):
         return [f'{display}: groups: expected a table like gpu = ["llm-one", "llm-two"]']
     lines = []
     for group, members in groups.items():
         if group in hosts:
-            lines.append(f"{display}: groups.{group}: a group cannot have the same name as a host")
+            lines.append(f"{display}: groups.{group}: a group cannot have the same name as a host or engine")
         if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
-            lines.append(f"{display}: groups.{group}: expected a list of host and group names")
+            lines.append(f"{display}: groups.{group}: expected a list of host, engine and group names")
             continue
         if not members:
             lines.append(f"{display}: groups.{group}: an empty group; list its hosts or remove it")

@@ -24,7 +24,7 @@ MANAGED_FLAGS = frozenset(
         "--speculative-dflash-block-size", "--speculative-draft-window-size",
         "--speculative-draft-attention-backend", "--speculative-ddtree-budget",
         "--speculative-use-rejection-sampling", "--attention-backend", "--speculative-dflash-draft-window-size",
-        "--api-key",
+        "--api-key", "--nnodes", "--node-rank", "--dist-init-addr",
     }
 )  # fmt: skip
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from specops.config.engine_spec import EngineSpec
 from specops.config.inventory import HostSpec
 from specops.config.notify import Notify
 from specops.config.profile import Profile
@@ -90,12 +91,23 @@ def config_schema() -> dict[str, Any]:
                       "additionalProperties": {"$ref": "#/$defs/Host"}},
             "groups": {"type": "object", "description": "group = [host and group names]",
                        "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+            "engines": {"type": "object", "description": "[engines.NAME] tables: one engine over several hosts",
+                        "additionalProperties": {"$ref": "#/$defs/Engine"}},
             "notify": {"$ref": "#/$defs/Notify"},
         },
         "$defs": {**defs, **host_defs, "Host": host, "Defaults": defaults, "ProfileOverride": override,
+                  "Engine": _engine_schema(),
                   "Notify": {**_without_null(Notify.model_json_schema()),
                              "description": "Where events go (see docs/notify.md)."}},
     }  # fmt: skip
+
+
+def _engine_schema() -> dict[str, Any]:
+    """[engines.NAME]: `name` is the table's name, not a key."""
+    schema: dict[str, Any] = _without_null(EngineSpec.model_json_schema())
+    schema["properties"].pop("name", None)
+    schema["required"] = ["hosts"]
+    return schema
 
 
 def schema_for(kind: str) -> dict[str, Any]:

@@ -159,3 +159,31 @@ def posix_name(value: str) -> str:
             "'_', at most 31 characters"
         )
     return value
+
+
+# a DNS host name (RFC 1123 labels): what other ranks of a multi-node engine dial to reach rank 0
+_HOSTNAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
+# a network interface name, or NCCL's list syntax: '^' excludes, '=' matches exactly, ',' separates
+_IFACE = re.compile(r"[=^]?[A-Za-z0-9_.:-]{1,15}(?:,[A-Za-z0-9_.:-]{1,15})*")
+
+
+def dist_address(value: str) -> str:
+    """--dist-init-addr's host part: an IP address or a DNS name, never something a shell or unit reads."""
+    no_control(value)
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    if not _HOSTNAME.fullmatch(value):
+        raise ValueError(f"{value!r} is neither an IP address nor a host name like 'ds-a.cluster.local'")
+    return value
+
+
+def interface_names(value: str) -> str:
+    """NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME: interface names (NCCL's '^' and '=' prefixes allowed)."""
+    no_control(value)
+    if not _IFACE.fullmatch(value):
+        raise ValueError(f"{value!r} is not an interface name or list like 'eth0', 'ib0,ib1' or '^docker'")
+    return value

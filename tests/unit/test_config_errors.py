@@ -168,12 +168,12 @@ CASES = [
     ),
     pytest.param(
         _host('\n[groups]\n"llm-two" = ["llm-two"]\n'),
-        "specops.toml: groups.llm-two: a group cannot have the same name as a host",
+        "specops.toml: groups.llm-two: a group cannot have the same name as a host or engine",
         id="group_named_like_host",
     ),
     pytest.param(
         "host = 1\n" + _host(),
-        "specops.toml: host: unknown key (expected one of: defaults, groups, hosts, notify, secrets_file)",
+        "specops.toml: host: unknown key (expected one of: defaults, engines, groups, hosts, notify, secrets_file)",
         id="top_level_typo",
     ),
     pytest.param(_host("port = \n"), "specops.toml: line 7, column 8: Invalid value", id="toml_syntax"),
