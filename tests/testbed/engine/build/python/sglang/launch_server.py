@@ -18,7 +18,8 @@ Env knobs (all optional; tests use them to stay fast or to provoke failures):
                                        stay fine; 0: never; unset: the build decides (sampling_loop.patch)
   SGLANG_TESTENGINE_HANG_AFTER_SECONDS / _REQUESTS  hang later (sglang/srt/testengine_faults.py), also
                                        settable per build in sglang/testengine_env.json
-  (the scheduler child's knobs: sglang/srt/testengine_scheduler.py)
+  (the scheduler child's knobs: sglang/srt/testengine_scheduler.py; the multi-node rendezvous's:
+  sglang/srt/testengine_rendezvous.py)
 
 Stop: SIGTERM drains as SGLang does: health answers 503, new requests are refused, running ones finish,
 then the process exits (and stops its scheduler child, unless that one leaks). SIGKILL ends it at once.
@@ -128,9 +129,25 @@ def launch_server(args: ServerArgs) -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # before serving there is nothing to drain
     scheduler = spawn()
     try:
-        _serve(args)
+        if args.nnodes > 1:  # torch.distributed's rendezvous comes before the weights, as in SGLang's schedulers
+            from sglang.srt.testengine_rendezvous import rendezvous
+
+            rendezvous(args.nnodes, args.node_rank, args.dist_init_addr or f"127.0.0.1:{args.port + 233}")
+        if args.node_rank > 0:
+            _serve_worker(args)
+        else:
+            _serve(args)
     finally:
         stop(scheduler)
+
+
+def _serve_worker(args: ServerArgs) -> None:
+    """A node of rank >= 1 runs schedulers only: it loads its weights and serves no HTTP; it ends on SIGTERM or
+    when rank 0 goes away (testengine_rendezvous.py)."""
+    _load_weights(args)
+    log(f"Node rank {args.node_rank} is running schedulers only; the HTTP server runs on node rank 0.")
+    while True:
+        time.sleep(3600)
 
 
 def _serve(args: ServerArgs) -> None:

@@ -46,6 +46,9 @@ class ServerArgs:
     disable_overlap_schedule: bool = False
     device: str = "cuda"
     api_key: str | None = None
+    nnodes: int = 1
+    node_rank: int = 0
+    dist_init_addr: str | None = None
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +59,16 @@ class ServerArgs:
     def from_cli_args(cls, namespace: argparse.Namespace) -> ServerArgs:
         """Build and validate (ValueError/AssertionError), as upstream's `ServerArgs.from_cli_args`."""
         values = vars(namespace)
-        defaults = {"port": 30000, "tp_size": 1, "dp_size": 1, "pp_size": 1, "page_size": 1, "device": "cuda"}
+        defaults = {
+            "port": 30000,
+            "tp_size": 1,
+            "dp_size": 1,
+            "pp_size": 1,
+            "page_size": 1,
+            "device": "cuda",
+            "nnodes": 1,
+            "node_rank": 0,
+        }
         return cls(**{key: defaults.get(key) if value is None and key in defaults else value
                       for key, value in values.items()})  # fmt: skip
 
@@ -81,6 +93,8 @@ def _int_flags() -> list[str]:
         "--speculative-dflash-block-size",
         "--speculative-draft-window-size",
         "--speculative-ddtree-budget",
+        "--nnodes",
+        "--node-rank",
     ]
 
 
@@ -104,6 +118,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speculative-draft-attention-backend")
     parser.add_argument("--attention-backend")
     parser.add_argument("--api-key", type=str, default=None)
+    parser.add_argument("--dist-init-addr", "--nccl-init-addr", type=str, default=None)
     for flag in (
         "--enable-metrics",
         "--trust-remote-code",
