@@ -55,10 +55,13 @@ def render(
     if kind == "k8s" and env:
         raise UsageError("--env: not with --target k8s (secrets are Secret references in the Deployment)")
     config = app_state.load_config()
+    if host in config.inventory.engines and kind == "k8s":  # one LeaderWorkerSet, size = the engine's ranks
+        from specops.config.engine_targets import k8s_target, resolve_engine
+
+        ranks = resolve_engine(config, host, profile, lambda spec: "leader")  # the LWS gives the leader's address
+        render_k8s(config, k8s_target(ranks), image, namespace, output, check, app_state.wants_json(json_output))
+        return
     if host in config.inventory.engines:
-        if kind == "k8s":
-            raise UsageError(f"engine {host!r}: --target k8s of multi-node engines is not supported yet",
-                             hint="render one host's objects with k8s.nodes (docs/kubernetes.md)")  # fmt: skip
         render_engine(config, host, profile, env, app_state.wants_json(json_output))
         return
     resolved = config.resolve(host, profile)

@@ -65,3 +65,16 @@ def _check_engine_rules(config: Config, engine: EngineSpec, target: Target) -> N
         lines.append(f"{where}.pp_size: {profile.algorithm} needs pp_size = 1; got {engine.pp_size}")
     if lines:
         raise ConfigError(lines, hint=f"these are SGLang's own start-up rules for {profile.algorithm}")
+
+
+def k8s_target(ranks: list[Target]) -> Target:
+    """The engine as one Kubernetes render: rank 0's host and profile with the engine's parallelism and
+    k8s.nodes = its ranks, so the existing LeaderWorkerSet code renders one group of that size (the LWS, not
+    the engine's dist_addr or interface names, says how pods reach the leader)."""
+    first, rank = ranks[0], ranks[0].rank
+    if rank is None:
+        return first
+    k8s = first.host.k8s.model_copy(update={"nodes": rank.nnodes})
+    host = first.host.model_copy(update={"tp_size": rank.tp_size, "k8s": k8s})
+    server = first.profile.server.model_copy(update={"pp_size": rank.pp_size})
+    return Target(host=host, profile=first.profile.model_copy(update={"server": server}))

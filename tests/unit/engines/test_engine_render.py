@@ -77,11 +77,19 @@ def test_without_dist_addr_rank_0s_ssh_hostname_is_used(config_dir: Path) -> Non
         resolve_engine(config, "ds", None, lambda host: "$(id)")
 
 
-def test_render_k8s_of_an_engine_is_refused_for_now(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (config_dir / "specops.toml").write_text(BASE + ENGINE)
-    result = run_cli(capsys, "render", "ds", "--target", "k8s")
-    assert result.code == 2
-    assert "--target k8s of multi-node engines is not supported yet" in result.err
+def test_render_k8s_of_an_engine_is_one_leaderworkerset_of_its_ranks(
+    config_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = BASE.replace("[hosts.ds-a]", '[defaults.k8s]\nmodels = { pvc = "models" }\n\n[hosts.ds-a]')
+    (config_dir / "specops.toml").write_text(text + ENGINE)
+    result = run_cli(capsys, "render", "ds", "--target", "k8s", "--image", "lmsysorg/sglang:v0.5.12", "--json")
+    assert result.code == 0, result.err
+    objects = json.loads(result.out)["objects"]
+    (lws,) = [item for item in objects if item["kind"] == "LeaderWorkerSet"]
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    command = json.dumps(lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
+    assert '"--tp-size", "16"' in command and '"--nnodes", "$(LWS_GROUP_SIZE)"' in command
+    assert not [item for item in objects if item["kind"] == "Deployment"]
 
 
 def test_extra_args_cannot_set_the_rendezvous_flags(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
