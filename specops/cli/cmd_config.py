@@ -29,11 +29,14 @@ def check(ctx: typer.Context, json_output: JsonOpt = False) -> None:
     if lines:
         raise ConfigError(lines)
     hosts, groups, profiles = len(config.inventory.hosts), len(config.inventory.groups), sorted(config.profiles)
+    engines = len(config.inventory.engines)
     if app_state.wants_json(json_output):
-        print_json({"config": config.display, "hosts": hosts, "groups": groups, "profiles": profiles, "valid": True})
+        print_json({"config": config.display, "hosts": hosts, "groups": groups, "engines": engines,
+                    "profiles": profiles, "valid": True})  # fmt: skip
     else:
+        shown_engines = f"{_count(engines, 'engine')}, " if engines else ""
         typer.echo(
-            f"{config.display}: valid ({_count(hosts, 'host')}, {_count(groups, 'group')}, "
+            f"{config.display}: valid ({_count(hosts, 'host')}, {_count(groups, 'group')}, {shown_engines}"
             f"profiles: {', '.join(profiles)})"
         )
 
@@ -86,6 +89,24 @@ def _pair_errors(config: Config) -> list[str]:
                 config.resolve(name, profile)
             except SpecopsError as error:
                 lines += getattr(error, "lines", [error.message])
+    return lines + _engine_errors(config)
+
+
+def _engine_errors(config: Config) -> list[str]:
+    """Each multi-node engine with rank 0's profile: the rules that depend on the engine's parallelism, and
+    rank 0's address when dist_addr is not set (its ssh HostName)."""
+    from specops.config.engine_targets import resolve_engine
+    from specops.host.ssh.resolve import resolve_ssh_target
+
+    lines: list[str] = []
+    for name in config.inventory.engines:
+        first = config.inventory.hosts[config.inventory.engines[name].hosts[0]]
+        if first.profile is None:
+            continue  # named with --profile at render time; nothing to check yet
+        try:
+            resolve_engine(config, name, None, lambda spec: resolve_ssh_target(spec.ssh, jump=spec.jump).hostname)
+        except SpecopsError as error:
+            lines += [line for line in getattr(error, "lines", [error.message]) if line not in lines]
     return lines
 
 

@@ -117,3 +117,18 @@ def test_a_group_holding_an_engine_is_refused_too(config_dir: Path, capsys: pyte
     result = run_cli(capsys, "status", "fleet")
     assert result.code == 2, result
     assert "engine 'ds'" in result.err
+
+
+def test_config_check_counts_engines_and_checks_their_profile_rules(
+    config_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(config_dir, BASE + ENGINE)
+    result = run_cli(capsys, "config", "check")
+    assert (result.code, result.out) == (
+        0,
+        "specops.toml: valid (3 hosts, 0 groups, 1 engine, profiles: ddtree, dflash, nextn)\n",
+    )
+    _write(config_dir, BASE + ENGINE + "pp_size = 2\n")
+    result = run_cli(capsys, "config", "check")
+    assert result.code == 3
+    assert "specops.toml: engines.ds.pp_size: DDTREE needs pp_size = 1; got 2" in result.err
