@@ -18,7 +18,8 @@ import typer
 
 TABLE_FILE = Path(__file__).with_name("completion_table.py")
 # what a parameter's values are, by its name: the fast path completes these from the inventory / local state
-VALUE_KINDS = {"host": "host", "name": "host", "other": "host", "names": "target", "profile": "profile",
+VALUE_KINDS = {"host": "host", "host_or_engine": "host-or-engine", "name": "host", "other": "host",
+               "names": "target", "profile": "profile",
                "to": "rollback-target", "mark_bad": "release-unmarked", "unmark_bad": "release-bad",
                "release": "release"}  # fmt: skip
 CHECK_LISTS = ("only", "skip_check")  # comma-separated doctor check ids

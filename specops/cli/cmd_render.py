@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def render(
     ctx: typer.Context,
-    host: Annotated[
+    host_or_engine: Annotated[
         str, typer.Argument(metavar="HOST", help="Host name from specops.toml, or an engine's: every rank's unit.")
     ],
     profile: Annotated[
@@ -48,6 +48,7 @@ def render(
     from specops.errors import UsageError
 
     app_state = state(ctx)
+    host = host_or_engine
     kind = checked_target(target)
     k8s_only = {"--image": image, "--namespace": namespace, "--output": output, "--check": check or None}
     if kind != "k8s" and (used := [name for name, value in k8s_only.items() if value is not None]):

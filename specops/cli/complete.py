@@ -99,7 +99,7 @@ def _values(
 ) -> list[tuple[str, str]]:
     if kind in ("choice", "checks"):
         return [(choice, "") for choice in choices]
-    if kind in ("host", "target", "profile"):
+    if kind in ("host", "target", "profile", "host-or-engine"):
         inventory = _inventory(words, environ, cwd)
         if inventory is None:
             return []
@@ -107,6 +107,8 @@ def _values(
         if kind == "profile":
             return [(name, "profile") for name in profiles]
         named = [(name, "host") for name in hosts]
+        if kind == "host-or-engine":  # render: a host, or an engine's every rank
+            return named + [(name, "engine") for name in _engine_names(words, environ, cwd)]
         return named + [(name, "group") for name in groups] if kind == "target" else named
     if kind.startswith("release") or kind == "rollback-target":
         from specops.cli.complete_releases import known_releases
@@ -130,6 +132,19 @@ def _config_path(words: list[str], environ: Mapping[str, str], cwd: Path) -> Pat
         places.append(Path(environ["SPECOPS_CONFIG"]))
     places.append(Path(environ.get("HOME", "~")).expanduser() / ".config" / "specops" / "specops.toml")
     return next((place for place in places if place.is_file()), None)
+
+
+def _engine_names(words: list[str], environ: Mapping[str, str], cwd: Path) -> list[str]:
+    """[engines.*] names; none when the config cannot be read."""
+    path = _config_path(words, environ, cwd)
+    if path is None:
+        return []
+    try:
+        with path.open("rb") as handle:
+            engines = tomllib.load(handle).get("engines", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    return list(engines) if isinstance(engines, dict) else []
 
 
 def _inventory(words: list[str], environ: Mapping[str, str], cwd: Path) -> tuple[list[str], list[str], list[str]]:

@@ -325,7 +325,7 @@ TABLE: dict[str, Any] = {
                 "--json": {"value": "", "help": "Print machine-readable JSON."},
                 "--help": {"value": "", "help": "Show this message and exit."},
             },
-            "arguments": [{"value": "host", "many": False}],
+            "arguments": [{"value": "host-or-engine", "many": False}],
         },
         "restart": {
             "help": "Restart the current release (or start it when stopped): drain, restart, "

@@ -99,3 +99,11 @@ def test_extra_args_cannot_set_the_rendezvous_flags(config_dir: Path, capsys: py
     result = run_cli(capsys, "render", "solo")
     assert result.code == 3
     assert "hosts.solo.extra_args.0: --node-rank is set by specops" in result.err
+
+
+def test_render_completes_engine_names_beside_hosts(config_dir: Path) -> None:
+    from specops.cli.complete import candidates
+
+    (config_dir / "specops.toml").write_text(BASE + ENGINE)
+    offered = [value for value, _ in candidates(["render"], "", {"HOME": str(config_dir)}, config_dir)]
+    assert offered == ["ds-a", "ds-b", "solo", "ds"]
