@@ -43,7 +43,10 @@ def restart(
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
+    from specops.config.engine_spec import refuse_engine_ranks
+
     specs = selected(config, names or [], all_hosts)
+    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs], "restart")
     options = RestartOptions(lock_wait_s=lock_wait, reap=reap, command=shlex.join(["specops", *sys.argv[1:]]))
     if dry_run:
         from specops.cli.dry_run import show_readings

@@ -48,6 +48,10 @@ def rollback(
     host = host or config.default_host("name the host: specops rollback HOST")
     if to is not None:
         check_release_option("--to", to)  # before connecting or locking anything
+    from specops.config.engine_spec import refuse_engine_ranks
+
+    specs_named = config.inventory.select([host]) if host in config.inventory.groups else [config.host(host)]
+    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs_named], "roll back")
     if host in config.inventory.groups:
         from specops.cli.rollback_group import rollback_group
 

@@ -68,3 +68,21 @@ def engine_unsupported(name: str, engine: EngineSpec) -> str:
         f"engine {name!r} spans hosts {', '.join(engine.hosts)}: this command does not support multi-node "
         f"engines yet (`specops render {name}` does)"
     )
+
+
+def refuse_engine_ranks(engines: Mapping[str, EngineSpec], hosts: list[str], action: str) -> None:
+    """Refuse to `action` (deploy, restart, roll back) a host that is a rank of a multi-node engine, alone.
+
+    Why: a rank's unit carries --nnodes/--node-rank; a single-host release, restart or rollback of one rank would
+    leave the other ranks waiting at the rendezvous (or start a single-host engine in the engine's place), so the
+    engine stops serving. Read-only commands (doctor, status, logs) still take a rank by its host name."""
+    from specops.errors import UsageError
+
+    for engine in engines.values():
+        for rank, host in enumerate(engine.hosts):
+            if host in hosts:
+                raise UsageError(
+                    f"host {host!r} is rank {rank} of engine {engine.name!r} ({', '.join(engine.hosts)}): "
+                    f"specops does not {action} one rank of a multi-node engine alone",
+                    hint="see docs/multinode.md (an engine is deployed, restarted and rolled back as one)",
+                )

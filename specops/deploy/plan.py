@@ -25,6 +25,7 @@ from specops.commands.release import Listing, ReleaseInfo, files_to_send, newest
 from specops.commands.systemd import flag_spellings, render_env_file, render_unit
 from specops.commands.unit import sha256_text
 from specops.config.builds import BuildChoice, choose_build
+from specops.config.engine_spec import refuse_engine_ranks
 from specops.config.inventory import HostSpec
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
@@ -94,6 +95,7 @@ def make_plan(
 
     `build`/`patches`: the command line's (None: not given), else what the config names (config/builds.py)."""
     specs = config.inventory.select(names)
+    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs], "deploy")
     for spec in specs:
         config.resolve(spec.name, profile)  # configuration mistakes first, before the build is staged
     choice = choose_build(config, specs, build, patches)

@@ -119,6 +119,28 @@ def test_a_group_holding_an_engine_is_refused_too(config_dir: Path, capsys: pyte
     assert "engine 'ds'" in result.err
 
 
+@pytest.mark.parametrize(
+    ("command", "action"),
+    [(["deploy", "ds-b", "--dry-run", "--build", "."], "deploy"), (["restart", "ds-a"], "restart"),
+     (["rollback", "ds-b"], "roll back"), (["rollback", "pair"], "roll back")],
+)  # fmt: skip
+def test_one_rank_of_an_engine_is_not_deployed_restarted_or_rolled_back_alone(
+    config_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str], action: str
+) -> None:
+    _write(config_dir, BASE + ENGINE + '\n[groups]\npair = ["solo", "ds-b"]\n')
+    result = run_cli(capsys, *command)
+    assert result.code == 2, result
+    rank = "rank 0" if "ds-a" in command else "rank 1"
+    host = "ds-a" if "ds-a" in command else "ds-b"
+    assert f"host '{host}' is {rank} of engine 'ds' (ds-a, ds-b): specops does not {action} one rank" in result.err
+
+
+def test_a_rank_stays_readable_on_its_own(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(config_dir, BASE + ENGINE)
+    result = run_cli(capsys, "render", "ds-b")
+    assert result.code == 0, result
+
+
 def test_config_check_counts_engines_and_checks_their_profile_rules(
     config_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
