@@ -23,7 +23,7 @@ from pathlib import Path
 
 import paramiko
 
-from bench.fleet import GROUP, Fleet
+from bench.fleet import GROUP, GROUP4, Fleet
 
 # 0: every check passed, 1: some check failed or warned; 4 (unreachable) or anything else is a broken run
 DOCTOR_OK_CODES = (0, 1)
@@ -148,7 +148,11 @@ def check_doctor_output(code: int, stdout: str, stderr: str, expected: list[str]
 def all_cases(fleet: Fleet) -> list[Case]:
     """The cases in report order; keys are what the ratios refer to."""
     one, everyone = [fleet.hosts[0].name], fleet.names
-    count = len(everyone)
+    return [*_base_cases(fleet, one), *_group_cases(fleet, everyone), *_four_cases(fleet)]
+
+
+def _base_cases(fleet: Fleet, one: list[str]) -> list[Case]:
+    count = len(fleet.hosts)
     return [
         Case("bare", "bare paramiko: connect + exec `python -c pass` + close (1 host)", lambda: bare_paramiko(fleet)),
         Case("bareN", f"bare paramiko, all {count} hosts in parallel threads", lambda: bare_paramiko_all(fleet)),
@@ -157,10 +161,29 @@ def all_cases(fleet: Fleet) -> list[Case]:
              lambda: doctor_in_process(fleet, one, one)),
         Case("doc1_cli", "`specops doctor HOST --json`, console script (1 host)",
              lambda: doctor_subprocess(fleet, one, one)),
+    ]  # fmt: skip
+
+
+def _group_cases(fleet: Fleet, everyone: list[str]) -> list[Case]:
+    count = len(everyone)
+    return [
         Case("docN_in", f"`specops doctor {GROUP} --json`, in-process ({count} hosts)",
              lambda: doctor_in_process(fleet, [GROUP], everyone)),
         Case("docN_cli", f"`specops doctor {GROUP} --json`, console script ({count} hosts)",
              lambda: doctor_subprocess(fleet, [GROUP], everyone)),
+    ]  # fmt: skip
+
+
+def _four_cases(fleet: Fleet) -> list[Case]:
+    """With more than 4 hosts, the doctor of the first 4 too: the middle point of how wall time grows."""
+    if len(fleet.hosts) <= 4:
+        return []
+    four = fleet.names[:4]
+    return [
+        Case("doc4_in", f"`specops doctor {GROUP4} --json`, in-process (4 hosts)",
+             lambda: doctor_in_process(fleet, [GROUP4], four)),
+        Case("doc4_cli", f"`specops doctor {GROUP4} --json`, console script (4 hosts)",
+             lambda: doctor_subprocess(fleet, [GROUP4], four)),
     ]  # fmt: skip
 
 

@@ -127,6 +127,7 @@ def specops_in_process(scene: Scene, extras: Extras) -> float:
     extras.add("in", "execs", len(count.execs))
     extras.add("in", "tunnels", len(count.tunnels))
     extras.add("in", "connections", count.connections)
+    extras.add("in", "requests", len(count.requests))
     extras.restart_in_gates.append(_restart_in_gates(count))
     extras.last_count = count
     return overhead

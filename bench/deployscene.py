@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.fleet import SCENARIO
 from tests.testbed import drift
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, copy_build
 from tests.testbed.pyenv import ensure_host_venv, venv_python
@@ -110,7 +111,7 @@ def write_operator(host: TestHost, folder: Path, venv: Path) -> tuple[Path, Path
 def dress_host(host: TestHost, folder: Path, venv: Path) -> None:
     """Models, the nvidia-smi double (8×H100, driver 580) and a CUDA tag on torch: a plausible GPU host."""
     install_models(host, folder)
-    drift.install_nvidia_smi(host, "h100x8-580")
+    drift.install_nvidia_smi(host, SCENARIO)
     drift.set_torch_cuda_tag(host, venv, version="2.13.0+cu130", cuda="13.0")
 
 

@@ -23,9 +23,11 @@ from typing import Any
 import paramiko
 
 from specops import events
+from specops.host import conversation
 
 RECORD_ATTRIBUTE = "_deploy_bench_record"
 BEFORE = "(before the first phase event: connect, lock, listing)"
+AFTER_GATES = "(after the smoke's verdict: manifest, prune, guard to watch, unlock, listing, audit)"
 _SECRETISH = re.compile(r"[0-9a-fA-F-]{20,}|[A-Za-z0-9_-]{32,}")  # lock tokens and the like: never shown
 
 
@@ -38,11 +40,22 @@ class Channel:
 
 
 @dataclass
+class Request:
+    """One command sent on the deploy's command conversation (a round trip, not a channel of its own)."""
+
+    phase: str
+    at: float
+    seconds: float
+    command: str
+
+
+@dataclass
 class ExecCount:
     """What one deploy opened; filled while `counting()` is active."""
 
     connections: int = 0
     channels: list[Channel] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
     phase_events: list[tuple[float, str]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -62,6 +75,13 @@ class ExecCount:
         grouped: dict[str, list[Channel]] = {}
         for channel in self.execs:
             grouped.setdefault(channel.phase, []).append(channel)
+        return grouped
+
+    def requests_by_phase(self) -> dict[str, list[Request]]:
+        """Conversation requests grouped by the phase they were sent in, phases in the order they happened."""
+        grouped: dict[str, list[Request]] = {}
+        for request in self.requests:
+            grouped.setdefault(request.phase, []).append(request)
         return grouped
 
     def first_exec_after(self, phase: str) -> float | None:
@@ -101,6 +121,7 @@ def counting() -> Iterator[ExecCount]:
     exec_command = paramiko.Channel.exec_command
     connect = paramiko.SSHClient.connect
     null_event = events.NullReporter.event
+    exchange = conversation.ConversationHost._exchange
 
     def counted_open(transport: paramiko.Transport, kind: str, *args: Any, **kwargs: Any) -> paramiko.Channel:
         channel = open_channel(transport, kind, *args, **kwargs)
@@ -120,15 +141,27 @@ def counting() -> Iterator[ExecCount]:
             found.connections += 1
         connect(client, *args, **kwargs)
 
+    def timed_exchange(host: conversation.ConversationHost, command: Any, words: tuple[str, ...],
+                       *args: Any) -> Any:  # fmt: skip
+        phase, started = found.phase_now(), time.monotonic()
+        try:
+            return exchange(host, command, words, *args)
+        finally:
+            label = command_label(shlex.join(str(word) for word in words))  # a Secret prints masked
+            with found._lock:
+                found.requests.append(Request(phase, time.time(), time.monotonic() - started, label))
+
     def noted_event(reporter: events.NullReporter, event: events.Event) -> None:
         if event.phase != events.DONE_PHASE:
+            verdict = event.phase == "smoke" and not event.message.startswith("running")
             with found._lock:
-                found.phase_events.append((event.at, event.phase))
+                found.phase_events.append((event.at, AFTER_GATES if verdict else event.phase))
         null_event(reporter, event)
 
     patches: list[tuple[object, str, object]] = [
         (paramiko.Transport, "open_channel", counted_open), (paramiko.Channel, "exec_command", counted_exec),
         (paramiko.SSHClient, "connect", counted_connect), (events.NullReporter, "event", noted_event),
+        (conversation.ConversationHost, "_exchange", timed_exchange),
     ]  # fmt: skip
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     for owner, name, replacement in patches:
@@ -149,4 +182,14 @@ def phase_table(found: ExecCount) -> list[tuple[str, int, str]]:
             folded[channel.command or "?"] = folded.get(channel.command or "?", 0) + 1
         shown = "; ".join(f"`{name}`" + (f" ×{count}" if count > 1 else "") for name, count in folded.items())
         rows.append((phase, len(channels), shown))
+    return rows
+
+
+def request_table(found: ExecCount) -> list[tuple[str, int, float, str]]:
+    """(phase, requests, seconds spent in them, the slowest three) in the order the phases happened."""
+    rows = []
+    for phase, requests in found.requests_by_phase().items():
+        slowest = sorted(requests, key=lambda request: -request.seconds)[:3]
+        shown = "; ".join(f"`{request.command}` {request.seconds * 1000:.0f} ms" for request in slowest)
+        rows.append((phase, len(requests), sum(request.seconds for request in requests), shown))
     return rows

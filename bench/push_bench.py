@@ -1,10 +1,11 @@
 """Push benchmark: specops push vs `tar | ssh tar x` (full tree) and vs `rsync -a` (one-line patch), one run.
 
-Run as root: `python -m bench.push_bench [--rounds 5]`. It starts one test host, mounts a tmpfs on the host's
-/opt/specops (like docs/reference transfer-perf: this VM's ext4 creates files so slowly that it would hide
-every transport difference), generates a tree shaped like sglang-0.5.23 (5,777 files, ~126 MB; p50 5.7 KB,
-five large binaries), and runs every case once per round, round-robin with a rotating first case. Ratios are
-taken per round (same load) before the median. Every timed case includes its own connection setup.
+Run as root: `python -m bench.push_bench [--rounds 5] [--write docs/performance.md]`. It starts one test host,
+mounts a tmpfs on the host's /opt/specops (like docs/reference transfer-perf: this VM's ext4 creates files so
+slowly that it would hide every transport difference), generates a tree shaped like sglang-0.5.23 (5,777 files,
+~126 MB; p50 5.7 KB, five large binaries), and runs every case once per round, round-robin with a rotating
+first case. Ratios are taken per round (same load) before the median.
+Every timed case includes its own connection setup.
 
 Cases: full_specops (connect + push_release with no base), full_tar_ssh (`tar cf - | ssh 'tar xf -'`),
 patch_specops (connect + one push session: the listing, then the push of a one-file change over the previous
@@ -21,6 +22,7 @@ extract, link and verify).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import subprocess
@@ -30,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.report import write_section
 from specops.build.stage import StagedBuild, stage_build
 from specops.commands.release import ReleaseInfo, newest_complete
 from specops.config.inventory import HostSpec
@@ -38,6 +41,7 @@ from specops.host.ssh.connection import connect
 from specops.ops import release as push
 from tests.testbed.testhost import TestHost, start_host, stop_host
 
+PUSH_BEGIN, PUSH_END = "<!-- BEGIN push-bench -->", "<!-- END push-bench -->"
 ALIAS = "push-bench"
 SPEC = HostSpec(name=ALIAS, ssh=ALIAS, python="/usr/bin/python3", model_path="/m", base_dir="/opt/specops")
 FULL_SPEC = SPEC.model_copy(update={"service": "full"})  # full pushes: their own releases/, never a delta base
@@ -207,9 +211,14 @@ def run_rounds(bench: Bench, rounds: int) -> dict[str, list[float]]:
     return times
 
 
-def report(times: dict[str, list[float]], bench: Bench) -> str:
+def report(times: dict[str, list[float]], bench: Bench, load_before: tuple[float, ...]) -> str:
     staged = bench.staged[0]
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    loads = " / ".join(f"{value:.2f}" for value in load_before), " / ".join(f"{v:.2f}" for v in os.getloadavg())
     lines = [
+        f"Run `python -m bench.push_bench --rounds {len(times['full_specops'])}` on {when}; load average "
+        f"(1/5/15 min) {loads[0]} before, {loads[1]} after, on {os.cpu_count()} cores.",
+        "",
         f"Tree: {len(staged.files):,} files, {staged.total_bytes:,} B; {len(times['full_specops'])} rounds, "
         "destination tmpfs inside one test host, loopback veth, every case with its own connection setup.",
         "",
@@ -219,7 +228,7 @@ def report(times: dict[str, list[float]], bench: Bench) -> str:
     for name, values in times.items():
         lines.append(f"| {name} | {statistics.median(values):.3f} | {min(values):.3f}–{max(values):.3f} |")
     lines += ["", "| ratio (per round, median) | value | goal |", "|---|---|---|"]
-    for case, baseline, goal in (("patch_specops", "patch_rsync", 1.0), ("full_specops", "full_tar_ssh", 1.2)):
+    for case, baseline, goal in (("patch_specops", "patch_rsync", 0.75), ("full_specops", "full_tar_ssh", 0.8)):
         ratio = statistics.median(a / b for a, b in zip(times[case], times[baseline], strict=True))
         verdict = "met" if ratio <= goal else "NOT met"
         lines.append(f"| {case} / {baseline} | {ratio:.2f}× | ≤ {goal}× ({verdict}) |")
@@ -243,16 +252,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.push_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--breakdown", action="store_true", help="time the parts of the specops cases instead")
+    parser.add_argument("--write", type=Path, help="also put the report between the push-bench markers here")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="push-bench-") as scratch:
         host = start_host("pushbench")
         try:
             bench = Bench(host, Path(scratch))
             log("generating the tree and staging it")
             bench.prepare()
-            print(
-                run_breakdown(bench, args.rounds) if args.breakdown else report(run_rounds(bench, args.rounds), bench)
+            text = (
+                run_breakdown(bench, args.rounds)
+                if args.breakdown
+                else report(run_rounds(bench, args.rounds), bench, load_before)
             )
+            print(text)
+            if args.write and not args.breakdown:
+                write_section(args.write, text + "\n", PUSH_BEGIN, PUSH_END, heading="Push")
         finally:
             stop_host(host)
     return 0

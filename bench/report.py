@@ -96,11 +96,38 @@ def render(
             f"| {result.ratio.label} | {goal} | {summary.median:.2f}× | {summary.low:.2f}–{summary.high:.2f}× "
             f"| {result.verdict} |"
         )
+    lines += scaling_table(info, samples)
     if phases:
         lines += ["", "Where the time goes (medians, each phase timed alone):", ""]
         lines += ["| phase | median s |", "|---|---:|"]
         lines += [f"| {key} | {value:.3f} |" for key, value in phases.items()]
     return "\n".join(lines) + "\n"
+
+
+SCALING = (("doc1_cli", 1), ("doc4_cli", 4), ("docN_cli", 0))  # 0: every host of the run
+
+
+def scaling_table(info: RunInfo, samples: Samples) -> list[str]:
+    """How the console script's wall time grows with hosts, beside the CPU the run needed: the test hosts share
+    this machine's cores, so N hosts' own work (sshd, the login shell, the probe, the nvidia-smi double) divided by
+    the cores is a floor on the wall time that no client can beat here; a real fleet brings its own CPUs."""
+    cores = os.cpu_count() or 1
+    lines = ["", f"How the doctor's wall time grows with hosts (console script, medians; the hosts run on this "
+             f"machine's {cores} cores, so their CPU over {cores} cores is a floor on the wall time here):", "",
+             "| hosts | wall s | × 1 host | hosts' CPU s | operator CPU s | CPU floor s (all CPU / cores) | "
+             "wall / floor |", "|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    one = Summary.of(samples.wall["doc1_cli"]).median if "doc1_cli" in samples.wall else None
+    for key, hosts in SCALING:
+        if key not in samples.wall or (key == "docN_cli" and info.hosts <= 1):
+            continue
+        wall = Summary.of(samples.wall[key]).median
+        hosts_cpu = Summary.of(samples.hosts_cpu[key]).median
+        operator = Summary.of(samples.operator_cpu[key]).median
+        floor = (hosts_cpu + operator) / cores
+        times = f"{wall / one:.2f}×" if one else "—"
+        lines.append(f"| {hosts or info.hosts} | {wall:.3f} | {times} | {hosts_cpu:.2f} | {operator:.2f} | "
+                     f"{floor:.3f} | {wall / floor:.2f}× |")  # fmt: skip
+    return lines
 
 
 def write_section(path: Path, body: str, begin: str = BEGIN, end: str = END, heading: str = "Doctor") -> None:
