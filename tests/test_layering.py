@@ -324,15 +324,14 @@ PLANLESS_FUNCTIONS = {
     ("specops/ops/engine_stop.py", "_state"): "what serves, read by `specops rollback`: no plan",
     ("specops/ops/unit.py", "restart"): "the restart after a failed or interrupted rollback: not a planned step",
     ("specops/ops/cache.py", "measure"): "`specops status`: the compile cache's size, no plan",
+    ("specops/probe/run.py", "planless_command"): "`specops doctor` (and its `--deep`): the probe without a plan; "
+    "a deploy's preflight runs its planned command",
     ("specops/engine/readiness.py", "ReadinessCommands.built"): "`specops smoke` and the restore after a failed "
     "rollback: no plan",
     ("specops/engine/readiness.py", "_position_reads"): "the same, for the journal's position",
 }
 # Second call sites that remain in a deploy step: each builds again what the plan already shows.
-KNOWN_SECOND_CALLS = {
-    ("specops/probe/run.py", "_run_script"): "the preflight's probe: specops/probe/ runs it for `specops doctor` "
-    "too and takes no planned command yet; the argv is probe_argv(python), fixed, its script on stdin",
-}
+KNOWN_SECOND_CALLS: dict[tuple[str, str], str] = {}
 
 
 def _defined_argv_builders() -> set[str]:

@@ -29,7 +29,7 @@ from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, interrupted_serving, rollback_host
 from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
-from specops.deploy.step_commands import CONVERSATION, MANIFEST, PUSH_SESSION
+from specops.deploy.step_commands import CONVERSATION, MANIFEST, PROBE, PUSH_SESSION
 from specops.deploy.steps import Action, Handler, HostSteps, Step, step_applies
 from specops.diagnose.fingerprint import fingerprint_from_facts
 from specops.doctor.model import CheckContext
@@ -253,7 +253,8 @@ class _HostDeploy(FixedSteps):
 
     def _preflight(self, step: Step) -> None:
         candidate = f"{self.spec.service_dir}/releases/{self.steps.release}"
-        facts = probe(self.host, self.spec, self.profile, extra_roots={"candidate": candidate})
+        (planned,) = step.part(PROBE)
+        facts = probe(self.host, self.spec, self.profile, extra_roots={"candidate": candidate}, planned=planned)
         self.cache_key = compile_cache.key_from_facts(self.spec, facts)
         self.facts_record = fingerprint_from_facts(facts, host=self.spec.name, unit_text=self.host_plan.unit_text,
                                                    tree_hash=self.plan.staged.tree_hash,

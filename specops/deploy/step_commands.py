@@ -43,6 +43,7 @@ from specops.ops.audit import append_argvs, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
 
 MANIFEST = "manifest"  # a step's update of a release's manifest (HostCommand.role)
+PROBE = "probe"  # the preflight's probe (specops/probe/run.py runs this very command)
 CONVERSATION = "conversation"  # the lock step's command conversation (HostCommand.role)
 PUSH_SESSION = "push-session"  # the lock step's push conversation
 LISTING = "listing"  # the release script's list
@@ -145,7 +146,8 @@ def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
 def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[HostCommand]:
     """The probe; when a check stops the deploy, the candidate's manifest records the environment fingerprint
     and the failed checks (`specops diagnose HOST --release ID` names them later)."""
-    return [run(probe_argv(spec.python), stdin=f"the probe script (the doctor's facts, candidate {candidate})"),
+    return [run(probe_argv(spec.python), stdin=f"the probe script (the doctor's facts, candidate {candidate})",
+                role=PROBE),
             manifest_update(spec, release_id, '{"facts": ..., "preflight": {"passed": false, "failed": [...]}}',
                             Times.IF_NEEDED, "only when a check stops the deploy")]  # fmt: skip
 
