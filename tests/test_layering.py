@@ -288,14 +288,15 @@ def test_every_fixed_step_exception_is_still_real() -> None:
 # One definition per deploy step: the argv builders of specops/commands/ (its functions named *_argv or *_argvs:
 # lock_argv, session_argv, list_argv, read_unit_argv, probe_argv, the engine stop's stop/state/kill/inspect/reap
 # argvs, the journal's cursor/clock/poll/invocation argvs, the release script's switch/rollback/update-manifest/
-# prune argvs...) are called only where a plan is built: specops/deploy/step_commands.py (and the builders
+# prune argvs...) are called only where a plan is built: specops/deploy/step_commands.py and engine_commands.py
+# (and the builders
 # themselves). Every step of a deploy, a restart and a rollback runs those objects, a run-time word filled into
 # its slot (HostCommand.filled), so the dry run shows what runs and no command line is written twice.
 # Commands that print no plan call builders directly. A module that serves only such commands is listed whole;
 # one whose functions also run deploy steps is listed by function (its fallback for callers without a plan), so
 # a new call anywhere else in it, or anywhere in specops/deploy/, fails. Each entry says why; like KNOWN_UPWARD
 # the lists can only shrink (test_every_planless_builder_call_is_still_real).
-PLAN_BUILDERS = ("specops/commands/", "specops/deploy/step_commands.py")
+PLAN_BUILDERS = ("specops/commands/", "specops/deploy/step_commands.py", "specops/deploy/engine_commands.py")
 NOT_HOST_COMMANDS = {
     "tar_argv": "runs on this machine: its output is the push's stream",
     "launch_argv": "the engine's command line the unit runs; the probe checks its flags, nothing runs it",

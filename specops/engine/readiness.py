@@ -73,7 +73,7 @@ class Readiness:
 
 
 # The roles of the readiness wait's commands in a plan (HostCommand.role): a deploy's, a restart's and a
-# rollback's gates run the commands their plan shows (specops/deploy/step_commands.py builds them).
+# rollback's gates run the commands their plan shows (specops/deploy/engine_commands.py builds them).
 CURSOR, CLOCK, POLL, INVOCATION = "journal-cursor", "host-clock", "readiness-poll", "invocation-journal"
 GPU_FAULT = "gpu-fault"
 

@@ -109,7 +109,7 @@ class _Clock:
 
 
 # The roles of the stop's commands in a plan (HostCommand.role): the deploy's, the restart's and the rollback's
-# stop run the commands their plan shows (specops/deploy/step_commands.py `stop_commands` builds them).
+# stop run the commands their plan shows (specops/deploy/engine_commands.py `stop_commands` builds them).
 STOP, STATE, KILL, STOP_WAIT, INSPECT, REAP = "stop", "stop-state", "kill", "stop-wait", "inspect", "reap"
 PROCESSES = SLOTS["processes"].mark  # the reap's slot: the orphans it stops, known once the GPUs are inspected
 

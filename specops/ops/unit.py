@@ -122,7 +122,7 @@ def _verify(host: Host, spec: HostSpec, text: str, commands: tuple[HostCommand, 
     return True
 
 
-# The roles of the restart's commands in a plan (HostCommand.role): specops/deploy/step_commands.py builds them.
+# The roles of the restart's commands in a plan (HostCommand.role): specops/deploy/engine_commands.py builds them.
 RESTORE, RESET, RESTART = "restore-config", "reset-failed", "restart"
 
 

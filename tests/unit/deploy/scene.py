@@ -22,7 +22,7 @@ from specops.commands import release as release_cmd
 from specops.commands.lock import LOCK_SCRIPT
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
-from specops.deploy.step_commands import engine_state_argv
+from specops.deploy.engine_commands import engine_state_argv
 from specops.doctor.model import CheckResult, Status
 from specops.engine.smoke import Gate, SmokeResult
 from specops.host.recording import Answer, RecordingHost, reply

@@ -11,7 +11,7 @@ every handler:
   background heartbeat may come anywhere), in the order the plan gives;
 - each fill was of a command the plan holds, with run-time values only (never a slot's own mark), and changed
   nothing but its slots; no slot's mark reaches the host;
-- no argv builder ran outside the plan's builders (specops/deploy/step_commands.py) while the deploy ran: no
+- no argv builder ran outside the plan's builders (specops/deploy/step_commands.py, engine_commands.py) while the deploy ran: no
   step built a command line a second time, the preflight's probe included (specops/probe/run.py runs the
   command the plan holds; only `specops doctor`, which has no plan, builds its own).
 """
@@ -40,7 +40,11 @@ from tests.unit.deploy.world import OLD_TREE, Run, World
 OLD = "20260101T000000Z-old"
 STOPPED = "ActiveState=inactive\nSubState=dead\nInactiveEnterTimestamp=Wed 2026-12-02 07:01:02 UTC\n"
 PACKAGE = Path(specops.__file__).parent
-PLAN_BUILDERS = (PACKAGE / "deploy" / "step_commands.py", PACKAGE / "commands")
+PLAN_BUILDERS = (
+    PACKAGE / "deploy" / "step_commands.py",
+    PACKAGE / "deploy" / "engine_commands.py",
+    PACKAGE / "commands",
+)
 # argv builders whose commands never reach the host as a step's: tar runs on this machine (its output is the
 # push's stream), and the engine's own command line is what the unit runs (the probe checks its flags)
 NOT_HOST_COMMANDS = ("tar_argv", "launch_argv")
