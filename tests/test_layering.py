@@ -555,7 +555,14 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
 
 
 # What `specops --json deploy` must never load: the live view (rich) and other commands' modules.
-NEVER_FOR_DEPLOY_JSON = ("rich", "invoke", "specops.cli.doctor_view", "specops.cli.cmd_status", "specops.cli.cmd_diff")
+NEVER_FOR_DEPLOY_JSON = (
+    "rich",
+    "invoke",
+    "specops.cli.doctor_view",
+    "specops.cli.cmd_status",
+    "specops.cli.status_view",
+    "specops.cli.cmd_diff",
+)
 
 
 def _deploy_files(tmp_path: Path) -> tuple[Path, Path]:
