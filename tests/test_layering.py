@@ -248,7 +248,7 @@ FIXED_STEP_RUNNERS = (
     "specops/ops/planned.py",
     "specops/ops/unit.py",
 )
-SELF_BUILDING_OPS = {"specops.ops.release": ("switch_current", "update_manifest", "prune")}
+SELF_BUILDING_OPS = {"specops.ops.release_changes": ("switch_current", "update_manifest", "prune")}
 KNOWN_BUILDERS = {
     ("specops/ops/unit.py", "deliberate_restart_argvs"): "the restart after a failed or interrupted rollback, "
     "not a step of any plan (a planned restart runs its gates step's commands)",
@@ -316,11 +316,14 @@ PLANLESS_FUNCTIONS = {
     ("specops/ops/lock.py", "LockCommands.built"): "`specops rollback` and `release prune` take the lock; no plan",
     ("specops/ops/release.py", "read_listing"): "`specops status|rollback|release`, the dry run: no plan",
     ("specops/ops/release.py", "open_push"): "the dry run's listing and `push_release`: no plan",
-    ("specops/ops/release.py", "switch_current"): "the release script's own tests; a deploy runs its switch step",
-    ("specops/ops/release.py", "prune"): "`specops release prune`: no plan",
-    ("specops/ops/release.py", "update_manifest"): "a rollback whose host chose another release than planned",
-    ("specops/ops/release.py", "rollback_release"): "the release script's own tests; a rollback runs its step",
-    ("specops/ops/release.py", "restore_config"): "the restore after a failed rollback: not a step of any plan",
+    (
+        "specops/ops/release_changes.py",
+        "switch_current",
+    ): "the release script's own tests; a deploy runs its switch step",
+    ("specops/ops/release_changes.py", "prune"): "`specops release prune`: no plan",
+    ("specops/ops/release_changes.py", "update_manifest"): "a rollback whose host chose another release than planned",
+    ("specops/ops/release_changes.py", "rollback_release"): "the release script's own tests; a rollback runs its step",
+    ("specops/ops/release_changes.py", "restore_config"): "the restore after a failed rollback: not a step of any plan",
     ("specops/ops/engine_stop.py", "StopCommands.built"): "a stop without a plan (its own tests)",
     ("specops/ops/engine_stop.py", "_state"): "what serves, read by `specops rollback`: no plan",
     ("specops/ops/unit.py", "restart"): "the restart after a failed or interrupted rollback: not a planned step",

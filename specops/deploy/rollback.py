@@ -29,7 +29,8 @@ from specops.ops import interrupts
 from specops.ops.engine_stop import Confirm, GpusBusy, StopCommands, StopResult, no_lock, stop_engine
 from specops.ops.lock import LockLost
 from specops.ops.planned import script_reply
-from specops.ops.release import ROLLBACK_TIMEOUT_S, read_listing, run_script, update_manifest
+from specops.ops.release import read_listing, run_script
+from specops.ops.release_changes import ROLLBACK_TIMEOUT_S, update_manifest
 
 ProfileFor = Callable[[str | None], Profile]
 

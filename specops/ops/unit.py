@@ -12,7 +12,8 @@ from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, SpecopsError
 from specops.host.base import Host, Result
 from specops.ops.planned import execute
-from specops.ops.release import restore_config, run_script
+from specops.ops.release import run_script
+from specops.ops.release_changes import restore_config
 
 UNIT_TIMEOUT_S = 60.0
 
