@@ -312,7 +312,7 @@ PLANLESS_MODULES = {
     "specops/ops/bad_releases.py": "`specops release mark-bad|unmark-bad`: no plan",
 }
 PLANLESS_FUNCTIONS = {
-    ("specops/ops/lock.py", "_run_lock"): "`specops lock status|release`: an operator's lock command, no plan",
+    ("specops/ops/lock.py", "run_lock"): "`specops lock status|release`: an operator's lock command, no plan",
     ("specops/ops/lock.py", "LockCommands.built"): "`specops rollback` and `release prune` take the lock; no plan",
     ("specops/ops/release.py", "read_listing"): "`specops status|rollback|release`, the dry run: no plan",
     ("specops/ops/release.py", "open_push"): "the dry run's listing and `push_release`: no plan",
