@@ -324,7 +324,7 @@ PLANLESS_FUNCTIONS = {
     ("specops/ops/release_changes.py", "update_manifest"): "a rollback whose host chose another release than planned",
     ("specops/ops/release_changes.py", "rollback_release"): "the release script's own tests; a rollback runs its step",
     ("specops/ops/release_changes.py", "restore_config"): "the restore after a failed rollback: not a step of any plan",
-    ("specops/ops/engine_stop.py", "StopCommands.built"): "a stop without a plan (its own tests)",
+    ("specops/ops/stop_commands.py", "StopCommands.built"): "a stop without a plan (its own tests)",
     ("specops/ops/engine_stop.py", "_state"): "what serves, read by `specops rollback`: no plan",
     ("specops/ops/unit.py", "restart"): "the restart after a failed or interrupted rollback: not a planned step",
     ("specops/ops/cache.py", "measure"): "`specops status`: the compile cache's size, no plan",

@@ -16,7 +16,7 @@ from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.planned import HostCommand, Times, run
 from specops.config.inventory import HostSpec
 from specops.engine import readiness
-from specops.ops import engine_stop as stopping
+from specops.ops import stop_commands as stopping
 from specops.ops import unit
 
 ENGINE_READ, LAST_ENTRY = "engine-read", "last-entry"  # whether the engine runs, and since when

@@ -26,11 +26,12 @@ from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import interrupts
-from specops.ops.engine_stop import Confirm, GpusBusy, StopCommands, StopResult, no_lock, stop_engine
+from specops.ops.engine_stop import Confirm, GpusBusy, StopResult, no_lock, stop_engine
 from specops.ops.lock import LockLost
 from specops.ops.planned import script_reply
 from specops.ops.release import read_listing, run_script
 from specops.ops.release_changes import ROLLBACK_TIMEOUT_S, update_manifest
+from specops.ops.stop_commands import StopCommands
 
 ProfileFor = Callable[[str | None], Profile]
 
