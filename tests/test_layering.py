@@ -330,9 +330,11 @@ PLANLESS_FUNCTIONS = {
     ("specops/ops/cache.py", "measure"): "`specops status`: the compile cache's size, no plan",
     ("specops/probe/run.py", "planless_command"): "`specops doctor` (and its `--deep`): the probe without a plan; "
     "a deploy's preflight runs its planned command",
-    ("specops/engine/readiness.py", "ReadinessCommands.built"): "`specops smoke` and the restore after a failed "
-    "rollback: no plan",
-    ("specops/engine/readiness.py", "_position_reads"): "the same, for the journal's position",
+    (
+        "specops/engine/readiness_commands.py",
+        "ReadinessCommands.built",
+    ): "`specops smoke` and the restore after a failed rollback: no plan",
+    ("specops/engine/readiness_commands.py", "position_reads"): "the same, for the journal's position",
 }
 # Second call sites that remain in a deploy step: each builds again what the plan already shows.
 KNOWN_SECOND_CALLS: dict[tuple[str, str], str] = {}

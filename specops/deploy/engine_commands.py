@@ -15,7 +15,7 @@ from specops.commands import unit as unit_cmd
 from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.planned import HostCommand, Times, run
 from specops.config.inventory import HostSpec
-from specops.engine import readiness
+from specops.engine import readiness_commands as readiness
 from specops.ops import stop_commands as stopping
 from specops.ops import unit
 

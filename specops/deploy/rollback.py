@@ -21,7 +21,8 @@ from specops.deploy import step_commands as cmds
 from specops.deploy.rollback_restore import Restoration, restore_serving, serve_after_interruption, stays_dark
 from specops.deploy.serving import Serving, rollback_failed_line
 from specops.engine.gates import GateResult, restart_and_gate
-from specops.engine.readiness import ReadinessCommands, journal_position
+from specops.engine.readiness import journal_position
+from specops.engine.readiness_commands import ReadinessCommands
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
