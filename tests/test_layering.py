@@ -244,6 +244,7 @@ def test_the_bundler_imports_nothing_of_specops_but_the_cache_folder_rule() -> N
 FIXED_STEP_RUNNERS = (
     "specops/deploy/execute.py",
     "specops/deploy/fixed_steps.py",
+    "specops/deploy/preflight_step.py",
     "specops/ops/guard.py",
     "specops/ops/planned.py",
     "specops/ops/unit.py",

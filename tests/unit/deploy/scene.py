@@ -190,7 +190,7 @@ def use_scene(monkeypatch: pytest.MonkeyPatch, scene: DeployScene, hosts: list[R
 
     monkeypatch.setattr(specops.host.ssh.connection, "connect", connect)
     monkeypatch.setattr("specops.probe.run.parse_host_facts", lambda document: healthy_facts())
-    monkeypatch.setattr("specops.deploy.execute.run_checks", lambda context, checks: scene.check_results())
+    monkeypatch.setattr("specops.deploy.preflight_step.run_checks", lambda context, checks: scene.check_results())
     monkeypatch.setattr("specops.engine.gates.run_smoke", run_smoke)
 
 
