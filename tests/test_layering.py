@@ -22,7 +22,7 @@ ALLOWED = {
     "typer": ("specops/cli/",),
     "rich": ("specops/cli/",),
     "paramiko": ("specops/host/ssh/connection.py", "specops/host/ssh/auth.py", "specops/host/ssh/channels.py"),
-    "httpx": ("specops/engine/client.py",),
+    "httpx": ("specops/engine/client.py", "specops/engine/http_transport.py"),
     "click": (),
     "torch": (),
     "torchcodec": (),
