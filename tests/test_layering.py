@@ -22,7 +22,7 @@ ALLOWED = {
     "typer": ("specops/cli/",),
     "rich": ("specops/cli/",),
     "paramiko": ("specops/host/ssh/connection.py", "specops/host/ssh/auth.py", "specops/host/ssh/channels.py"),
-    "httpx": ("specops/engine/client.py",),
+    "httpx": ("specops/engine/client.py", "specops/engine/http_transport.py"),
     "click": (),
     "torch": (),
     "torchcodec": (),
@@ -244,11 +244,12 @@ def test_the_bundler_imports_nothing_of_specops_but_the_cache_folder_rule() -> N
 FIXED_STEP_RUNNERS = (
     "specops/deploy/execute.py",
     "specops/deploy/fixed_steps.py",
+    "specops/deploy/preflight_step.py",
     "specops/ops/guard.py",
     "specops/ops/planned.py",
     "specops/ops/unit.py",
 )
-SELF_BUILDING_OPS = {"specops.ops.release": ("switch_current", "update_manifest", "prune")}
+SELF_BUILDING_OPS = {"specops.ops.release_changes": ("switch_current", "update_manifest", "prune")}
 KNOWN_BUILDERS = {
     ("specops/ops/unit.py", "deliberate_restart_argvs"): "the restart after a failed or interrupted rollback, "
     "not a step of any plan (a planned restart runs its gates step's commands)",
@@ -288,14 +289,15 @@ def test_every_fixed_step_exception_is_still_real() -> None:
 # One definition per deploy step: the argv builders of specops/commands/ (its functions named *_argv or *_argvs:
 # lock_argv, session_argv, list_argv, read_unit_argv, probe_argv, the engine stop's stop/state/kill/inspect/reap
 # argvs, the journal's cursor/clock/poll/invocation argvs, the release script's switch/rollback/update-manifest/
-# prune argvs...) are called only where a plan is built: specops/deploy/step_commands.py (and the builders
+# prune argvs...) are called only where a plan is built: specops/deploy/step_commands.py and engine_commands.py
+# (and the builders
 # themselves). Every step of a deploy, a restart and a rollback runs those objects, a run-time word filled into
 # its slot (HostCommand.filled), so the dry run shows what runs and no command line is written twice.
 # Commands that print no plan call builders directly. A module that serves only such commands is listed whole;
 # one whose functions also run deploy steps is listed by function (its fallback for callers without a plan), so
 # a new call anywhere else in it, or anywhere in specops/deploy/, fails. Each entry says why; like KNOWN_UPWARD
 # the lists can only shrink (test_every_planless_builder_call_is_still_real).
-PLAN_BUILDERS = ("specops/commands/", "specops/deploy/step_commands.py")
+PLAN_BUILDERS = ("specops/commands/", "specops/deploy/step_commands.py", "specops/deploy/engine_commands.py")
 NOT_HOST_COMMANDS = {
     "tar_argv": "runs on this machine: its output is the push's stream",
     "launch_argv": "the engine's command line the unit runs; the probe checks its flags, nothing runs it",
@@ -311,28 +313,32 @@ PLANLESS_MODULES = {
     "specops/ops/bad_releases.py": "`specops release mark-bad|unmark-bad`: no plan",
 }
 PLANLESS_FUNCTIONS = {
-    ("specops/ops/lock.py", "_run_lock"): "`specops lock status|release`: an operator's lock command, no plan",
+    ("specops/ops/lock.py", "run_lock"): "`specops lock status|release`: an operator's lock command, no plan",
     ("specops/ops/lock.py", "LockCommands.built"): "`specops rollback` and `release prune` take the lock; no plan",
     ("specops/ops/release.py", "read_listing"): "`specops status|rollback|release`, the dry run: no plan",
     ("specops/ops/release.py", "open_push"): "the dry run's listing and `push_release`: no plan",
-    ("specops/ops/release.py", "switch_current"): "the release script's own tests; a deploy runs its switch step",
-    ("specops/ops/release.py", "prune"): "`specops release prune`: no plan",
-    ("specops/ops/release.py", "update_manifest"): "a rollback whose host chose another release than planned",
-    ("specops/ops/release.py", "rollback_release"): "the release script's own tests; a rollback runs its step",
-    ("specops/ops/release.py", "restore_config"): "the restore after a failed rollback: not a step of any plan",
-    ("specops/ops/engine_stop.py", "StopCommands.built"): "a stop without a plan (its own tests)",
+    (
+        "specops/ops/release_changes.py",
+        "switch_current",
+    ): "the release script's own tests; a deploy runs its switch step",
+    ("specops/ops/release_changes.py", "prune"): "`specops release prune`: no plan",
+    ("specops/ops/release_changes.py", "update_manifest"): "a rollback whose host chose another release than planned",
+    ("specops/ops/release_changes.py", "rollback_release"): "the release script's own tests; a rollback runs its step",
+    ("specops/ops/release_changes.py", "restore_config"): "the restore after a failed rollback: not a step of any plan",
+    ("specops/ops/stop_commands.py", "StopCommands.built"): "a stop without a plan (its own tests)",
     ("specops/ops/engine_stop.py", "_state"): "what serves, read by `specops rollback`: no plan",
     ("specops/ops/unit.py", "restart"): "the restart after a failed or interrupted rollback: not a planned step",
     ("specops/ops/cache.py", "measure"): "`specops status`: the compile cache's size, no plan",
-    ("specops/engine/readiness.py", "ReadinessCommands.built"): "`specops smoke` and the restore after a failed "
-    "rollback: no plan",
-    ("specops/engine/readiness.py", "_position_reads"): "the same, for the journal's position",
+    ("specops/probe/run.py", "planless_command"): "`specops doctor` (and its `--deep`): the probe without a plan; "
+    "a deploy's preflight runs its planned command",
+    (
+        "specops/engine/readiness_commands.py",
+        "ReadinessCommands.built",
+    ): "`specops smoke` and the restore after a failed rollback: no plan",
+    ("specops/engine/readiness_commands.py", "position_reads"): "the same, for the journal's position",
 }
 # Second call sites that remain in a deploy step: each builds again what the plan already shows.
-KNOWN_SECOND_CALLS = {
-    ("specops/probe/run.py", "_run_script"): "the preflight's probe: specops/probe/ runs it for `specops doctor` "
-    "too and takes no planned command yet; the argv is probe_argv(python), fixed, its script on stdin",
-}
+KNOWN_SECOND_CALLS: dict[tuple[str, str], str] = {}
 
 
 def _defined_argv_builders() -> set[str]:
@@ -555,7 +561,14 @@ def test_the_metadata_stand_in_hands_over_to_the_real_module() -> None:
 
 
 # What `specops --json deploy` must never load: the live view (rich) and other commands' modules.
-NEVER_FOR_DEPLOY_JSON = ("rich", "invoke", "specops.cli.doctor_view", "specops.cli.cmd_status", "specops.cli.cmd_diff")
+NEVER_FOR_DEPLOY_JSON = (
+    "rich",
+    "invoke",
+    "specops.cli.doctor_view",
+    "specops.cli.cmd_status",
+    "specops.cli.status_view",
+    "specops.cli.cmd_diff",
+)
 
 
 def _deploy_files(tmp_path: Path) -> tuple[Path, Path]:

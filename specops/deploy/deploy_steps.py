@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specops.config.waivers import waiver_reasons
+from specops.deploy import engine_commands as ecmds
 from specops.deploy import step_commands as cmds
 from specops.deploy.blame import blame_for_failed_gates
 from specops.deploy.engine_start import post_start_step, pre_stop_step
@@ -58,10 +59,10 @@ def _restart_steps(host_plan: HostPlan, options: DeployOptions) -> list[Step]:
     drain_s = profile.drain.timeout_s
     reap = "; --reap: stop orphans of the old engine" if options.reap else "; anything left there stops the deploy"
     stop = Step("stop", f"drain and stop {spec.unit_name} (SIGTERM, up to {drain_s} s for running requests), "
-                f"then wait for its cgroup and GPUs to be free{reap}", tuple(cmds.stop_commands(spec, drain_s)),
+                f"then wait for its cgroup and GPUs to be free{reap}", tuple(ecmds.stop_commands(spec, drain_s)),
                 OK, phase="drain", handler=Handler.STOP)  # fmt: skip
     gates = f"restart {spec.unit_name}, readiness (deadline {profile.readiness.timeout_s} s, extended while loading)"
-    return [stop, Step("gates", gates + ", then the smoke gate", tuple(cmds.gates_commands(spec)), OK,
+    return [stop, Step("gates", gates + ", then the smoke gate", tuple(ecmds.gates_commands(spec)), OK,
                        phase="gates", handler=Handler.GATES)]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from specops.commands.unit import parse_show
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
+from specops.deploy import engine_commands as ecmds
 from specops.deploy import step_commands as cmds
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.steps import Condition, Handler, HostCommand, Step
@@ -70,8 +71,8 @@ def read_engine_state(host: Host, spec: HostSpec, *, ask_http: bool = True,
     """Whether the engine runs: one request, and for an active unit one HTTP request to the engine (through the
     SSH connection, no host command) unless `ask_http` is False (then an active unit counts as answering). An
     answer systemd could not give reads as not running. `planned`: the read step's commands (the plan's own;
-    default: the same ones, cmds.engine_read_commands)."""
-    state, last = planned or cmds.engine_read_commands(spec)
+    default: the same ones, ecmds.engine_read_commands)."""
+    state, last = planned or ecmds.engine_read_commands(spec)
     result = host.run(state.argv, timeout=READ_TIMEOUT_S, check=False)
     show = parse_show(result.text) if result.ok else {}
     active = show.get("ActiveState", "").strip() or "unknown"
@@ -101,9 +102,9 @@ def start_steps(spec: HostSpec, profile: Profile, release_id: str, engine: Engin
     else:
         stop = f"{spec.unit_name} is {engine.shown}: nothing to drain; make sure it is stopped"
     steps.append(Step("stop", f"{stop}, then wait for its cgroup and GPUs to be free{reap_note}",
-                      tuple(cmds.stop_commands(spec, drain_s)), ok, phase="drain", handler=Handler.STOP))  # fmt: skip
+                      tuple(ecmds.stop_commands(spec, drain_s)), ok, phase="drain", handler=Handler.STOP))  # fmt: skip
     gates = f"restart {spec.unit_name}, readiness (deadline {profile.readiness.timeout_s} s, extended while loading)"
-    steps.append(Step("gates", gates + ", then the smoke gate", tuple(cmds.gates_commands(spec)), ok, phase="gates",
+    steps.append(Step("gates", gates + ", then the smoke gate", tuple(ecmds.gates_commands(spec)), ok, phase="gates",
                       handler=Handler.GATES))  # fmt: skip
     steps.append(Step("started", f"record the gates in {release_id}'s manifest (last_gates)",
                       (cmds.manifest_update(spec, release_id, '{"last_gates": ..., "last_started_at": ...}'),),

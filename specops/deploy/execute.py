@@ -20,20 +20,17 @@ from specops.commands.conversation import CONVERSATION_TIMEOUT_S
 from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy.blame import environment_hint, failed_gates_blame
-from specops.deploy.fixed_steps import GATE_FAILED, FixedSteps
+from specops.deploy.fixed_steps import FixedSteps
 from specops.deploy.host_state import bad_build_warnings, read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
 from specops.deploy.plan import DeployOptions, DeployPlan, HostPlan, lock_steps, plan_steps
-from specops.deploy.preflight import judge, preflight_record
+from specops.deploy.preflight_step import PreflightStep
 from specops.deploy.record import record_outcome, record_stop
 from specops.deploy.rollback import ProfileFor, interrupted_serving, rollback_host
 from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
-from specops.deploy.step_commands import CONVERSATION, MANIFEST, PUSH_SESSION
+from specops.deploy.step_commands import CONVERSATION, PUSH_SESSION
 from specops.deploy.steps import Action, Handler, HostSteps, Step, step_applies
-from specops.diagnose.fingerprint import fingerprint_from_facts
-from specops.doctor.model import CheckContext
-from specops.doctor.registry import all_checks, run_checks
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.errors import ConnectError, ExitCode, RemoteTimeout, SpecopsError
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
@@ -42,9 +39,7 @@ from specops.host.conversation import conversation
 from specops.ops import cache as compile_cache
 from specops.ops import interrupts, lock
 from specops.ops.lock import LockLost
-from specops.ops.planned import script_reply
 from specops.ops.release import PushSession, open_push
-from specops.probe.run import probe
 
 __all__ = ["DeployOptions", "HostOutcome", "LockLost", "Outcome", "deploy_host"]
 
@@ -115,7 +110,7 @@ def deploy_host(
 
 
 @dataclass
-class _HostDeploy(FixedSteps):
+class _HostDeploy(FixedSteps, PreflightStep):
     """One locked deploy on one connected host: reads the host, plans, and runs the plan's steps in order."""
 
     host: Host
@@ -250,29 +245,6 @@ class _HostDeploy(FixedSteps):
         result = session.push(self.plan.staged, base=base, on_bytes=on_bytes)
         self.outcome.push = PushFigures(result.sent_files, result.sent_bytes, result.linked_files, result.base_id,
                                         result.seconds)  # fmt: skip
-
-    def _preflight(self, step: Step) -> None:
-        candidate = f"{self.spec.service_dir}/releases/{self.steps.release}"
-        facts = probe(self.host, self.spec, self.profile, extra_roots={"candidate": candidate})
-        self.cache_key = compile_cache.key_from_facts(self.spec, facts)
-        self.facts_record = fingerprint_from_facts(facts, host=self.spec.name, unit_text=self.host_plan.unit_text,
-                                                   tree_hash=self.plan.staged.tree_hash,
-                                                   release=self.steps.release).to_json()  # fmt: skip
-        results = run_checks(CheckContext(host=self.spec, facts=facts, profile=self.profile), all_checks())
-        verdict = judge(results, self.spec.waive, self.options.skip_checks, self.options.force)
-        self.outcome.preflight, self.outcome.overridden = verdict.results, verdict.overridden
-        for line in self.outcome.passed_checks():  # every failing check it goes past, by name
-            self.reporter.event(Event(self.spec.name, "preflight", line, level="warn"))
-        if not verdict.blocking:
-            return
-        self.checks_ok = False
-        # what `specops diagnose HOST --release ID` reads later: the host's fingerprint, and why it stopped here
-        (manifest,) = step.part(MANIFEST)
-        script_reply(self.host, self.spec, manifest,
-                     {"facts": self.facts_record, "preflight": preflight_record(verdict.blocking)})  # fmt: skip
-        self.outcome.outcome, self.outcome.exit_code = Outcome.PREFLIGHT_FAILED, GATE_FAILED
-        self.outcome.cause = "; ".join(f"{r.id}: {r.summary}" for r in verdict.blocking)
-        self.outcome.hint = verdict.hint()
 
     def _gates(self, step: Step) -> None:
         listing, release = self.state.listing, self.steps.release

@@ -13,6 +13,7 @@ from typing import Any
 from specops.build.stage import StagedBuild, build_id
 from specops.commands.release import Listing
 from specops.config.secrets import Secret
+from specops.deploy import engine_commands as ecmds
 from specops.deploy import step_commands as cmds
 from specops.deploy.engine_start import engine_answers, read_engine_state
 from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps, read_step
@@ -67,7 +68,7 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     unit_text = read_installed_unit(host, read)
     env_text = read_current_env(host, read)
     engine = read_engine_state(host, spec, ask_http=False,
-                               planned=(*read.part(cmds.ENGINE_READ), *read.part(cmds.LAST_ENTRY)))  # fmt: skip
+                               planned=(*read.part(ecmds.ENGINE_READ), *read.part(ecmds.LAST_ENTRY)))  # fmt: skip
     choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)
     if choice.action is Action.UNCHANGED:  # only then does it matter whether the engine answers: ask it now
         engine = replace(engine, answering=engine_answers(host, spec))

@@ -29,6 +29,7 @@ from specops.config.engine_spec import refuse_engine_ranks
 from specops.config.inventory import HostSpec
 from specops.config.loader import Config, Target
 from specops.config.secrets import resolve_secrets
+from specops.deploy import engine_commands as ecmds
 from specops.deploy import step_commands as cmds
 from specops.deploy.deploy_steps import deploy_steps
 from specops.deploy.engine_start import EngineState, start_steps
@@ -220,7 +221,7 @@ def read_step(spec: HostSpec, current: str | None) -> Step:
     return Step(
         "read",
         "read the host's releases (on the push conversation), installed unit and current env file",
-        (*cmds.read_commands(spec, current), *cmds.engine_read_commands(spec)),
+        (*cmds.read_commands(spec, current), *ecmds.engine_read_commands(spec)),
     )
 
 

@@ -22,6 +22,7 @@ from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.config.secrets import Secret
+from specops.deploy import engine_commands as ecmds
 from specops.deploy import engine_start, stop_step
 from specops.deploy import step_commands as cmds
 from specops.deploy.engine_start import EngineState, read_engine_state
@@ -70,7 +71,7 @@ def lock_steps(spec: HostSpec, token: str, lock_wait_s: float) -> tuple[Step, St
 def read_step(spec: HostSpec) -> Step:
     """What a restart reads under its lock before it plans (`_locked` runs these very commands)."""
     return Step("read", "read the host's releases and whether the engine runs",
-                (*cmds.listing_commands(spec), *cmds.engine_read_commands(spec)))  # fmt: skip
+                (*cmds.listing_commands(spec), *ecmds.engine_read_commands(spec)))  # fmt: skip
 
 
 def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engine: EngineState,
@@ -128,7 +129,10 @@ def restart_host(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: 
 def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter, options: RestartOptions,
             held: lock.HostLock, locking: tuple[Step, Step]) -> HostRestart:  # fmt: skip
     read = read_step(spec)
-    (listed,), engine_read = read.part(cmds.LISTING), (*read.part(cmds.ENGINE_READ), *read.part(cmds.LAST_ENTRY))
+    (listed,), engine_read = (
+        read.part(cmds.LISTING),
+        (*read.part(ecmds.ENGINE_READ), *read.part(ecmds.LAST_ENTRY)),
+    )
     listing, engine = read_listing(host, spec, listed), read_engine_state(host, spec, planned=engine_read)
     steps = restart_plan(spec, profile_for, listing, engine, options, Secret(held.holder.token), locking, read)
     current = next(r for r in listing.releases if r.id == listing.current)

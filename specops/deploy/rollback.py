@@ -21,15 +21,18 @@ from specops.deploy import step_commands as cmds
 from specops.deploy.rollback_restore import Restoration, restore_serving, serve_after_interruption, stays_dark
 from specops.deploy.serving import Serving, rollback_failed_line
 from specops.engine.gates import GateResult, restart_and_gate
-from specops.engine.readiness import ReadinessCommands, journal_position
+from specops.engine.readiness import journal_position
+from specops.engine.readiness_commands import ReadinessCommands
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
 from specops.ops import interrupts
-from specops.ops.engine_stop import Confirm, GpusBusy, StopCommands, StopResult, no_lock, stop_engine
+from specops.ops.engine_stop import Confirm, GpusBusy, StopResult, no_lock, stop_engine
 from specops.ops.lock import LockLost
 from specops.ops.planned import script_reply
-from specops.ops.release import ROLLBACK_TIMEOUT_S, read_listing, run_script, update_manifest
+from specops.ops.release import read_listing, run_script
+from specops.ops.release_changes import ROLLBACK_TIMEOUT_S, update_manifest
+from specops.ops.stop_commands import StopCommands
 
 ProfileFor = Callable[[str | None], Profile]
 

@@ -23,7 +23,8 @@ from specops.host.base import Host
 from specops.ops import interrupts
 from specops.ops.engine_stop import Confirm, no_lock, unit_running
 from specops.ops.lock import LockLost
-from specops.ops.release import read_listing, restore_config
+from specops.ops.release import read_listing
+from specops.ops.release_changes import restore_config
 from specops.ops.unit import restart
 
 if TYPE_CHECKING:

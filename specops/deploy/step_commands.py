@@ -1,19 +1,20 @@
-"""The host commands of each deploy step, built with the pure builders (specops/commands/): the objects a Step holds.
+"""The host commands of each deploy step, built with the pure builders (specops/commands/): the objects a Step holds
+(the engine's read, stop and gates: specops/deploy/engine_commands.py).
 
 Pure: nothing here talks to a host. Every step is run from these very objects: the ones fixed when planning
 (the env file, the unit, the guard, the switch, the records, the watch) as they are (specops/ops/planned.py,
 specops/deploy/fixed_steps.py), and the ones holding a word only the run knows (the gates' cause, the journal's
 position, the compile cache's key, a dead lock holder's token, the processes a reap stops) with that slot filled
-in (specops/commands/planned.py HostCommand.filled); the executors find their commands by role. This is the one
-place a deploy calls the argv builders of specops/commands/ (tests/test_layering.py keeps it so), and the deploy
-tests compare what a deploy ran with these lists (tests/unit/deploy/test_one_definition.py).
+in (specops/commands/planned.py HostCommand.filled); the executors find their commands by role. With
+engine_commands.py this is where a deploy calls the argv builders of specops/commands/ (tests/test_layering.py
+keeps it so), and the deploy tests compare what a deploy ran with these lists (test_one_definition.py).
 """
 
 from __future__ import annotations
 
 import json
 
-from specops.commands import engine_stop, journal
+from specops.commands import engine_stop
 from specops.commands import release as release_cmd
 from specops.commands import unit as unit_cmd
 from specops.commands.boot import boot_unit
@@ -29,27 +30,24 @@ from specops.commands.guard import (
     schema_argv,
     watch_argv,
 )
-from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.lock import lock_argv
 from specops.commands.planned import SLOTS, HostCommand, Times, put, run
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.config.secrets import Secret
+from specops.deploy.engine_commands import journal_position_commands, readiness_commands, stop_commands
 from specops.deploy.steps import Step
-from specops.engine import readiness
-from specops.ops import engine_stop as stopping
 from specops.ops import lock, unit
 from specops.ops.audit import append_argvs, host_audit_path
 from specops.ops.lock import DEFAULT_HEARTBEAT_S, DEFAULT_STALE_AFTER_S, lock_root
 
 MANIFEST = "manifest"  # a step's update of a release's manifest (HostCommand.role)
+PROBE = "probe"  # the preflight's probe (specops/probe/run.py runs this very command)
 CONVERSATION = "conversation"  # the lock step's command conversation (HostCommand.role)
 PUSH_SESSION = "push-session"  # the lock step's push conversation
 LISTING = "listing"  # the release script's list
 ROLLBACK_MARKING, ROLLBACK_UNMARKED = "rollback", "rollback-unmarked"  # the release it leaves marked bad, or not
 ENGINE_STATE = "engine-state"  # the unit's ActiveState (the stop's poll; what serves at the end)
-ENGINE_READ, LAST_ENTRY = "engine-read", "last-entry"  # whether the engine runs, and since when
-ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
 INSTALLED_UNIT = "installed-unit"  # the read step's unit
 RELEASE_ENV_FILE, LIVE_ENV_FILE = "release-env-file", "live-env-file"  # ... and the env file current runs with
 CAUSE_PLACEHOLDER = SLOTS["cause"].mark
@@ -103,19 +101,6 @@ def listing_commands(spec: HostSpec) -> list[HostCommand]:
     return [run(release_cmd.list_argv(spec), role=LISTING)]
 
 
-def engine_state_argv(unit_name: str) -> list[str]:
-    return unit_cmd.show_argv(unit_name, ENGINE_PROPERTIES)
-
-
-def engine_read_commands(spec: HostSpec) -> list[HostCommand]:
-    """Whether the engine runs, before anything changes (deploy/engine_start.py `read_engine_state` runs them)."""
-    note = "a verified release whose engine is not active is started through the gates, not left stopped"
-    since = "only when the engine is not active and systemd no longer knows since when: its last journal entry"
-    return [run(engine_state_argv(spec.unit_name), note=note, role=ENGINE_READ),
-            run(journal.last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since,
-                role=LAST_ENTRY)]  # fmt: skip
-
-
 def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
     """The installed unit, and the env file the current release runs with (read as root, compared on this
     machine, never shown): its own, else the live one (a release from before releases kept their env file)."""
@@ -145,7 +130,8 @@ def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
 def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[HostCommand]:
     """The probe; when a check stops the deploy, the candidate's manifest records the environment fingerprint
     and the failed checks (`specops diagnose HOST --release ID` names them later)."""
-    return [run(probe_argv(spec.python), stdin=f"the probe script (the doctor's facts, candidate {candidate})"),
+    return [run(probe_argv(spec.python), stdin=f"the probe script (the doctor's facts, candidate {candidate})",
+                role=PROBE),
             manifest_update(spec, release_id, '{"facts": ..., "preflight": {"passed": false, "failed": [...]}}',
                             Times.IF_NEEDED, "only when a check stops the deploy")]  # fmt: skip
 
@@ -230,66 +216,6 @@ def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings, rollba
 
 def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:
     return [run(release_cmd.switch_argv(spec, release_id))]
-
-
-def journal_position_commands() -> list[HostCommand]:
-    return [
-        run(journal.cursor_argv(), role=readiness.CURSOR),
-        run(
-            journal.clock_argv(),
-            times=Times.IF_NEEDED,
-            note="only when the journal has no entry yet",
-            role=readiness.CLOCK,
-        ),
-    ]
-
-
-def readiness_commands(spec: HostSpec) -> list[HostCommand]:
-    """The readiness poll (twice a second, with /health_generate through the SSH connection), then the smoke
-    gate's requests (HTTP through the SSH connection: no host command), and the run's journal if smoke fails."""
-    return [
-        run(journal.poll_argv(spec.unit_name, journal.CURSOR_PLACEHOLDER), times=Times.REPEATED, role=readiness.POLL,
-            note="twice a second until ready, a fatal journal line, the process ends, or the deadline"),
-        run(gpu_fault_argv(journal.CURSOR_PLACEHOLDER), times=Times.IF_NEEDED, role=readiness.GPU_FAULT,
-            note="only when the engine does not come up: a GPU fault in the kernel journal since the restart"),
-        run(journal.invocation_journal_argv(spec.unit_name), times=Times.IF_NEEDED, role=readiness.INVOCATION,
-            note="only when the smoke gate fails: the journal of the engine's current run names the cause"),
-    ]  # fmt: skip
-
-
-def gates_commands(spec: HostSpec) -> list[HostCommand]:
-    return [*journal_position_commands(), *restart_commands(spec), *readiness_commands(spec)]
-
-
-def restart_commands(spec: HostSpec) -> list[HostCommand]:
-    reset, restart = unit_cmd.deliberate_restart_argvs(spec.unit_name)
-    return [run(release_cmd.restore_config_argv(spec), note="the current release's unit and env file put back "
-                "(the live env file is written from the release's own here)", role=unit.RESTORE),
-            run(reset, note="a deliberate restart never counts against StartLimitBurst=", role=unit.RESET),
-            run(restart, role=unit.RESTART)]  # fmt: skip
-
-
-def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
-    """Drain and stop the engine (its /metrics read through the SSH connection: no host command), then wait
-    for the unit's cgroup and GPUs to be free, stopping proven orphans only with --reap."""
-    unit = spec.unit_name
-    return [
-        run(engine_stop.stop_argv(unit), note="SIGTERM to the engine's main process (KillMode=mixed): it drains",
-            role=stopping.STOP),
-        run(engine_stop.state_argv(unit), times=Times.REPEATED, role=stopping.STATE,
-            note=f"every 0.1 s for 2 s, then once a second (/metrics' running requests once a second), until it exits "
-            f"or {drain_s} s passed"),
-        run(engine_stop.kill_argv(unit), times=Times.IF_NEEDED, role=stopping.KILL,
-            note="only when the drain budget runs out: the requests still running are cut"),
-        run(engine_stop.stop_wait_argv(unit), times=Times.IF_NEEDED, note="after that SIGKILL",
-            role=stopping.STOP_WAIT),
-        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.REPEATED, role=stopping.INSPECT,
-            note="until the unit's cgroup is empty and its GPUs back to baseline (nvidia-smi)"),
-        run([*engine_stop.reap_argv([]), stopping.PROCESSES], times=Times.IF_NEEDED, role=stopping.REAP,
-            note="only with --reap, and only orphans of this unit's engine (then inspected again)"),
-        run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.IF_NEEDED, role=stopping.INSPECT,
-            note="after a reap, until the GPUs are free"),
-    ]  # fmt: skip
 
 
 def verified_commands(spec: HostSpec, release_id: str, protect: set[str]) -> list[HostCommand]:

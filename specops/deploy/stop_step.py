@@ -10,8 +10,9 @@ from specops.deploy.steps import Step
 from specops.errors import ExitCode
 from specops.events import Event, Reporter
 from specops.host.base import Host
-from specops.ops.engine_stop import Confirm, GpusBusy, StopCommands, stop_engine
+from specops.ops.engine_stop import Confirm, GpusBusy, stop_engine
 from specops.ops.hooks import run_hook
+from specops.ops.stop_commands import StopCommands
 
 
 def pre_stop(spec: HostSpec, release: str, outcome: HostOutcome, reporter: Reporter, action: str = "deploy") -> bool:

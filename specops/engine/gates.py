@@ -16,7 +16,8 @@ from specops.commands.planned import HostCommand
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.engine.gpu_fault import with_gpu_fault
-from specops.engine.readiness import Readiness, ReadinessCommands, journal_position, unit_problems, wait_ready
+from specops.engine.readiness import Readiness, journal_position, unit_problems, wait_ready
+from specops.engine.readiness_commands import ReadinessCommands
 from specops.engine.smoke import SmokeResult, run_smoke, smoke_line, with_cause
 from specops.events import Event, Reporter
 from specops.host.base import Host

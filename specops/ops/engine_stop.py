@@ -14,21 +14,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from specops.commands.engine_stop import (
     ACTIVE_STATES,
-    inspect_argv,
-    kill_argv,
-    reap_argv,
     reap_words,
     state_argv,
-    stop_argv,
-    stop_wait_argv,
 )
-from specops.commands.planned import SLOTS, HostCommand, run
+from specops.commands.planned import HostCommand
 from specops.commands.unit import parse_show
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -37,6 +32,7 @@ from specops.engine.request_gauges import RequestGauges, parse_request_gauges
 from specops.errors import ExitCode, SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
+from specops.ops.stop_commands import StopCommands
 from specops.probe.gpu_holders import GpuVerdict, Holder, InspectError, gpu_indexes, judge, parse_inspect
 
 COMMAND_TIMEOUT_S = 60.0
@@ -106,38 +102,6 @@ class StopResult:
 class _Clock:
     now: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-
-
-# The roles of the stop's commands in a plan (HostCommand.role): the deploy's, the restart's and the rollback's
-# stop run the commands their plan shows (specops/deploy/step_commands.py `stop_commands` builds them).
-STOP, STATE, KILL, STOP_WAIT, INSPECT, REAP = "stop", "stop-state", "kill", "stop-wait", "inspect", "reap"
-PROCESSES = SLOTS["processes"].mark  # the reap's slot: the orphans it stops, known once the GPUs are inspected
-
-
-@dataclass(frozen=True)
-class StopCommands:
-    """The commands of one stop: SIGTERM, its state poll, SIGKILL and the wait after it, the cgroup and GPU
-    inspection, and the reap (its processes a slot, filled with the orphans found)."""
-
-    stop: HostCommand
-    state: HostCommand
-    kill: HostCommand
-    stop_wait: HostCommand
-    inspect: HostCommand
-    reap: HostCommand
-
-    @classmethod
-    def planned(cls, commands: Sequence[HostCommand]) -> StopCommands:
-        """A plan's stop, by role (a step may hold other commands too: the rollback's)."""
-        by_role = {command.role: command for command in commands if command.role}
-        return cls(*(by_role[role] for role in (STOP, STATE, KILL, STOP_WAIT, INSPECT, REAP)))
-
-    @classmethod
-    def built(cls, spec: HostSpec) -> StopCommands:
-        """For a stop without a plan (the engine's own tests, a caller that prints none)."""
-        unit = spec.unit_name
-        return cls(run(stop_argv(unit)), run(state_argv(unit)), run(kill_argv(unit)), run(stop_wait_argv(unit)),
-                   run(inspect_argv(unit, spec.run_as)), run([*reap_argv([]), PROCESSES]))  # fmt: skip
 
 
 Confirm = Callable[[str], None]  # raises when the lock is no longer ours (lock.HostLock.confirm): change nothing

@@ -29,8 +29,7 @@ from specops.host.base import Host
 from specops.ops import interrupts, notify
 from specops.ops.lock_holder import LockHolder, LockInfo, dead_here, local_who, utc_now
 
-__all__ = ["HostLock", "LockHolder", "LockInfo", "LockLost", "Released", "acquire", "local_who", "release", "status",
-           "utc_now"]  # fmt: skip
+__all__ = ["HostLock", "LockHolder", "LockInfo", "LockLost", "acquire", "local_who", "status", "utc_now"]  # fmt: skip
 
 DEFAULT_STALE_AFTER_S = 90.0
 DEFAULT_HEARTBEAT_S = 15.0
@@ -88,7 +87,7 @@ class LockCommands:
 DEAD_MARK = SLOTS["dead"].mark  # the dead holder's token, filled in once the lock is seen
 
 
-def _run_lock(host: Host, op: str, root: str, token: str = "", stale_after_s: float = 0,
+def run_lock(host: Host, op: str, root: str, token: str = "", stale_after_s: float = 0,
               holder: LockHolder | None = None) -> LockReply:  # fmt: skip
     """An operator's lock command (`specops lock status|release`): no plan holds it."""
     return _run_command(host, run(lock_argv(op, root, token, stale_after_s)), root, holder)
@@ -102,7 +101,7 @@ def _run_command(host: Host, command: HostCommand, root: str, holder: LockHolder
     return parse_lock_reply(result.text)
 
 
-def _info(host: Host, reply: LockReply, stale_after_s: float, root: str) -> LockInfo:
+def lock_info(host: Host, reply: LockReply, stale_after_s: float, root: str) -> LockInfo:
     path = f"{root}/{HOLDER_FILE}"
     holder = LockHolder.from_json(reply.holder_text, host.name, path) if reply.holder_text else None
     return LockInfo(host.name, holder, reply.heartbeat_age_s, stale_after_s)
@@ -110,8 +109,8 @@ def _info(host: Host, reply: LockReply, stale_after_s: float, root: str) -> Lock
 
 def status(host: Host, *, root: str | None = None, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> LockInfo | None:
     """The lock's holder, or None when the host is free."""
-    reply = _run_lock(host, "status", lock_root(root))
-    return _info(host, reply, stale_after_s, lock_root(root)) if reply.state == "held" else None
+    reply = run_lock(host, "status", lock_root(root))
+    return lock_info(host, reply, stale_after_s, lock_root(root)) if reply.state == "held" else None
 
 
 def acquire(
@@ -142,7 +141,7 @@ def acquire(
             _release_quietly(host, root, commands.release)
             raise
         if reply.state in {"acquired", "taken-over"}:
-            previous = _info(host, reply, stale_after_s, root) if reply.state == "taken-over" else None
+            previous = lock_info(host, reply, stale_after_s, root) if reply.state == "taken-over" else None
             why = _takeover_reason(previous, dead)
             if previous is not None:
                 say(f"{host.name}: {why}")
@@ -150,7 +149,7 @@ def acquire(
                                          cause=why))  # fmt: skip
             return HostLock(host, attempt, root=root, heartbeat_s=heartbeat_s, took_over=previous, on_event=say,
                             took_over_why=why, commands=commands)  # fmt: skip
-        info = _info(host, reply, stale_after_s, root)
+        info = lock_info(host, reply, stale_after_s, root)
         why = dead_here(info.holder) if info.holder and info.holder.token != dead[0] else ""
         if info.holder and why:
             dead = (info.holder.token, why)
@@ -185,38 +184,6 @@ def lock_held_error(info: LockInfo, waited_s: float = 0) -> LockHeld:
         hint=f"wait for it with --lock-wait SECONDS, or, if you are sure no deploy is running there: "
         f"specops lock release {info.host}",
     )
-
-
-@dataclass(frozen=True)
-class Released:
-    """What `release` did: `released` is False when the lock was kept (and why) or already free."""
-
-    released: bool
-    info: LockInfo | None
-    reason: str
-
-
-def release(
-    host: Host, *, force: bool = False, root: str | None = None, stale_after_s: float = DEFAULT_STALE_AFTER_S
-) -> Released:
-    """Remove a lock for an operator: any lock with force; without it, a stale one, or one whose holder is a
-    dead process on THIS machine (your own deploy that crashed). The removal is conditional on the token we
-    looked at, so a lock taken meanwhile by someone else is never removed by mistake."""
-    root = lock_root(root)
-    info = status(host, root=root, stale_after_s=stale_after_s)
-    if info is None:
-        return Released(False, None, "the lock is free")
-    token = info.holder.token if info.holder else ""
-    if force or (info.holder is not None and dead_here(info.holder, need_machine_id=False)):
-        reply = _run_lock(host, "release", root, token)
-    elif info.stale:
-        reply = _run_lock(host, "release", root, token, stale_after_s)
-    else:
-        return Released(False, info, "the holder is alive (its heartbeat is recent)")
-    if reply.state == "released":
-        return Released(True, _info(host, reply, stale_after_s, root), "released")
-    now = _info(host, reply, stale_after_s, root) if reply.state != "free" else None
-    return Released(False, now, "the lock changed hands while we looked" if now else "the lock is free")
 
 
 class HostLock:

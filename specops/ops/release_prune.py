@@ -14,7 +14,8 @@ from specops.config.inventory import HostSpec
 from specops.host.base import Host
 from specops.ops import audit, lock
 from specops.ops.lock import DEFAULT_STALE_AFTER_S
-from specops.ops.release import prune, read_listing
+from specops.ops.release import read_listing
+from specops.ops.release_changes import prune
 
 Say = lock.EventSink
 

@@ -12,7 +12,8 @@ from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, SpecopsError
 from specops.host.base import Host, Result
 from specops.ops.planned import execute
-from specops.ops.release import restore_config, run_script
+from specops.ops.release import run_script
+from specops.ops.release_changes import restore_config
 
 UNIT_TIMEOUT_S = 60.0
 
@@ -122,7 +123,7 @@ def _verify(host: Host, spec: HostSpec, text: str, commands: tuple[HostCommand, 
     return True
 
 
-# The roles of the restart's commands in a plan (HostCommand.role): specops/deploy/step_commands.py builds them.
+# The roles of the restart's commands in a plan (HostCommand.role): specops/deploy/engine_commands.py builds them.
 RESTORE, RESET, RESTART = "restore-config", "reset-failed", "restart"
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from specops.commands.planned import HostCommand, run
 from specops.commands.probe import probe_argv
 from specops.errors import SpecopsError
 from specops.host.base import Result
@@ -115,14 +116,20 @@ def run_request(
     host_obj: CommandRunner, spec: HostSpec | None, python: str, request: dict[str, Any], timeout: float
 ) -> dict[str, Any]:
     """Send the script for `request` to `python` on the host; the parsed JSON document it printed."""
-    return _run_script(host_obj, spec, python, build_script(request).encode("utf-8"), timeout)
+    return _run_script(host_obj, spec, python, planless_command(python), build_script(request).encode(), timeout)
+
+
+def planless_command(python: str) -> HostCommand:
+    """The probe's command for a caller without a plan (`specops doctor`, `--deep`); a deploy's preflight runs
+    the one its plan holds (specops/deploy/step_commands.py), the same line."""
+    return run(probe_argv(python))
 
 
 def _run_script(
-    host_obj: CommandRunner, spec: HostSpec | None, python: str, script: bytes, timeout: float
+    host_obj: CommandRunner, spec: HostSpec | None, python: str, command: HostCommand, script: bytes, timeout: float
 ) -> dict[str, Any]:
     name = spec.name if spec else host_obj.name
-    result = host_obj.run(probe_argv(python), input=script, timeout=timeout, check=False)  # exits explained below
+    result = host_obj.run(command.argv, input=script, timeout=timeout, check=False)  # exits explained below
     if result.exit_code in COMMAND_NOT_FOUND:
         raise ProbeError(
             f"{name}: the interpreter {python} cannot be run on the host ({_last_line(result)})",
@@ -161,10 +168,12 @@ def _indent(text: str) -> str:
 
 @dataclass(frozen=True)
 class PreparedProbe:
-    """A probe ready to send: which interpreter runs it, and the script (with its request) on its stdin."""
+    """A probe ready to send: which interpreter runs it, with which command, and the script (with its request)
+    on its stdin."""
 
     spec: HostSpec | None
     python: str
+    command: HostCommand  # a deploy's planned one, or planless_command(python)
     script: bytes
     timeout: float = PROBE_TIMEOUT_S
     request: Mapping[str, Any] | None = None  # what the script carries (a doctor's cached plan keeps it)
@@ -178,11 +187,13 @@ def prepare_probe(
     extra_roots: dict[str, str] | None = None,
     overrides: dict[str, Any] | None = None,
     timeout: float = PROBE_TIMEOUT_S,
+    planned: HostCommand | None = None,
 ) -> PreparedProbe:
     """The request and script of `probe`, built without a host (see `probe` for the arguments)."""
     interpreter, request = probe_request(spec, profile, python=python, extra_roots=extra_roots)
     request.update(overrides or {})
-    return PreparedProbe(spec, interpreter, build_script(request).encode("utf-8"), timeout, request)
+    command = planned or planless_command(interpreter)
+    return PreparedProbe(spec, interpreter, command, build_script(request).encode("utf-8"), timeout, request)
 
 
 def probe_request(
@@ -202,12 +213,13 @@ def probe_request(
 
 def probe_from_request(python: str, request: Mapping[str, Any], timeout: float = PROBE_TIMEOUT_S) -> PreparedProbe:
     """A probe rebuilt from a request prepared earlier (a doctor's cached plan): no config models needed."""
-    return PreparedProbe(None, python, build_script(dict(request)).encode("utf-8"), timeout, request)
+    script = build_script(dict(request)).encode("utf-8")
+    return PreparedProbe(None, python, planless_command(python), script, timeout, request)
 
 
 def send_probe(host_obj: CommandRunner, prepared: PreparedProbe) -> dict[str, Any]:
     """Run a prepared probe on the host: the JSON document it printed, not parsed yet (`parse_probe`)."""
-    return _run_script(host_obj, prepared.spec, prepared.python, prepared.script, prepared.timeout)
+    return _run_script(host_obj, prepared.spec, prepared.python, prepared.command, prepared.script, prepared.timeout)
 
 
 def parse_probe(host_obj: CommandRunner, document: dict[str, Any]) -> HostFacts:
@@ -239,13 +251,15 @@ def probe(
     extra_roots: dict[str, str] | None = None,
     overrides: dict[str, Any] | None = None,
     timeout: float = PROBE_TIMEOUT_S,
+    planned: HostCommand | None = None,
 ) -> HostFacts:
     """Facts about one host in ONE round trip; `overrides` replace request keys (tests point at fake files).
 
-    `spec=None` probes without an inventory (`doctor --local`) with the interpreter `python`.
+    `spec=None` probes without an inventory (`doctor --local`) with the interpreter `python`. `planned`: the
+    command a deploy's plan holds for its preflight (printed by its dry run); without one, planless_command.
     """
     prepared = prepare_probe(
-        spec, profile, python=python, extra_roots=extra_roots, overrides=overrides, timeout=timeout
+        spec, profile, python=python, extra_roots=extra_roots, overrides=overrides, timeout=timeout, planned=planned
     )
     return parse_probe(host_obj, send_probe(host_obj, prepared))
 

@@ -37,6 +37,7 @@ RELEASE_MODULES = (
     "relconfig.py",
     "rollback.py",
     "stream.py",
+    "untar.py",
     "receive.py",
     "session.py",
 )

@@ -88,7 +88,7 @@ def contender(ssh_config: Path, host: SshHost) -> Iterator[Contend]:
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=30)
-    from specops.ops.lock import release
+    from specops.ops.lock_admin import release
 
     release(host, force=True)
 

@@ -19,6 +19,7 @@ from specops.errors import ReleaseVerifyFailed
 from specops.host.ssh.channels import SshHost
 from specops.host.ssh.connection import connect
 from specops.ops import release as push
+from specops.ops import release_changes as changes
 from tests.testbed.engine import BUILD_PYTHON, DDTREE_PATCH, RENUMBER_PATCH
 from tests.testbed.testhost import TestHost
 
@@ -52,8 +53,8 @@ def test_push_delta_switch_list_prune(testhost: TestHost, ssh: SshHost, tmp_path
     assert testhost.exec(["test", "!", "-e", f"{RELEASES}/{first.release_id}/unfinished"]).returncode == 0
     host_hash = testhost.exec(["sh", "-c", f"cd {RELEASES}/{first.release_id} && sha256sum {SPEC_INFO}"])
     assert host_hash.stdout.decode().split()[0] == staged.files[SPEC_INFO]["sha256"]
-    push.update_manifest(ssh, SPEC, first.release_id, {"verified": True, "verified_at": "2026-01-01T00:01:00Z"})
-    assert push.switch_current(ssh, SPEC, first.release_id) is None
+    changes.update_manifest(ssh, SPEC, first.release_id, {"verified": True, "verified_at": "2026-01-01T00:01:00Z"})
+    assert changes.switch_current(ssh, SPEC, first.release_id) is None
 
     patched = stage_build(BUILD_PYTHON, [DDTREE_PATCH], tmp_path / "w2")
     base = newest_complete(push.list_releases(ssh, SPEC))
@@ -70,7 +71,7 @@ def test_push_delta_switch_list_prune(testhost: TestHost, ssh: SshHost, tmp_path
         f"/opt/specops/sglang/current/../{second.release_id}/{SPEC_INFO}"
     )
 
-    assert push.switch_current(ssh, SPEC, second.release_id) == first.release_id
+    assert changes.switch_current(ssh, SPEC, second.release_id) == first.release_id
     current = testhost.exec(["readlink", "/opt/specops/sglang/current"]).stdout.decode().strip()
     assert current == f"{RELEASES}/{second.release_id}"
     listing = push.read_listing(ssh, SPEC)
@@ -82,9 +83,9 @@ def test_push_delta_switch_list_prune(testhost: TestHost, ssh: SshHost, tmp_path
 
     third_stage = stage_build(BUILD_PYTHON, [DDTREE_PATCH, RENUMBER_PATCH], tmp_path / "w3")
     third = push.push_release(ssh, SPEC, third_stage, base=listing.releases[-1], now=datetime(2026, 1, 3, tzinfo=UTC))
-    assert push.prune(ssh, SPEC, keep=1, protect=set()) == []  # r1: newest verified, r2: current, r3: newest
-    push.update_manifest(ssh, SPEC, second.release_id, {"verified": True})
-    assert push.prune(ssh, SPEC, keep=1, protect=set()) == [first.release_id]
+    assert changes.prune(ssh, SPEC, keep=1, protect=set()) == []  # r1: newest verified, r2: current, r3: newest
+    changes.update_manifest(ssh, SPEC, second.release_id, {"verified": True})
+    assert changes.prune(ssh, SPEC, keep=1, protect=set()) == [first.release_id]
     assert [r.id for r in push.list_releases(ssh, SPEC)] == [second.release_id, third.release_id]
     remaining = _inodes(testhost, second.release_id)
     assert remaining.keys() == new.keys()  # the hard links kept the content alive after the base was removed

@@ -1,10 +1,10 @@
-"""The host side of a push (`receive`); bundled after release_stream.py, before release_session.py.
+"""The host side of a push (`receive`); bundled after untar.py, before session.py.
 
 Why GNU tar when the host has it: Python's tarfile costs ~2x GNU tar per member on a 5,800-file tree, and the
 stream goes straight from sshd to tar (never through Python). Safety does not depend on it: tar refuses
 `..` members and defers dangerous symlinks; afterwards every symlink is checked to stay inside the release
 and every other entry must be a regular file or a folder, before the tree hash decides. Without tar (or with
-extractor "python") the stdlib reader below is used, which checks each member BEFORE writing it.
+extractor "python") the stdlib reader of untar.py is used, which checks each member BEFORE writing it.
 
 Hard-linked files are re-read for the tree hash unless `<service_dir>/.verified-hashes.json` vouches for them:
 it maps an inode to (size, mtime_ns, sha256) as verified at the end of the last push; a file edited in place
@@ -15,13 +15,11 @@ results also feed the new record.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import stat
 import sys
-import tarfile
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +29,6 @@ from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, 
 from specops.remote.release.script import (
     MANIFEST,
     UNFINISHED,
-    check_symlink,
     differences,
     entries_hash,
     host_mode,
@@ -40,72 +37,9 @@ from specops.remote.release.script import (
     write_json_atomic,
 )
 from specops.remote.release.stream import extract_with_tar
+from specops.remote.release.untar import extract_python, safe_member_path
 
-CHUNK = 1 << 20
 HASHES_FILE = ".verified-hashes.json"
-
-
-def safe_member_path(root: str, name: str) -> str:
-    """Where a tar member may land: inside `root`, never absolute, never through `..`. A name already in plain
-    form (what a stage produces) is joined as it is: no split or normpath per file on a 5,800-file link."""
-    if is_plain_relpath(name):
-        return root + "/" + name
-    if name.startswith("/") or ".." in name.split("/") or "\0" in name:
-        raise Refused("unsafe", "refusing tar member " + repr(name) + ": absolute or '..' path")
-    return os.path.join(root, os.path.normpath(name))
-
-
-def no_symlink_parent(root: str, path: str) -> None:
-    """A member must not be written THROUGH a symlink an earlier member created."""
-    folder = os.path.dirname(path)
-    while len(folder) > len(root):
-        if os.path.islink(folder):
-            raise Refused("unsafe", "refusing to write through symlink " + repr(os.path.relpath(folder, root)))
-        folder = os.path.dirname(folder)
-
-
-def write_member(archive: tarfile.TarFile, member: tarfile.TarInfo, path: str) -> str:
-    """Write one regular file, hashing it on the way; returns its sha256."""
-    digest = hashlib.sha256()
-    source = archive.extractfile(member)
-    if source is None:
-        raise Refused("unsafe", "tar member " + repr(member.name) + " has no content")
-    with open(path, "wb") as handle:
-        for block in iter(lambda: source.read(CHUNK), b""):
-            digest.update(block)
-            handle.write(block)
-    os.chmod(path, host_mode(member.mode))
-    os.utime(path, ns=(int(member.mtime * 1e9), int(member.mtime * 1e9)))
-    return digest.hexdigest()
-
-
-def extract_python(stream: object, root: str, known: dict[tuple[int, int, int], str]) -> set[str]:
-    """Unpack the tar stream into root (regular files, folders, safe symlinks); returns the names received."""
-    received = set()
-    with tarfile.open(fileobj=stream, mode="r|") as archive:  # type: ignore[call-overload]
-        for member in archive:
-            path = safe_member_path(root, member.name)
-            name = os.path.relpath(path, root)
-            if name == ".":
-                continue
-            no_symlink_parent(root, path)
-            if os.path.lexists(path) and not member.isdir():
-                raise Refused("unsafe", "refusing tar member " + repr(member.name) + ": it is in the stream twice")
-            if member.isdir():
-                os.makedirs(path, exist_ok=True)
-                continue
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            if member.issym():
-                check_symlink(root, name, member.linkname)
-                os.symlink(member.linkname, path)
-            elif member.isreg():
-                sha = write_member(archive, member, path)
-                info = os.lstat(path)
-                known[(info.st_ino, info.st_size, info.st_mtime_ns)] = sha
-            else:
-                raise Refused("unsafe", "refusing tar member " + repr(member.name) + ": not a file, folder or symlink")
-            received.add(name)
-    return received
 
 
 def present_files(root: str) -> set[str]:
@@ -163,18 +97,6 @@ def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], re
             shutil.copy2(source, destination)
             counts["copied"] += 1
     return counts
-
-
-def is_plain_relpath(name: str) -> bool:
-    """A relative path already in normal form with no `..`, `.` or empty part (what a stage produces): joining
-    it needs no normpath. Anything else takes the full check."""
-    return bool(name) and not (
-        name[0] in "/." or name[-1] == "/" or "//" in name or ("/." in name and has_dot_part(name)) or "\0" in name
-    )
-
-
-def has_dot_part(name: str) -> bool:
-    return any(part in (".", "..") for part in name.split("/"))
 
 
 def real_folder(root: str, folder: str, known: set[str]) -> None:

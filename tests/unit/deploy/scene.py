@@ -22,7 +22,7 @@ from specops.commands import release as release_cmd
 from specops.commands.lock import LOCK_SCRIPT
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
-from specops.deploy.step_commands import engine_state_argv
+from specops.deploy.engine_commands import engine_state_argv
 from specops.doctor.model import CheckResult, Status
 from specops.engine.smoke import Gate, SmokeResult
 from specops.host.recording import Answer, RecordingHost, reply
@@ -190,7 +190,7 @@ def use_scene(monkeypatch: pytest.MonkeyPatch, scene: DeployScene, hosts: list[R
 
     monkeypatch.setattr(specops.host.ssh.connection, "connect", connect)
     monkeypatch.setattr("specops.probe.run.parse_host_facts", lambda document: healthy_facts())
-    monkeypatch.setattr("specops.deploy.execute.run_checks", lambda context, checks: scene.check_results())
+    monkeypatch.setattr("specops.deploy.preflight_step.run_checks", lambda context, checks: scene.check_results())
     monkeypatch.setattr("specops.engine.gates.run_smoke", run_smoke)
 
 

@@ -11,9 +11,9 @@ every handler:
   background heartbeat may come anywhere), in the order the plan gives;
 - each fill was of a command the plan holds, with run-time values only (never a slot's own mark), and changed
   nothing but its slots; no slot's mark reaches the host;
-- no argv builder ran outside the plan's builders (specops/deploy/step_commands.py) while the deploy ran: no
-  step built a command line a second time. The one exception is the preflight's probe (specops/probe/run.py:
-  shared with `specops doctor`, which runs it without a plan).
+- no argv builder ran outside the plan's builders (specops/deploy/step_commands.py, engine_commands.py) while the deploy ran: no
+  step built a command line a second time, the preflight's probe included (specops/probe/run.py runs the
+  command the plan holds; only `specops doctor`, which has no plan, builds its own).
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ from tests.unit.deploy.world import OLD_TREE, Run, World
 OLD = "20260101T000000Z-old"
 STOPPED = "ActiveState=inactive\nSubState=dead\nInactiveEnterTimestamp=Wed 2026-12-02 07:01:02 UTC\n"
 PACKAGE = Path(specops.__file__).parent
-PLAN_BUILDERS = (PACKAGE / "deploy" / "step_commands.py", PACKAGE / "commands")
-PROBE = ("specops/probe/run.py", "probe_argv")  # the preflight's probe: shared with the doctor (no plan there)
+PLAN_BUILDERS = (
+    PACKAGE / "deploy" / "step_commands.py",
+    PACKAGE / "deploy" / "engine_commands.py",
+    PACKAGE / "commands",
+)
 # argv builders whose commands never reach the host as a step's: tar runs on this machine (its output is the
 # push's stream), and the engine's own command line is what the unit runs (the probe checks its flags)
 NOT_HOST_COMMANDS = ("tar_argv", "launch_argv")
@@ -152,8 +155,7 @@ def assert_one_definition(run: Run, seen: Watched, steps: list[str]) -> None:
     planned_commands = [command for step in plan.steps for command in step.commands]
     for source, values, result in seen.fills:
         _assert_filled(source, values, result, planned_commands)
-    expected = [PROBE] if "preflight" in steps else []
-    assert sorted(set(seen.builders)) == expected, "a step built a command line again instead of running the plan's"
+    assert seen.builders == [], "a step built a command line again instead of running the plan's"
 
 
 def _step(plan: HostSteps, name: str) -> Step:

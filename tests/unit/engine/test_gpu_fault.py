@@ -10,7 +10,8 @@ from specops.deploy.blame import HOST_NOT_RELEASE, blame_for_failed_gates
 from specops.diagnose.failure import from_gates
 from specops.engine.gates import GateResult
 from specops.engine.gpu_fault import with_gpu_fault
-from specops.engine.readiness import Readiness, ReadinessCommands
+from specops.engine.readiness import Readiness
+from specops.engine.readiness_commands import ReadinessCommands
 from specops.engine.signatures import match, primary_cause
 from specops.host.recording import RecordingHost, reply
 from tests.unit.diagnose.test_verdict import BAD, GOOD, files, manifest, verdict

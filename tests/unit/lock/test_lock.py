@@ -12,7 +12,8 @@ import pytest
 
 from specops.errors import ExitCode, LockHeld
 from specops.host.local import LocalHost
-from specops.ops.lock import HostLock, LockHolder, acquire, release, status
+from specops.ops.lock import HostLock, LockHolder, acquire, status
+from specops.ops.lock_admin import release
 from tests.unit.lock.conftest import age_lock, holder_json
 
 

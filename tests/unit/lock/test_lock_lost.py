@@ -14,7 +14,8 @@ from specops.events import Recorder
 from specops.host.local import LocalHost
 from specops.ops import lock as lock_module
 from specops.ops.engine_stop import drain_and_stop, stop_engine
-from specops.ops.lock import LockHolder, LockLost, acquire, release
+from specops.ops.lock import LockHolder, LockLost, acquire
+from specops.ops.lock_admin import release
 from tests.unit.engine.fakes import CannedServer
 from tests.unit.ops.test_engine_stop import ACTIVE, SPEC, UNIT, FakeClock, host, metrics, profile
 

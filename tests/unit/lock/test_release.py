@@ -12,7 +12,8 @@ import pytest
 
 from specops.commands.lock import lock_argv, parse_lock_reply
 from specops.host.local import LocalHost
-from specops.ops.lock import LockHolder, acquire, release, status
+from specops.ops.lock import LockHolder, acquire, status
+from specops.ops.lock_admin import release
 from tests.unit.lock.conftest import age_lock, holder_json
 
 

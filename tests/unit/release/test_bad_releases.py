@@ -117,7 +117,7 @@ def test_a_forced_rollback_to_a_bad_release_works(
 
 def test_a_verified_deploy_of_a_bad_release_clears_its_mark(spec: HostSpec, service: Path) -> None:
     """The deploy's `verified` step merges `"bad": null`: the release was just proven again."""
-    from specops.ops.release import update_manifest
+    from specops.ops.release_changes import update_manifest
 
     host = LocalHost("llm-two")
     mark_bad(host, spec, MIDDLE, "hung")

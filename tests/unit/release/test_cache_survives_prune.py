@@ -11,6 +11,7 @@ from specops.config.inventory import HostSpec
 from specops.host.local import LocalHost
 from specops.ops import cache
 from specops.ops import release as push
+from specops.ops import release_changes as changes
 
 
 def test_pruning_releases_never_touches_the_compile_cache(
@@ -24,7 +25,7 @@ def test_pruning_releases_never_touches_the_compile_cache(
         push.push_release(
             host, spec, stage_build(build, [], tmp_path / f"w{index}"), base=None, release_id=f"r-0{index}"
         )
-    assert push.prune(host, spec, keep=1, protect=set()) == ["r-00", "r-01"]
+    assert changes.prune(host, spec, keep=1, protect=set()) == ["r-00", "r-01"]
     assert os.readlink(Path(spec.service_dir) / "cache") == folder
     assert (Path(folder) / "triton" / "kernel.cubin").read_bytes() == b"\0" * 4096
     assert oct(Path(folder).stat().st_mode & 0o777) == "0o700"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from specops.cli.cmd_status import _print_status
+from specops.cli.status_view import print_status
 from specops.commands.guard import guard_state_path
 from specops.commands.guard_record import parse_guard_state, parse_watch
 from specops.config.inventory import HostSpec
@@ -24,7 +24,7 @@ def _shown(capsys: pytest.CaptureFixture[str], guard: dict[str, object]) -> str:
     found = HostStatus(host="llm-two", current=C, running_release=C, uses_current=True, verified=False,
                        profile="ddtree", unit={"ActiveState": "active"}, health=200)  # fmt: skip
     found.guard = parse_guard_state(guard, ".specops-guard.json", "llm-two")
-    _print_status(found, "sglang.service", as_json=False)
+    print_status(found, "sglang.service", as_json=False)
     return capsys.readouterr().out
 
 
@@ -43,7 +43,7 @@ def test_status_shows_the_watchs_planned_target(capsys: pytest.CaptureFixture[st
     watching = {"release": C, "state": "watching", "left_s": 130, "rollback_to": A}
     found = HostStatus(host="llm-two", current=C, running_release=C, uses_current=True, verified=True,
                        profile="ddtree", unit={"ActiveState": "active"}, health=200, watch=parse_watch(watching))  # fmt: skip
-    _print_status(found, "sglang.service", as_json=False)
+    print_status(found, "sglang.service", as_json=False)
     assert f"guard (watching): if {C} fails its watch, rolls back to {A}" in capsys.readouterr().out
 
 

@@ -17,6 +17,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, HostDataTooNew
 from specops.host.local import LocalHost
 from specops.ops import release as push
+from specops.ops import release_changes as changes
 from specops.remote.release.hostdata import HASHES_SCHEMA, MANIFEST_SCHEMA, PLAIN_SUMMARY_SCHEMA, SUMMARY_SCHEMA
 from tests.testbed.engine import DDTREE_PATCH
 
@@ -68,8 +69,8 @@ def test_a_newer_manifest_is_refused_by_every_operation_that_reads_it(
     _rewrite(manifest, {"schema": MANIFEST_SCHEMA + 2, "verified": True})
     for operation in (
         lambda: push.read_listing(host, spec),
-        lambda: push.update_manifest(host, spec, pushed, {"verified": False}),
-        lambda: push.rollback_release(host, spec, pushed, "test"),
+        lambda: changes.update_manifest(host, spec, pushed, {"verified": False}),
+        lambda: changes.rollback_release(host, spec, pushed, "test"),
         lambda: push.base_files(host, spec, cmd.ReleaseInfo(id=pushed, complete=True)),
     ):
         with pytest.raises(HostDataTooNew) as caught:
@@ -82,7 +83,7 @@ def test_a_manifest_without_a_version_is_read_as_before(host: LocalHost, spec: H
     _rewrite(_release(spec, pushed) / "manifest.json", {"profile": "ddtree"}, drop="schema")
     [release] = push.list_releases(host, spec)
     assert (release.id, release.complete, release.profile, release.error) == (pushed, True, "ddtree", None)
-    updated = push.update_manifest(host, spec, pushed, {"verified": True})
+    updated = changes.update_manifest(host, spec, pushed, {"verified": True})
     assert updated.verified and updated.profile == "ddtree"
 
 

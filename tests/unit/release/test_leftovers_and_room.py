@@ -17,6 +17,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.local import LocalHost
 from specops.ops import release as push
+from specops.ops import release_changes as changes
 from specops.ops import release_replies
 from specops.ops.lock import DEFAULT_STALE_AFTER_S
 from specops.remote.release.catalog import prune_plan
@@ -64,7 +65,7 @@ def test_a_push_removes_the_stale_leftovers_of_dead_pushes_and_keeps_a_young_one
     host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
 ) -> None:
     push.push_release(host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01")
-    push.switch_current(host, spec, "r-01")
+    changes.switch_current(host, spec, "r-01")
     _leftover(spec, "r-02", aged=True)
     _leftover(spec, "r-03", aged=True)
     _leftover(spec, "r-04", aged=False)  # may be a push whose lock is still alive elsewhere: never touched
@@ -82,9 +83,9 @@ def test_prune_with_the_locks_life_removes_stale_leftovers_but_never_a_complete_
     _complete(spec, "r-02", verified=False)
     _leftover(spec, "r-03", aged=True)
     _leftover(spec, "r-04", aged=False)
-    push.switch_current(host, spec, "r-02")
-    assert push.prune(host, spec, keep=5, protect=set()) == []  # without the lock's life: the old rule only
-    assert push.prune(host, spec, keep=5, protect=set(), stale_after_s=DEFAULT_STALE_AFTER_S) == ["r-03"]
+    changes.switch_current(host, spec, "r-02")
+    assert changes.prune(host, spec, keep=5, protect=set()) == []  # without the lock's life: the old rule only
+    assert changes.prune(host, spec, keep=5, protect=set(), stale_after_s=DEFAULT_STALE_AFTER_S) == ["r-03"]
     assert sorted(p.name for p in _releases(spec).iterdir()) == ["r-01", "r-02", "r-04"]
 
 

@@ -15,6 +15,7 @@ from specops.commands import release as cmd
 from specops.config.inventory import HostSpec
 from specops.host.local import LocalHost
 from specops.ops import release as push
+from specops.ops import release_changes as changes
 from specops.remote.release.script import entries_hash, scan_release_dir
 from tests.testbed.engine import DDTREE_PATCH
 
@@ -129,5 +130,5 @@ def test_an_older_release_keeps_its_recorded_hash_under_its_own_schema_and_is_ne
     listing = push.list_releases(host, spec)
     assert [(r.id, r.complete, r.tree_hash) for r in listing] == [("r-01", True, old_hash)]
     assert old_hash != staged.tree_hash and push.identical_release(staged, listing) is None  # pushed anew
-    push.switch_current(host, spec, "r-01")  # and it is still a release that can be switched to
+    changes.switch_current(host, spec, "r-01")  # and it is still a release that can be switched to
     assert os.readlink(Path(spec.service_dir) / "current").endswith("r-01")

@@ -17,6 +17,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError, ReleaseVerifyFailed
 from specops.host.local import LocalHost
 from specops.ops import release as push
+from specops.ops import release_changes as changes
 from tests.testbed.engine import DDTREE_PATCH
 
 SPEC_INFO = "sglang/srt/speculative/spec_info.py"
@@ -77,7 +78,7 @@ def test_tampered_base_file_fails_verification_and_leaves_the_release_unfinished
     info = {r.id: r for r in push.list_releases(host, spec)}["r-02"]
     assert not info.complete and not info.rollback_target
     with pytest.raises(ReleaseError, match="r-02 is unfinished"):
-        push.switch_current(host, spec, "r-02")
+        changes.switch_current(host, spec, "r-02")
     full = push.push_release(host, spec, patched, base=None, release_id="r-03")  # the way out: no base
     assert full.sent_files == len(patched.files)
 
@@ -146,18 +147,18 @@ def test_switch_is_a_rename_of_a_symlink_and_reports_the_previous_release(
 ) -> None:
     staged, _ = _first_push(host, spec, build, tmp_path)
     push.push_release(host, spec, staged, base=push.list_releases(host, spec)[0], release_id="r-02")
-    assert push.switch_current(host, spec, "r-01") is None
-    assert push.switch_current(host, spec, "r-02") == "r-01"
+    assert changes.switch_current(host, spec, "r-01") is None
+    assert changes.switch_current(host, spec, "r-02") == "r-01"
     link = Path(spec.current_dir)
     assert link.is_symlink() and os.readlink(link) == str(_releases(spec) / "r-02")
     assert push.read_current(host, spec) == "r-02"
     assert [p.name for p in link.parent.iterdir() if "tmp" in p.name] == []
     with pytest.raises(ReleaseError, match="release r-07 does not exist"):
-        push.switch_current(host, spec, "r-07")
+        changes.switch_current(host, spec, "r-07")
     link.unlink()
     link.mkdir()
     with pytest.raises(ReleaseError, match="exists and is not a symlink") as caught:
-        push.switch_current(host, spec, "r-01")
+        changes.switch_current(host, spec, "r-01")
     assert "symlink to releases/<id>" in caught.value.hint
 
 
@@ -176,30 +177,30 @@ def test_prune_keeps_newest_current_newest_verified_protected_and_a_newer_unfini
               "r-05": (False, False), "r-06": (False, False), "r-07": (False, False), "r-08": (False, True)}  # fmt: skip
     for release_id, (verified, unfinished) in layout.items():
         _fake_release(spec, release_id, verified, unfinished)
-    push.switch_current(host, spec, "r-05")
-    assert push.prune(host, spec, keep=2, protect={"r-01"}) == ["r-02", "r-04"]
+    changes.switch_current(host, spec, "r-05")
+    assert changes.prune(host, spec, keep=2, protect={"r-01"}) == ["r-02", "r-04"]
     assert sorted(p.name for p in _releases(spec).iterdir()) == ["r-01", "r-03", "r-05", "r-06", "r-07", "r-08"]
-    assert push.prune(host, spec, keep=1, protect=set()) == ["r-01", "r-06"]
+    assert changes.prune(host, spec, keep=1, protect=set()) == ["r-01", "r-06"]
 
 
 def test_update_manifest_merges_atomically_and_guards_the_content_keys(
     host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
 ) -> None:
     _first_push(host, spec, build, tmp_path)
-    info = push.update_manifest(host, spec, "r-01", {"verified": True, "verified_at": "2026-01-01T00:00:00Z",
+    info = changes.update_manifest(host, spec, "r-01", {"verified": True, "verified_at": "2026-01-01T00:00:00Z",
                                                       "gates": {"smoke": {"figures": {"tokens_per_s": 41.0}}}})  # fmt: skip
     assert info.rollback_target and info.gates.figures == {"tokens_per_s": 41.0}
     manifest = json.loads((_releases(spec) / "r-01" / "manifest.json").read_text())
     assert manifest["verified_at"] == "2026-01-01T00:00:00Z" and len(manifest["files"]) > 10
     with pytest.raises(ReleaseError, match="without schema, id, tree_hash, files, created_at"):
-        push.update_manifest(host, spec, "r-01", {"files": {}})
+        changes.update_manifest(host, spec, "r-01", {"files": {}})
 
 
 def test_identical_tree_is_found_and_the_base_files_come_from_the_local_cache_or_the_manifest(
     host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path, private_cache: Path
 ) -> None:
     staged, _ = _first_push(host, spec, build, tmp_path)
-    push.switch_current(host, spec, "r-01")
+    changes.switch_current(host, spec, "r-01")
     releases = push.list_releases(host, spec)
     found = push.identical_release(staged, releases)
     assert found is not None and found.id == "r-01" and found.is_current

@@ -18,6 +18,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseVerifyFailed
 from specops.host.local import LocalHost
 from specops.ops import release as push
+from specops.ops import release_changes as changes
 from specops.ops.push_stream import build_tar
 from specops.remote.release.receive import known_sha
 from specops.remote.release.script import file_sha256
@@ -67,7 +68,7 @@ def test_update_manifest_rewrites_the_summary_so_list_sees_the_verdict(
     host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
 ) -> None:
     _push(host, spec, build, tmp_path / "work", "r-01")
-    push.update_manifest(host, spec, "r-01", {"verified": True, "verified_at": "2026-01-01T00:00:00Z"})
+    changes.update_manifest(host, spec, "r-01", {"verified": True, "verified_at": "2026-01-01T00:00:00Z"})
     summary = json.loads((_summary(spec, "r-01")).read_text())
     assert (summary["verified"], summary["verified_at"]) == (True, "2026-01-01T00:00:00Z")
     [info] = push.list_releases(host, spec)
@@ -80,7 +81,7 @@ def test_the_summary_lives_outside_the_release_and_goes_with_it_when_pruned(
     _push(host, spec, build, tmp_path / "w1", "r-01")
     _push(host, spec, build, tmp_path / "w2", "r-02")
     assert sorted(p.name for p in _release(spec, "r-01").iterdir()) == ["manifest.json", "sglang"]
-    assert push.prune(host, spec, keep=1, protect=set()) == ["r-01"]
+    assert changes.prune(host, spec, keep=1, protect=set()) == ["r-01"]
     assert [p.name for p in _summary(spec, "r-01").parent.iterdir()] == ["r-02.json"]
 
 
