@@ -233,7 +233,8 @@ def test_no_secret_leaks(command: Command, mode: str, sweep_folder: Path, capsys
 def test_a_real_deploy_writes_the_secret_to_the_env_file_only(sweep_folder: Path, capsys: pytest.CaptureFixture[str],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The sweep is not vacuous: the deploy did reveal the secret, to the 0600 env file."""
-    seen = sweep_one(COMMANDS[7], (), sweep_folder, capsys, monkeypatch)
+    (deploy,) = [command for command in COMMANDS if command.name == "deploy"]  # by name: the list grows
+    seen = sweep_one(deploy, (), sweep_folder, capsys, monkeypatch)
     assert seen.code == 0, seen.texts["stderr"]
     assert seen.env_files and all(mode == 0o600 for mode, _ in seen.env_files)
     assert any(f'HF_TOKEN="{SECRET}"'.encode() in content for _, content in seen.env_files)

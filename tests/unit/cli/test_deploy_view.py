@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import threading
+import time
 
 import pytest
 from rich.console import Console
@@ -192,9 +193,10 @@ def test_events_from_many_threads_at_once() -> None:
             threads = [threading.Thread(target=worker, args=(f"gpu-{n}",)) for n in range(8)]
             for thread in threads:
                 thread.start()
+            deadline = time.monotonic() + 60  # far beyond the ~1 s this takes on a loaded machine: a hang, not slowness
             for thread in threads:
-                thread.join(timeout=10)
-            assert not any(thread.is_alive() for thread in threads)
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            assert not any(thread.is_alive() for thread in threads), _stacks()
         lines, _ = _screen(out.getvalue())
         assert len(lines) == 8 * 7
         for n in range(8):
@@ -202,6 +204,17 @@ def test_events_from_many_threads_at_once() -> None:
             assert f"gpu-{n} readiness line 4" in lines
             assert f"gpu-{n} smoke running the smoke gate" in lines
     assert _no_live_display()
+
+
+def _stacks() -> str:
+    """Every thread's stack: where a hang in the live view waits (a lock, rich's refresh thread, a write)."""
+    import faulthandler
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as dump:
+        faulthandler.dump_traceback(dump, all_threads=True)
+        dump.seek(0)
+        return dump.read()
 
 
 def _screen(text: str) -> tuple[list[str], list[str]]:
