@@ -107,6 +107,12 @@ SLOTS = {slot.name: slot for slot in (
 )}  # fmt: skip
 
 
+def by_role(commands: Sequence[HostCommand]) -> dict[str, HostCommand]:
+    """A step's commands by their part (HostCommand.role; those without one left out): how an executor picks
+    the planned objects it runs out of a step that holds other commands too."""
+    return {command.role: command for command in commands if command.role}
+
+
 def run(argv: list[str], *, stdin: str = "", times: Times = Times.ONCE, note: str = "", role: str = "") -> HostCommand:
     return HostCommand(tuple(argv), stdin=stdin, times=times, note=note, role=role)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specops.commands.manifest import Figures
-from specops.commands.planned import HostCommand
+from specops.commands.planned import HostCommand, by_role
 from specops.commands.release import Listing, ReleaseInfo
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
@@ -158,13 +158,13 @@ class _Commands:
 
     def __init__(self, planned: Sequence[HostCommand], cause: str, keep_unmarked: bool) -> None:
         self.planned = tuple(planned)
-        by_role = {command.role: command for command in planned if command.role}
-        self.listing = by_role[cmds.LISTING]
+        parts = by_role(planned)
+        self.listing = parts[cmds.LISTING]
         self.stop = StopCommands.planned(planned)
         self.readiness = ReadinessCommands.planned(planned)
-        switch = by_role[cmds.ROLLBACK_UNMARKED if keep_unmarked else cmds.ROLLBACK_MARKING]
+        switch = parts[cmds.ROLLBACK_UNMARKED if keep_unmarked else cmds.ROLLBACK_MARKING]
         self.switch = switch.filled(cause=cause) if cause else switch
-        self.record = by_role[cmds.MANIFEST]
+        self.record = parts[cmds.MANIFEST]
 
 
 def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reporter: Reporter, reap: bool,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specops.commands import journal, kernel_log
-from specops.commands.planned import HostCommand, run
+from specops.commands.planned import HostCommand, by_role, run
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
@@ -36,8 +36,8 @@ class ReadinessCommands:
     @classmethod
     def planned(cls, commands: Sequence[HostCommand]) -> ReadinessCommands:
         """A plan's gates, by role (a step may hold other commands too: the restart's, the rollback's)."""
-        by_role = {command.role: command for command in commands if command.role}
-        return cls(by_role[CURSOR], by_role[CLOCK], by_role[POLL], by_role[INVOCATION], by_role[GPU_FAULT])
+        parts = by_role(commands)
+        return cls(*(parts[role] for role in (CURSOR, CLOCK, POLL, INVOCATION, GPU_FAULT)))
 
     @classmethod
     def built(cls, spec: HostSpec) -> ReadinessCommands:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 
 from specops.commands.lock import DEFAULT_LOCK_ROOT, HOLDER_FILE, LockReply, lock_argv, parse_lock_reply
-from specops.commands.planned import SLOTS, HostCommand, run
+from specops.commands.planned import SLOTS, HostCommand, by_role, run
 from specops.errors import CommandFailed, ExitCode, LockHeld, SpecopsError
 from specops.host.base import Host
 from specops.ops import interrupts, notify
@@ -73,8 +73,8 @@ class LockCommands:
     @classmethod
     def planned(cls, commands: tuple[HostCommand, ...]) -> LockCommands:
         """The plan's own lock commands, by role (a plan's lock and unlock steps together)."""
-        by_role = {command.role: command for command in commands if command.role}
-        return cls(by_role[ACQUIRE], by_role[TAKEOVER], by_role[HEARTBEAT], by_role[RELEASE])
+        parts = by_role(commands)
+        return cls(parts[ACQUIRE], parts[TAKEOVER], parts[HEARTBEAT], parts[RELEASE])
 
     @classmethod
     def built(cls, root: str, token: str, stale_after_s: float) -> LockCommands:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specops.commands.engine_stop import inspect_argv, kill_argv, reap_argv, state_argv, stop_argv, stop_wait_argv
-from specops.commands.planned import SLOTS, HostCommand, run
+from specops.commands.planned import SLOTS, HostCommand, by_role, run
 from specops.config.inventory import HostSpec
 
 # The roles of the stop's commands in a plan (HostCommand.role): the deploy's, the restart's and the rollback's
@@ -32,8 +32,8 @@ class StopCommands:
     @classmethod
     def planned(cls, commands: Sequence[HostCommand]) -> StopCommands:
         """A plan's stop, by role (a step may hold other commands too: the rollback's)."""
-        by_role = {command.role: command for command in commands if command.role}
-        return cls(*(by_role[role] for role in (STOP, STATE, KILL, STOP_WAIT, INSPECT, REAP)))
+        parts = by_role(commands)
+        return cls(*(parts[role] for role in (STOP, STATE, KILL, STOP_WAIT, INSPECT, REAP)))
 
     @classmethod
     def built(cls, spec: HostSpec) -> StopCommands:
