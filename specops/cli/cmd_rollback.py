@@ -50,14 +50,14 @@ def rollback(
         check_release_option("--to", to)  # before connecting or locking anything
     from specops.config.engine_spec import refuse_engine_ranks
 
-    specs_named = config.inventory.select([host]) if host in config.inventory.groups else [config.host(host)]
-    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs_named], "roll back")
+    specs = config.inventory.select([host]) if host in config.inventory.groups else [config.host(host)]
+    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs], "roll back")
     if host in config.inventory.groups:
         from specops.cli.rollback_group import rollback_group
 
-        rollback_group(app_state, config.inventory.select([host]), to, force, dry_run, (lock_wait, reap), as_json)
+        rollback_group(app_state, specs, to, force, dry_run, (lock_wait, reap), as_json)
         return
-    spec = config.host(host)
+    (spec,) = specs
     if dry_run:
         with app_state.connect(spec) as connection:
             _show_plan(plan_manual_rollback(connection, spec, profile_resolver(config, host, None), to, force), as_json)
