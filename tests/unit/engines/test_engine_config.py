@@ -127,7 +127,9 @@ def test_a_group_holding_an_engine_is_refused_too(config_dir: Path, capsys: pyte
 def test_one_rank_of_an_engine_is_not_deployed_restarted_or_rolled_back_alone(
     config_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str], action: str
 ) -> None:
-    _write(config_dir, BASE + ENGINE + '\n[groups]\npair = ["solo", "ds-b"]\n')
+    refused = BASE.replace("root@10.1.0.11", "root@127.0.0.1:1").replace("root@ds-b", "root@127.0.0.1:1")
+    refused = refused.replace("root@solo", "root@127.0.0.1:1")  # were it not refused, it would reach nothing
+    _write(config_dir, refused + ENGINE + '\n[groups]\npair = ["solo", "ds-b"]\n')
     result = run_cli(capsys, *command)
     assert result.code == 2, result
     rank = "rank 0" if "ds-a" in command else "rank 1"
