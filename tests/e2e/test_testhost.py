@@ -30,6 +30,7 @@ from tests.testbed.testhost.fixtures import require_testhost_environment
 from tests.testbed.testhost.keys import write_keypair
 from tests.testbed.testhost.layout import CGROUP_PREFIX, HostRecord, base_dir, cgroup2_root, cgroup_dir
 from tests.testbed.testhost.leftovers import host_leftovers, mounts_mentioning
+from tests.testbed.testhost.peering import peer
 from tests.testbed.testhost.procs import cgroup_of, in_cgroup, pid_namespace_inode, pids_in_pid_namespace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,6 +166,20 @@ def test_a_file_written_in_one_host_stays_in_that_host(testhost_factory: Factory
     assert (one.state_dir / "upper" / marker.lstrip("/")).exists(), "the write is not in one's upper layer"
     assert other.ssh("hostname").stdout.strip() == other.name
     assert socket.gethostname() not in {one.name, other.name}
+
+
+@pytest.mark.e2e
+def test_peered_hosts_reach_each_other_and_nothing_else(testhost_factory: Factory) -> None:
+    rank0, rank1, stranger = testhost_factory(3)
+    peer([rank0, rank1])
+
+    def connects(source: TestHost, address: str) -> bool:
+        probe = f"timeout 5 bash -c 'echo > /dev/tcp/{address}/22'"
+        return source.exec(["sh", "-c", probe], check=False).returncode == 0
+
+    assert connects(rank0, rank1.ip) and connects(rank1, rank0.ip)
+    assert not connects(rank0, stranger.ip) and not connects(stranger, rank0.ip)
+    assert Path("/proc/sys/net/ipv4/conf/all/forwarding").read_text().strip() == "0"
 
 
 @pytest.fixture

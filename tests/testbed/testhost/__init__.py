@@ -6,7 +6,8 @@ key, and root login by a generated key. Its root is an overlay: lower = the oute
 STATE/upper, so nothing it writes reaches the machine's own files, while everything installed on
 the outer machine (e.g. a venv under /var/cache/specops-testbed/) is visible at the same path and
 can be changed or broken inside one host without touching the others. Network: a veth pair on its
-own /30, outer 10.200.N.1 <-> inner 10.200.N.2 (no route anywhere else). Needs root on Linux.
+own /30, outer 10.200.N.1 <-> inner 10.200.N.2 (no route anywhere else; `peering.peer([a, b])` routes
+peered hosts to each other, as a multi-node engine's ranks need). Needs root on Linux.
 
     from tests.testbed.testhost import TestHost, start_host, stop_host, cleanup_stale
 
