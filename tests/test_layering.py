@@ -207,7 +207,7 @@ def test_every_known_exception_is_still_real() -> None:
     assert sorted(set(KNOWN_INTO_REMOTE) - real) == []
 
 
-@pytest.mark.parametrize("script", ["probe", "release", "runner.py", "preflight.py"])
+@pytest.mark.parametrize("script", ["probe", "release", "runner.py", "preflight.py", "distport.py"])
 def test_host_side_scripts_are_stdlib_only_python_3_8_and_self_contained(script: str) -> None:
     """What runs on the host imports the standard library and its own script's modules only (the bundler
     concatenates one folder into one text; the command conversation's runner is one file), in syntax Python

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 def doctor(
     ctx: typer.Context,
-    names: Annotated[list[str] | None, typer.Argument(metavar="HOST|GROUP", help="Hosts or groups to examine.")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(metavar="HOST|GROUP|ENGINE", help="Hosts, groups or engines to examine.")
+    ] = None,
     all_hosts: AllOpt = False,
     local: Annotated[bool, typer.Option("--local", help="This machine, with this Python (no config needed).")] = False,
     profile: Annotated[
@@ -51,9 +53,18 @@ def doctor(
         raise UsageError("--since-verified compares a host with its releases; it does not go with --local")
     chosen = _chosen_checks(only)
     targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
+    engines: list[str] = []
     if not local:
-        targets = _inventory_targets(app_state, names or [], all_hosts, profile)
-    reports = _examine(app_state, targets, chosen, deep, as_json)
+        engines, names = _engine_names(app_state, names or [])
+        targets = _inventory_targets(app_state, names, all_hosts, profile, engines)
+    if engines:
+        from specops.cli.doctor_engine import examine_engines
+
+        config = app_state.load_config()
+        reports = examine_engines(app_state, config, engines, targets, profile, (chosen, deep))
+        targets += [t for name in engines for t in _rank_targets(app_state, config, name, profile, targets)]
+    else:
+        reports = _examine(app_state, targets, chosen, deep, as_json)
     drift = _drift_since_verified(app_state, targets, reports) if since_verified else {}
     if as_json:
         print_json({"hosts": {name: _report_json(report, drift.get(name)) for name, report in reports.items()}})
@@ -119,12 +130,33 @@ def _print_drift(drift: dict[str, Comparison]) -> None:
         print_comparison(comparison)
 
 
+def _engine_names(app_state: AppState, names: list[str]) -> tuple[list[str], list[str]]:
+    """(engines, other names): an engine's ranks are examined together, with the engine's checks."""
+    if not names:
+        return [], names
+    from specops.cli.doctor_engine import split_names
+
+    return split_names(app_state.load_config(), names)
+
+
+def _rank_targets(
+    app_state: AppState, config: Config, name: str, profile: str | None, known: list[DoctorTarget]
+) -> list[DoctorTarget]:
+    """The engine's ranks not already among `known` (for --since-verified)."""
+    from specops.cli.doctor_engine import doctor_targets, engine_targets
+
+    seen = {target.name for target in known}
+    return [t for t in doctor_targets(app_state, engine_targets(config, name, profile)) if t.name not in seen]
+
+
 def _inventory_targets(
-    app_state: AppState, names: list[str], all_hosts: bool, profile: str | None
+    app_state: AppState, names: list[str], all_hosts: bool, profile: str | None, engines: list[str] | None = None
 ) -> list[DoctorTarget]:
     from specops.doctor.runner import inventory_targets
 
     config = app_state.load_config()
+    if engines:  # only engines named: no other hosts
+        return inventory_targets(config, names, False, profile, app_state.opener) if names else []
     if not names and not all_hosts:  # the only host, or a usage error that lists the choices
         names = [config.default_host("name hosts or groups, or pass --all for every host", groups=True)]
     return inventory_targets(config, names, all_hosts, profile, app_state.opener)

@@ -236,3 +236,9 @@ def cached_text(kind: str, sources: Iterable[bytes], build: Callable[[], str]) -
     text = build()
     write_private(bundle_cache_dir(), name, text.encode("utf-8"), siblings=f"{kind}-*.py", keep=KEEP_PER_KIND)
     return text
+
+
+def distport_script() -> str:
+    """The dist port's test (remote/distport.py), docstrings stripped: one argv word for `python -IS -c`."""
+    source = resources.files("specops.remote").joinpath("distport.py").read_text(encoding="utf-8")
+    return ast.unparse(without_docstrings(ast.parse(source)))

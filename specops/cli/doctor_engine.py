@@ -1,0 +1,98 @@
+"""`specops doctor ENGINE`: every rank examined as a host (in parallel), plus the engine's own checks.
+
+The ranks' probes and the dist port test run at once, each rank on its own connections: rank 0 binds the dist
+port for a few seconds while every other rank connects to it (specops/probe/dist_port.py). The engine's
+verdicts (the same build, torch, CUDA, NCCL, driver and models on every rank; the GPUs; the dist port; RDMA)
+are one more report, named `ENGINE (engine)`, after its ranks'.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specops.cli.state import AppState
+    from specops.config.loader import Config, Target
+    from specops.doctor.model import CheckSpec
+    from specops.doctor.runner import DoctorTarget, HostReport
+    from specops.probe.dist_port import DistPortReport
+
+
+def engine_targets(config: Config, name: str, profile: str | None) -> list[Target]:
+    """The engine's ranks in order, rank 0's address as render and deploy take it (its ssh HostName)."""
+    from specops.config.engine_targets import resolve_engine
+    from specops.host.ssh.resolve import resolve_ssh_target
+
+    return resolve_engine(config, name, profile, lambda spec: resolve_ssh_target(spec.ssh, jump=spec.jump).hostname)
+
+
+def split_names(config: Config, names: list[str]) -> tuple[list[str], list[str]]:
+    """(engines, hosts and groups) among the names, each in the order given."""
+    engines = [name for name in names if name in config.inventory.engines]
+    return engines, [name for name in names if name not in config.inventory.engines]
+
+
+def doctor_targets(app_state: AppState, ranks: list[Target]) -> list[DoctorTarget]:
+    from specops.doctor.runner import DoctorTarget
+
+    return [
+        DoctorTarget(name=rank.host.name, spec=rank.host, profile=rank.profile,
+                     open_host=app_state.opener(rank.host), python=rank.host.python)
+        for rank in ranks
+    ]  # fmt: skip
+
+
+def dist_port_test(app_state: AppState, ranks: list[Target]) -> DistPortReport:
+    """Each rank's side of the dist port test on its own connection, all at once."""
+    from specops.errors import SpecopsError
+    from specops.probe.dist_port import DistPortReport, RankAnswer, ask_rank, split_dist_addr
+
+    first = ranks[0].rank
+    assert first is not None
+    address, port = split_dist_addr(first.dist_init_addr)
+
+    def ask(index: int, target: Target) -> RankAnswer:
+        try:
+            with app_state.opener(target.host)() as host:
+                return ask_rank(host, target.host.name, target.host.python, index, len(ranks), first.dist_init_addr)
+        except SpecopsError as error:
+            return RankAnswer(index, target.host.name, None, error.message)
+
+    with ThreadPoolExecutor(max_workers=len(ranks)) as pool:
+        answers = [future.result() for future in [pool.submit(ask, i, t) for i, t in enumerate(ranks)]]
+    return DistPortReport(address, port, ranks[0].host.unit_name, answers)
+
+
+def examine_engines(
+    app_state: AppState,
+    config: Config,
+    engines: list[str],
+    hosts: list[DoctorTarget],
+    profile: str | None,
+    plan: tuple[list[CheckSpec] | None, bool],
+) -> dict[str, HostReport]:
+    """The hosts' and every engine's ranks' reports (each host once), then one report per engine."""
+    from specops.doctor.engine_checks import EngineFacts, RankFacts, engine_checks
+    from specops.doctor.registry import select
+    from specops.doctor.runner import Examination, HostReport
+
+    chosen, deep = plan
+    ranks = {name: engine_targets(config, name, profile) for name in engines}
+    targets = list(hosts)
+    for engine_ranks in ranks.values():
+        targets += [t for t in doctor_targets(app_state, engine_ranks) if t.name not in {x.name for x in targets}]
+    with ThreadPoolExecutor(max_workers=max(1, len(ranks))) as pool, Examination(targets, deep) as examination:
+        tests: dict[str, Future[DistPortReport]] = {
+            name: pool.submit(dist_port_test, app_state, engine_ranks) for name, engine_ranks in ranks.items()
+        }
+        reports = examination.reports(chosen if chosen is not None else select(None))
+        for name, engine_ranks in ranks.items():
+            first = engine_ranks[0].rank
+            assert first is not None
+            facts = EngineFacts(
+                name, [RankFacts(i, t.host.name, reports[t.host.name].facts) for i, t in enumerate(engine_ranks)],
+                first.tp_size, first.pp_size, tests[name].result(),
+            )  # fmt: skip
+            reports[f"{name} (engine)"] = HostReport(name=f"{name} (engine)", results=engine_checks(facts))
+    return reports

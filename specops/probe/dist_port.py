@@ -1,0 +1,146 @@
+"""Is a multi-node engine's dist port usable: free on rank 0 (or held by the engine itself) and reachable from
+every other rank by a real TCP connect from that rank?
+
+Why here, callable with open connections: the doctor asks it (one round trip per rank, beside the probe) and a
+deploy's preflight asks it before anything stops, because a worker that cannot reach rank 0's store only shows
+after the model load, as rank 0's "Timed out ... waiting for clients. 1/2 clients joined.".
+
+    report = check_dist_port([rank0_host, rank1_host], ["ds-a", "ds-b"], "10.1.0.11:5000", unit="sglang.service",
+                             python="/opt/venv/bin/python")
+    report.problems()   # [] when the port is usable; else one line per problem, naming the port and the ranks
+
+The test runs on each rank in the host's own Python (specops/remote/distport.py): rank 0 binds the port for a
+few seconds, the others connect to `dist_init_addr` meanwhile; a port already held by the engine's own unit is
+tested through the engine's listener instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from specops.errors import SpecopsError
+from specops.host.base import Host
+from specops.remote.bundle import distport_script
+
+LISTEN_S = 10.0  # rank 0's listener stays up this long at most (it ends once every rank connected)
+CONNECT_S = 7.0  # each worker retries a refused connect this long (its listener may start a moment later)
+
+
+@dataclass(frozen=True)
+class RankAnswer:
+    """What one rank said: rank 0 whether it could bind (and who holds the port), a worker whether it connected."""
+
+    rank: int
+    host: str
+    ok: bool | None  # bound (rank 0) or connected (others); None: the test could not run
+    error: str | None = None
+    holder: str | None = None  # rank 0: "pid N comm" of the process holding the port
+    holder_unit: str | None = None  # rank 0: that process's systemd unit
+    rdma: list[str] = field(default_factory=list)  # /sys/class/infiniband entries
+    peermem: bool | None = None  # nvidia_peermem loaded
+
+
+@dataclass(frozen=True)
+class DistPortReport:
+    """Every rank's answer for `address:port`; `unit` is the engine's unit (its own listener is fine)."""
+
+    address: str
+    port: int
+    unit: str
+    ranks: list[RankAnswer]
+
+    @property
+    def held_by_engine(self) -> bool:
+        first = self.ranks[0]
+        return first.ok is False and first.holder_unit == self.unit
+
+    def port_problem(self) -> str | None:
+        """Rank 0's side: the port free, or held by the engine's own unit; else who holds it."""
+        first = self.ranks[0]
+        if first.ok is None:
+            return f"rank 0 ({first.host}): the dist port test could not run: {first.error}"
+        if first.ok or self.held_by_engine:
+            return None
+        holder = first.holder or "an unknown process"
+        unit = f" ({first.holder_unit})" if first.holder_unit else ""
+        return f"dist port {self.port} on rank 0 ({first.host}) is held by {holder}{unit}, not by {self.unit}"
+
+    def unreachable(self) -> list[RankAnswer]:
+        """The workers that could not connect to rank 0's dist port."""
+        return [answer for answer in self.ranks[1:] if not answer.ok]
+
+    def problems(self) -> list[str]:
+        """One line per problem, each naming the port and the ranks; [] when every rank can rendezvous."""
+        lines = [problem] if (problem := self.port_problem()) else []
+        for answer in self.unreachable():
+            lines.append(f"rank {answer.rank} ({answer.host}) cannot connect to rank 0 ({self.ranks[0].host}) at "
+                         f"{self.address}:{self.port}: {answer.error or 'no answer'}")  # fmt: skip
+        return lines
+
+
+def split_dist_addr(dist_init_addr: str) -> tuple[str, int]:
+    """'10.1.0.11:5000' -> ('10.1.0.11', 5000); '[fd00::1]:5000' -> ('fd00::1', 5000)."""
+    host, _, port = dist_init_addr.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def rank_argv(python: str, rank: int, nnodes: int, dist_init_addr: str) -> list[str]:
+    """Rank 0 listens (for nnodes - 1 connects), the others connect: the host's Python, no site, no user path."""
+    address, port = split_dist_addr(dist_init_addr)
+    if rank == 0:
+        args = ["listen", str(port), str(LISTEN_S), str(nnodes - 1)]
+    else:
+        args = ["connect", address, str(port), str(CONNECT_S)]
+    return [python, "-I", "-S", "-c", distport_script(), *args]
+
+
+def ask_rank(host: Host, name: str, python: str, rank: int, nnodes: int, dist_init_addr: str) -> RankAnswer:
+    """Run one rank's side of the test; a failure to run it is an answer (ok=None), never an exception."""
+    try:
+        result = host.run(rank_argv(python, rank, nnodes, dist_init_addr), timeout=LISTEN_S + 20, check=False)
+    except SpecopsError as error:
+        return RankAnswer(rank, name, None, error.message)
+    return parse_answer(rank, name, result.stdout, result.stderr)
+
+
+def parse_answer(rank: int, name: str, stdout: bytes, stderr: bytes) -> RankAnswer:
+    """The script's one JSON line as a RankAnswer (its last stderr line when it printed none)."""
+    lines = stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        found = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()
+        return RankAnswer(rank, name, None, tail[-1] if tail else "the test printed nothing")
+    ok = found.get("bound") if rank == 0 else found.get("connected")
+    rdma = found.get("rdma")
+    return RankAnswer(
+        rank, name, ok if isinstance(ok, bool) else None, _text(found.get("error")),
+        _text(found.get("holder")), _text(found.get("unit")),
+        [str(item) for item in rdma] if isinstance(rdma, list) else [],
+        found.get("peermem") if isinstance(found.get("peermem"), bool) else None,
+    )  # fmt: skip
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def check_dist_port(
+    hosts: Sequence[Host], names: Sequence[str], dist_init_addr: str, *, unit: str, python: str | Sequence[str]
+) -> DistPortReport:
+    """Every rank's side at once (rank 0 first in `hosts`), each on its open connection; `python` is one
+    interpreter for all or one per rank."""
+    pythons = [python] * len(hosts) if isinstance(python, str) else list(python)
+    address, port = split_dist_addr(dist_init_addr)
+    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+        futures = [
+            pool.submit(ask_rank, host, name, interpreter, rank, len(hosts), dist_init_addr)
+            for rank, (host, name, interpreter) in enumerate(zip(hosts, names, pythons, strict=True))
+        ]
+        answers = [future.result() for future in futures]
+    return DistPortReport(address, port, unit, answers)
