@@ -5,7 +5,7 @@ Parses and presents only: the reads are specops/ops/forensics.py, the verdict sp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -15,6 +15,8 @@ from specops.cli.state import state
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
+    from specops.cli.state import AppState
+    from specops.config.loader import Config
     from specops.diagnose.verdict import Verdict
 
 KIND_STYLE = {"environment drift": "magenta", "code change": "red", "configuration change": "yellow",
@@ -23,21 +25,26 @@ KIND_STYLE = {"environment drift": "magenta", "code change": "red", "configurati
 
 def diagnose(
     ctx: typer.Context,
-    host: Annotated[str, typer.Argument(metavar="HOST", help="Host name.")],
+    host: Annotated[str, typer.Argument(metavar="HOST|ENGINE", help="Host or multi-node engine name.")],
     release: Annotated[
         str | None,
         typer.Option("--release", metavar="ID", help="Judge this release (default: the one `current` names)."),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Compare the failing state with the last verified release: one verdict, its evidence, the next steps."""
+    """Compare the failing state with the last verified release: one verdict, its evidence, the next steps.
+
+    A multi-node engine: each rank's verdict, then the engine's (the failed ranks, the likely cause first)."""
     from specops.diagnose.case import build_case
     from specops.diagnose.verdict import decide
     from specops.ops.forensics import collect
 
     app_state = state(ctx)
-    spec = app_state.load_config().host(host)
+    config = app_state.load_config()
     check_release_option("--release", release)
+    if host in config.inventory.engines:
+        _diagnose_engine(app_state, config, host, release, app_state.json or json_output)
+    spec = config.host(host)
     with app_state.connect(spec) as connection:
         material = collect(connection, spec, release)
     verdict = decide(build_case(material))
@@ -77,3 +84,22 @@ def _print(verdict: Verdict) -> None:
     others = [f"{c.kind} ({c.score})" for c in verdict.ranking[1:]]
     if others:
         console.print(f"[dim]also considered: {escape(', '.join(others))}[/]")
+
+
+def _diagnose_engine(app_state: AppState, config: Config, name: str, release: str | None, as_json: bool) -> NoReturn:
+    from rich.markup import escape
+
+    from specops.cli.engine_diagnose import diagnose_ranks, engine_verdict
+
+    verdicts = diagnose_ranks(app_state, config, name, release)
+    verdict = engine_verdict(name, verdicts)
+    if as_json:
+        print_json({**verdict, "rank_verdicts": [found.to_json() for found in verdicts]})
+    else:
+        for rank, found in enumerate(verdicts):
+            stdout_console().print(f"[dim]rank {rank}[/]")
+            _print(found)
+        style = KIND_STYLE.get(str(verdict["verdict"]), "bold")
+        stdout_console().print(f"[bold {style}]engine {escape(name)}: {escape(str(verdict['headline']))}[/]",
+                               soft_wrap=True)  # fmt: skip
+    raise typer.Exit(int(ExitCode.OK if verdict["verdict"] == "no failure" else ExitCode.CHECKS_FAILED))

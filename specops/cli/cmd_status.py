@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from specops.cli.engine_rows import engine_selection
 from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
 from specops.cli.options import AllOpt, JsonOpt, TargetsArg
 from specops.cli.output import escape, print_json, stderr_console, stdout_console
@@ -44,6 +45,11 @@ def status(
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
     single = one_host(config, names or [], all_hosts)
+    engines = engine_selection(config, names or [], all_hosts)
+    if engines is not None:
+        from specops.cli.engine_status import status_of_engines
+
+        status_of_engines(app_state, engines, as_json)
     if single is not None:
         spec = config.host(single)
         with app_state.connect(spec) as connection:
@@ -100,6 +106,11 @@ def releases(
 
         change_mark(app_state, (names or [], all_hosts), mark_bad, unmark_bad, reason, as_json)
         return
+    engines = engine_selection(config, names or [], all_hosts)
+    if engines is not None:
+        from specops.cli.engine_status import releases_of_engines
+
+        releases_of_engines(app_state, engines, as_json)
     if single is not None:
         spec = config.host(single)
         with app_state.connect(spec) as connection:
@@ -148,6 +159,7 @@ def logs(
     """The engine's journal, with known failure signatures explained underneath.
 
     A group, several hosts or --all: every line prefixed with its host; with -f the journals interleave.
+    A multi-node engine: its ranks' journals merged by time, every line tagged with its rank (`r0 HOST | `).
     --grep searches the window (--since, else the engine's current run) and shows the last N matches.
     --json (without -f): the lines and each explained line with its signature id, kind and fatality; for a
     group, one document with an entry per host."""
@@ -160,6 +172,11 @@ def logs(
     if as_json and follow:
         raise UsageError("--json and --follow do not go together", hint="drop one of them")
     config = app_state.load_config()
+    engines = engine_selection(config, names or [], all_hosts)
+    if engines is not None:
+        from specops.cli.engine_logs import logs_of_engines
+
+        logs_of_engines(app_state, engines, query, follow, as_json)
     single = one_host(config, names or [], all_hosts)
     if single is None:
         _fleet_logs(app_state, selected(config, names or [], all_hosts), query, follow, as_json)

@@ -29,7 +29,7 @@ def one_host(config: Config, names: Sequence[str], all_hosts: bool) -> str | Non
     if all_hosts or len(names) != 1:
         return None
     name = names[0]
-    if name in config.inventory.groups:
+    if name in config.inventory.groups or name in config.inventory.engines:
         return None
     config.host(name)  # an unknown name is a usage error naming the known hosts
     return name

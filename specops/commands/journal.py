@@ -31,13 +31,15 @@ def show_argv(unit: str) -> list[str]:
     return ["systemctl", "show", unit, "-p", ",".join(SHOW_PROPERTIES)]
 
 
-def journal_argv(unit: str, position: str | None = None, lines: int | None = None) -> list[str]:
+def journal_argv(unit: str, position: str | None = None, lines: int | None = None, timed: bool = False) -> list[str]:
     """The unit's journal messages (`-o cat`: text only) after `position`, ending with the cursor line.
 
     position: a cursor from a previous read (`--after-cursor`), or a time (`--since`), or None (all).
     lines: only the last N (`-n N`), e.g. to show the tail of a failed start.
+    timed: each entry headed by its time in seconds since the epoch (`-o short-unix`), for merging the journals
+    of several hosts by time.
     """
-    argv = ["journalctl", "-u", unit, "--no-pager", "-o", "cat", "--show-cursor"]
+    argv = ["journalctl", "-u", unit, "--no-pager", "-o", "short-unix" if timed else "cat", "--show-cursor"]
     if position and is_cursor(position):
         argv += ["--after-cursor", position]
     elif position:

@@ -32,6 +32,7 @@ class JournalQuery:
     lines: int = 100
     since: str | None = None
     grep: str | None = None
+    timed: bool = False  # lines as `-o short-unix` prints them: "SECONDS.MICROS HOST IDENT[PID]: MESSAGE"
 
     def pattern(self) -> re.Pattern[str] | None:
         try:
@@ -44,7 +45,18 @@ class JournalQuery:
 
     def keep(self, lines: list[str]) -> list[str]:
         pattern = self.pattern()
-        return [line for line in lines if pattern is None or pattern.search(line)]
+        texts = [split_timed(line)[1] for line in lines] if self.timed else lines
+        return [line for line, text in zip(lines, texts, strict=True) if pattern is None or pattern.search(text)]
+
+
+_TIMED = re.compile(r"^(\d+\.\d+) \S+ [^:\s]+: ?(.*)$", re.DOTALL)
+
+
+def split_timed(line: str) -> tuple[float | None, str]:
+    """(seconds since the epoch, message) of a `-o short-unix` line; (None, line) for a continuation line of a
+    multi-line message (journalctl indents it) or anything else."""
+    found = _TIMED.match(line)
+    return (float(found.group(1)), found.group(2)) if found else (None, line.strip())
 
 
 def start_position(host: Host, spec: HostSpec, since: str | None) -> str | None:
@@ -57,11 +69,13 @@ def start_position(host: Host, spec: HostSpec, since: str | None) -> str | None:
     return started or None
 
 
-def read_journal(host: Host, spec: HostSpec, position: str | None, lines: int | None) -> tuple[list[str], str | None]:
+def read_journal(
+    host: Host, spec: HostSpec, position: str | None, lines: int | None, timed: bool = False
+) -> tuple[list[str], str | None]:
     """The unit's journal lines after `position` (the last `lines` of them), and the cursor after them.
 
     Raises CommandFailed (exit 5, with journalctl's stderr) when the host cannot read its journal."""
-    result = host.run(journal_argv(spec.unit_name, position, lines), timeout=JOURNAL_TIMEOUT_S, check=False)
+    result = host.run(journal_argv(spec.unit_name, position, lines, timed), timeout=JOURNAL_TIMEOUT_S, check=False)
     if no_entries(result):
         return [], None
     _raise_unless_ok(result, spec)
@@ -88,7 +102,7 @@ def first_read(host: Host, spec: HostSpec, query: JournalQuery) -> tuple[list[st
     probes fill the journal."""
     since = query.since or ("deploy" if query.grep else None)
     position = start_position(host, spec, since)
-    lines, cursor = read_journal(host, spec, position, None if since else query.lines)
+    lines, cursor = read_journal(host, spec, position, None if since else query.lines, query.timed)
     kept = query.keep(lines)
     return kept[-query.lines :] if query.grep else kept, cursor or position
 
@@ -106,7 +120,7 @@ def follow(
     """New lines after `position`, one batch per poll (possibly empty), until `stop` is set or Ctrl-C."""
     while stop is None or not stop.is_set():
         sleep(FOLLOW_INTERVAL_S if interval_s is None else interval_s)
-        lines, cursor = read_journal(host, spec, position, None)
+        lines, cursor = read_journal(host, spec, position, None, query.timed)
         position = cursor or position
         yield query.keep(lines)
 

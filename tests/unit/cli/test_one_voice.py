@@ -94,7 +94,7 @@ def test_a_usage_error_without_a_hint_of_its_own_names_the_commands_help(
     ("args", "error", "hint"),
     [
         (["deploy"], "Missing argument 'HOST|GROUP'.", "specops deploy --help"),
-        (["diagnose"], "Missing argument 'HOST'.", "specops diagnose --help"),
+        (["diagnose"], "Missing argument 'HOST|ENGINE'.", "specops diagnose --help"),
         (["deploy", "llm-two", "--build", ".", "--forse"], "No such option: --forse", "specops deploy --help"),
         (["diff"], "Missing argument 'HOST'.", "specops diff --help"),
         (
@@ -125,7 +125,7 @@ def test_a_parser_refusal_with_json_is_the_json_error_document(capsys: pytest.Ca
     result = run_cli(capsys, "--json", "diagnose")
     document = json.loads(result.out)["error"]
     assert result.code == 2 and result.err == ""
-    assert document == {"message": "Missing argument 'HOST'.", "lines": ["Missing argument 'HOST'."],
+    assert document == {"message": "Missing argument 'HOST|ENGINE'.", "lines": ["Missing argument 'HOST|ENGINE'."],
                         "hint": "specops diagnose --help", "exit_code": 2}  # fmt: skip
 
 

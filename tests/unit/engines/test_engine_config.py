@@ -102,7 +102,7 @@ def test_unequal_gpu_counts_are_refused(config_dir: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("command", [["status", "ds"], ["deploy", "ds", "--dry-run"], ["smoke", "ds"]])
+@pytest.mark.parametrize("command", [["audit", "ds"], ["deploy", "ds", "--dry-run"], ["smoke", "ds"]])
 def test_commands_that_cannot_act_on_an_engine_refuse_it_with_exit_2(
     config_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
@@ -114,7 +114,7 @@ def test_commands_that_cannot_act_on_an_engine_refuse_it_with_exit_2(
 
 def test_a_group_holding_an_engine_is_refused_too(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write(config_dir, BASE + ENGINE + '\n[groups]\nfleet = ["ds", "solo"]\n')
-    result = run_cli(capsys, "status", "fleet")
+    result = run_cli(capsys, "audit", "fleet")
     assert result.code == 2, result
     assert "engine 'ds'" in result.err
 

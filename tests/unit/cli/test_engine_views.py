@@ -1,0 +1,79 @@
+"""The engine views: one status row from the ranks' readings, the journals merged by time and tagged by rank,
+the engine's verdict from the ranks' (pure: readings in, cells and lines out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specops.cli.engine_logs import merged
+from specops.cli.engine_rows import EngineReading, Selection, engine_reading, fold, rank_cell
+from specops.cli.engine_status import engine_status_notes, engine_status_row
+from specops.deploy.survey import Reading
+from specops.errors import ExitCode
+from specops.ops.journal import JournalQuery, split_timed
+from specops.ops.status import HostStatus
+from tests.unit.clirun import run_cli
+
+SELECTION = Selection([], {"ds": ["ds-a", "ds-b"]})
+
+
+def status(host: str, release: str, state: str = "active", health: int | None = 200) -> HostStatus:
+    return HostStatus(host=host, current=release, running_release=release, uses_current=True, verified=True,
+                      profile="nextn", unit={"ActiveState": state, "SubState": "running", "NRestarts": "0"},
+                      health=health)  # fmt: skip
+
+
+def test_one_row_shows_each_ranks_release_and_state_and_rank_0s_health() -> None:
+    ranks = [Reading("ds-a", status("ds-a", "20261203-aaaa")), Reading("ds-b", status("ds-b", "20261203-bbbb",
+                                                                                    "failed", None))]  # fmt: skip
+    row = engine_status_row(EngineReading(ranks))
+    assert row[1] == "0:20261203-aaaa,1:20261203-bbbb"
+    assert row[2] == "nextn" and row[6] == "200"
+    assert row[4] == "0:active/running,1:failed/running"
+
+
+def test_an_unreachable_rank_shows_in_the_row_and_its_error_below() -> None:
+    ranks = [Reading("ds-a", status("ds-a", "r1")), Reading("ds-b", None, ExitCode.UNREACHABLE, "ds-b: timed out")]
+    value = EngineReading(ranks)
+    assert engine_status_row(value)[1] == "0:r1,1:unreachable"
+    assert engine_status_notes(value) == ["rank 1 (ds-b): ds-b: timed out"]
+    assert engine_reading("ds", ranks).exit_code == ExitCode.UNREACHABLE
+
+
+def test_fold_puts_the_engine_where_its_first_rank_was() -> None:
+    readings = {name: Reading(name, status(name, "r")) for name in ("solo", "ds-a", "ds-b")}
+    folded = fold(readings, SELECTION, lambda ranks: engine_reading("ds", ranks))
+    assert list(folded) == ["solo", "ds"]
+    assert rank_cell(["x", "x"]) == "x" and rank_cell(["x", "x"], always=True) == "0:x,1:x"
+
+
+def test_journals_merge_by_time_each_line_tagged_with_its_rank() -> None:
+    rank0 = ["1764780000.100000 ds-a python[12]: loading", "1764780002.000000 ds-a python[12]: Timed out", "  more"]
+    rank1 = ["1764780001.000000 ds-b python[40]: NCCL error: unhandled system error"]
+    lines = merged([("ds-a", rank0), ("ds-b", rank1)], SELECTION)
+    assert [(line.tag, line.text) for line in lines] == [
+        ("r0 ds-a", "loading"), ("r1 ds-b", "NCCL error: unhandled system error"), ("r0 ds-a", "Timed out"),
+        ("r0 ds-a", "more"),
+    ]  # fmt: skip
+
+
+def test_grep_on_timed_lines_matches_the_message_not_the_header() -> None:
+    query = JournalQuery(grep="^Timed", timed=True)
+    assert query.keep(["1764780002.000000 ds-a python[12]: Timed out", "1.0 h x[1]: loading"]) == [
+        "1764780002.000000 ds-a python[12]: Timed out"]  # fmt: skip
+    assert split_timed("not a header") == (None, "not a header")
+
+
+def test_a_bad_grep_on_an_engine_is_a_usage_error_before_anything_connects(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """`logs` with a bad --grep on an engine is still a usage error before anything connects."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specops.toml").write_text(
+        '[hosts.ds-a]\nssh = "root@ds-a"\npython = "/usr/bin/python3"\nmodel_path = "/m"\n'
+        '[hosts.ds-b]\nssh = "root@ds-b"\npython = "/usr/bin/python3"\nmodel_path = "/m"\n'
+        '[engines.ds]\nhosts = ["ds-a", "ds-b"]\ntp_size = 2\n'
+    )
+    result = run_cli(capsys, "logs", "ds", "--grep", "(")
+    assert result.code == 2 and "--grep '('" in result.err, result
