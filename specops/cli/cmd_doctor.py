@@ -57,23 +57,32 @@ def doctor(
     if not local:
         engines, names = _engine_names(app_state, names or [])
         targets = _inventory_targets(app_state, names, all_hosts, profile, engines)
+    engine_reports: dict[str, HostReport] = {}
     if engines:
         from specops.cli.doctor_engine import examine_engines
 
         config = app_state.load_config()
-        reports = examine_engines(app_state, config, engines, targets, profile, (chosen, deep))
+        reports, engine_reports = examine_engines(app_state, config, engines, targets, profile, (chosen, deep))
         targets += [t for name in engines for t in _rank_targets(app_state, config, name, profile, targets)]
     else:
         reports = _examine(app_state, targets, chosen, deep, as_json)
     drift = _drift_since_verified(app_state, targets, reports) if since_verified else {}
     if as_json:
-        print_json({"hosts": {name: _report_json(report, drift.get(name)) for name, report in reports.items()}})
+        document: dict[str, object] = {"hosts": {name: _report_json(r, drift.get(name)) for name, r in reports.items()}}
+        if engine_reports:
+            document["engines"] = {name: _engine_json(report) for name, report in engine_reports.items()}
+        print_json(document)
     else:
         from specops.cli.doctor_view import print_reports
 
-        print_reports(reports, verbose=app_state.verbose)
+        shown = {**reports, **{f"{name} (engine)": report for name, report in engine_reports.items()}}
+        print_reports(shown, verbose=app_state.verbose)
         _print_drift(drift)
-    raise typer.Exit(int(_exit_code(reports, strict)))
+    raise typer.Exit(int(_exit_code({**reports, **engine_reports}, strict)))
+
+
+def _engine_json(report: HostReport) -> dict[str, object]:
+    return {"checks": [result.to_json() for result in report.results], "seconds": round(report.seconds, 3)}
 
 
 def _chosen_checks(only: str | None) -> list[CheckSpec] | None:
@@ -155,8 +164,8 @@ def _inventory_targets(
     from specops.doctor.runner import inventory_targets
 
     config = app_state.load_config()
-    if engines:  # only engines named: no other hosts
-        return inventory_targets(config, names, False, profile, app_state.opener) if names else []
+    if engines:  # the hosts named besides the engines (or every host with --all)
+        return inventory_targets(config, names, all_hosts, profile, app_state.opener) if names or all_hosts else []
     if not names and not all_hosts:  # the only host, or a usage error that lists the choices
         names = [config.default_host("name hosts or groups, or pass --all for every host", groups=True)]
     return inventory_targets(config, names, all_hosts, profile, app_state.opener)

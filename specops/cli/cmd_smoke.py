@@ -20,6 +20,7 @@ from specops.errors import ExitCode
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
+    from specops.config.loader import Config, Target
     from specops.engine.smoke import SmokeResult
     from specops.host.base import Host
 
@@ -51,21 +52,25 @@ def smoke(
 ) -> None:
     """Generate with the profile's prompt and check tokens/s, accept length and the text against the gates.
 
-    One host: every gate. A group, several hosts or --all: a row per host, smoked in parallel."""
+    One host: every gate. A group, several hosts or --all: a row per host, smoked in parallel. A multi-node
+    engine: through rank 0, the rank that serves HTTP."""
     from specops.ops.smoke_check import smoke_running
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
     single = one_host(config, names or [], all_hosts)
-    if single is not None:
-        target = config.resolve(single, profile)
+    engine = names[0] if names and len(names) == 1 and names[0] in config.inventory.engines else None
+    if single is not None or engine is not None:
+        target = _engine_rank0(config, engine, profile) if engine else config.resolve(str(single), profile)
         with app_state.connect(target.host) as host:
             result = smoke_running(host, target.host, target.profile)
+        shown = target.host.name if engine is None else f"{engine} (rank 0: {target.host.name})"
         if as_json:
-            print_json({"host": single, "profile": target.profile.name, **result.to_json()})
+            print_json({"host": target.host.name, "engine": engine, "profile": target.profile.name,
+                        **result.to_json()})  # fmt: skip
         else:
-            _print_result(single, target.profile.name, result)
+            _print_result(shown, target.profile.name, result)
         raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED))
 
     def ask(host: Host, spec: HostSpec) -> tuple[HostSmoke, ExitCode]:
@@ -76,6 +81,13 @@ def smoke(
     readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
     finish(readings, as_json, HostSmoke.to_json, ("PROFILE", "RESULT", "TOK/S", "ACCEPT", "TTFT P50", "FAILED GATES"),
            HostSmoke.row, HostSmoke.notes)  # fmt: skip
+
+
+def _engine_rank0(config: Config, engine: str, profile: str | None) -> Target:
+    """A multi-node engine is smoked through rank 0, the only rank that serves HTTP, with the engine's profile."""
+    from specops.cli.doctor_engine import engine_targets
+
+    return engine_targets(config, engine, profile)[0]
 
 
 @dataclass(frozen=True)

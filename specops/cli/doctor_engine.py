@@ -8,6 +8,7 @@ are one more report, named `ENGINE (engine)`, after its ranks'.
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -28,9 +29,17 @@ def engine_targets(config: Config, name: str, profile: str | None) -> list[Targe
 
 
 def split_names(config: Config, names: list[str]) -> tuple[list[str], list[str]]:
-    """(engines, hosts and groups) among the names, each in the order given."""
-    engines = [name for name in names if name in config.inventory.engines]
-    return engines, [name for name in names if name not in config.inventory.engines]
+    """(engines, the other names): engines named or in a named group; a group holding an engine gives its other
+    members as hosts. Without engines, the names as given."""
+    inventory = config.inventory
+    engines: list[str] = []
+    plain: list[str] = []
+    for name in names:
+        for member in sorted(inventory.members(name)) if name in inventory.groups else [name]:
+            (engines if member in inventory.engines else plain).append(member)
+    if not engines:
+        return [], list(names)
+    return list(dict.fromkeys(engines)), plain
 
 
 def doctor_targets(app_state: AppState, ranks: list[Target]) -> list[DoctorTarget]:
@@ -71,8 +80,8 @@ def examine_engines(
     hosts: list[DoctorTarget],
     profile: str | None,
     plan: tuple[list[CheckSpec] | None, bool],
-) -> dict[str, HostReport]:
-    """The hosts' and every engine's ranks' reports (each host once), then one report per engine."""
+) -> tuple[dict[str, HostReport], dict[str, HostReport]]:
+    """The hosts' and every engine's ranks' reports (each host once), and one report per engine (by name)."""
     from specops.doctor.engine_checks import EngineFacts, RankFacts, engine_checks
     from specops.doctor.registry import select
     from specops.doctor.runner import Examination, HostReport
@@ -82,11 +91,13 @@ def examine_engines(
     targets = list(hosts)
     for engine_ranks in ranks.values():
         targets += [t for t in doctor_targets(app_state, engine_ranks) if t.name not in {x.name for x in targets}]
+    started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, len(ranks))) as pool, Examination(targets, deep) as examination:
         tests: dict[str, Future[DistPortReport]] = {
             name: pool.submit(dist_port_test, app_state, engine_ranks) for name, engine_ranks in ranks.items()
         }
         reports = examination.reports(chosen if chosen is not None else select(None))
+        verdicts = {}
         for name, engine_ranks in ranks.items():
             first = engine_ranks[0].rank
             assert first is not None
@@ -94,5 +105,5 @@ def examine_engines(
                 name, [RankFacts(i, t.host.name, reports[t.host.name].facts) for i, t in enumerate(engine_ranks)],
                 first.tp_size, first.pp_size, tests[name].result(),
             )  # fmt: skip
-            reports[f"{name} (engine)"] = HostReport(name=f"{name} (engine)", results=engine_checks(facts))
-    return reports
+            verdicts[name] = HostReport(name, engine_checks(facts), seconds=time.monotonic() - started)
+    return reports, verdicts

@@ -98,8 +98,8 @@ def same_on_every_rank(engine: EngineFacts, check_id: str, what: str, read: Read
     if not differ:
         return passed(check_id, f"{what}: the same on all {len(seen)} ranks", evidence)
     names = ", ".join(f"rank {rank.rank} ({rank.host})" for rank in differ)
-    return failed(check_id, f"{what} differs: {names} differ from rank {seen[0][0].rank} ({seen[0][0].host})",
-                  hint, evidence)  # fmt: skip
+    verb = "differs" if len(differ) == 1 else "differ"
+    return failed(check_id, f"{what}: {names} {verb} from rank {seen[0][0].rank} ({seen[0][0].host})", hint, evidence)
 
 
 def gpu_count(engine: EngineFacts) -> CheckResult:

@@ -45,10 +45,11 @@ def declare_engine(scene: Scene, rank0: TestHost, rank1: TestHost) -> None:
                     f'dist_port = {DIST_PORT}\ndist_addr = "{rank0.ip}"\ntp_size = 16\n')  # fmt: skip
 
 
-def engine_checks(scene: Scene) -> dict[str, dict[str, object]]:
-    result = scene.cli("doctor", "ds", "--json")
-    document = json.loads(result.out)
-    return {check["id"]: check for check in document["hosts"]["ds (engine)"]["checks"]}
+def engine_checks(scene: Scene, ranks: tuple[TestHost, TestHost]) -> dict[str, dict[str, object]]:
+    """`doctor ds --json`: every rank's report under hosts, the engine's checks by id."""
+    document = json.loads(scene.cli("doctor", "ds", "--json").out)
+    assert list(document["hosts"]) == [host.name for host in ranks], document
+    return {check["id"]: check for check in document["engines"]["ds"]["checks"]}
 
 
 def test_the_doctor_names_a_rank_that_differs_and_a_blocked_dist_port(
@@ -57,7 +58,7 @@ def test_the_doctor_names_a_rank_that_differs_and_a_blocked_dist_port(
 ) -> None:  # fmt: skip
     scene, rank0, rank1 = two_ranks(testhost_factory, host_venv, tmp_path, capsys, monkeypatch)
     declare_engine(scene, rank0, rank1)
-    ok = engine_checks(scene)
+    ok = engine_checks(scene, (rank0, rank1))
     assert ok["engine.same_torch"]["status"] == "pass", ok["engine.same_torch"]
     assert ok["engine.dist_port"]["status"] == "pass", ok["engine.dist_port"]
     assert ok["engine.dist_reach"]["status"] == "pass", ok["engine.dist_reach"]
@@ -75,7 +76,7 @@ def test_the_doctor_names_a_rank_that_differs_and_a_blocked_dist_port(
 
     rank0.exec(["systemctl", "stop", "squatter"])
     rank1.exec(["ip", "route", "del", f"10.200.{rank0.index}.0/30"])
-    lost = engine_checks(scene)["engine.dist_reach"]
+    lost = engine_checks(scene, (rank0, rank1))["engine.dist_reach"]
     assert lost["status"] == "fail", lost
     assert lost["summary"] == (f"rank 1 ({rank1.name}) cannot connect to rank 0 ({rank0.name}) at "
                                f"{rank0.ip}:{DIST_PORT}")  # fmt: skip
@@ -112,3 +113,13 @@ def test_status_and_logs_of_an_engine_show_both_ranks(
     assert [line.split(" | ")[0].strip() for line in markers] == [tags[rank0.name], tags[rank1.name],
                                                                   tags[rank0.name]], logs.out  # fmt: skip
     assert [line.split(" | ")[1] for line in markers] == ["marker-zero", "marker-one", "marker-two"]
+
+    releases = scene.cli("releases", "ds")
+    assert releases.code == 0, releases.out + releases.err
+    assert [line.split(")")[0] + ")" for line in releases.out.splitlines()[1:3]] == [
+        f"ds rank 0 ({rank0.name})", f"ds rank 1 ({rank1.name})"], releases.out  # fmt: skip
+    smoke = scene.cli("smoke", "ds")
+    assert smoke.code == 0 and f"ds (rank 0: {rank0.name})" in smoke.out, smoke.out + smoke.err
+    verdicts = json.loads(scene.cli("diagnose", "ds", "--json").out)
+    assert verdicts["verdict"] == "no failure", verdicts
+    assert [found["host"] for found in verdicts["rank_verdicts"]] == [rank0.name, rank1.name]

@@ -77,3 +77,44 @@ def test_a_bad_grep_on_an_engine_is_a_usage_error_before_anything_connects(tmp_p
     )
     result = run_cli(capsys, "logs", "ds", "--grep", "(")
     assert result.code == 2 and "--grep '('" in result.err, result
+
+
+TOML = (
+    '[hosts.ds-a]\nssh = "root@ds-a"\npython = "/usr/bin/python3"\nmodel_path = "/m"\n'
+    '[hosts.ds-b]\nssh = "root@ds-b"\npython = "/usr/bin/python3"\nmodel_path = "/m"\n'
+    '[hosts.solo]\nssh = "root@solo"\npython = "/usr/bin/python3"\nmodel_path = "/m"\n'
+    '[engines.ds]\nhosts = ["ds-a", "ds-b"]\ntp_size = 2\n[groups]\nfleet = ["ds", "solo"]\nplain = ["solo"]\n'
+)
+
+
+def test_engines_are_found_by_name_through_groups_and_with_all(tmp_path: Path) -> None:
+    from specops.cli.engine_rows import engine_selection
+    from specops.config.loader import load_config
+
+    (tmp_path / "specops.toml").write_text(TOML)
+    config = load_config(tmp_path / "specops.toml", tmp_path)
+    for names, everything in ((["ds"], False), (["fleet"], False), ([], True)):
+        found = engine_selection(config, names, everything)
+        assert found is not None and found.engines == {"ds": ["ds-a", "ds-b"]}, names
+        assert found.rank_of("ds-b") == ("ds", 1) and found.rank_of("solo") is None
+    assert [spec.name for spec in engine_selection(config, ["fleet"], False).specs] == ["ds-a", "ds-b", "solo"]  # type: ignore[union-attr]
+    assert engine_selection(config, ["plain"], False) is None and engine_selection(config, ["ds-a"], False) is None
+
+
+def test_the_engines_verdict_names_the_failed_ranks_and_puts_a_real_cause_first() -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from specops.cli.engine_diagnose import engine_verdict
+    from specops.diagnose.verdict import Verdict
+
+    def verdict(host: str, kind: str, headline: str) -> Verdict:
+        return cast(Verdict, SimpleNamespace(kind=kind, headline=headline, case=SimpleNamespace(host=host)))
+
+    calm = [verdict("ds-a", "no failure", "fine"), verdict("ds-b", "no failure", "fine")]
+    assert engine_verdict("ds", calm)["verdict"] == "no failure"
+    found = engine_verdict("ds", [verdict("ds-a", "nothing changed", "rank 0 timed out waiting for clients"),
+                                  verdict("ds-b", "environment drift", "environment drift: NCCL 2.21 -> 2.27")])  # fmt: skip
+    assert found["verdict"] == "environment drift" and found["ranks"] == [0, 1]
+    assert found["headline"] == ("rank 0 (ds-a), rank 1 (ds-b) failed; likely cause on rank 1 (ds-b): "
+                                 "environment drift: NCCL 2.21 -> 2.27")  # fmt: skip
