@@ -51,7 +51,7 @@ def doctor(
         return
     if since_verified and local:
         raise UsageError("--since-verified compares a host with its releases; it does not go with --local")
-    chosen = _chosen_checks(only)
+    chosen, engine_only = _chosen_checks(only)
     targets = [_local_target(app_state.load_config() if profile else None, profile)] if local else []
     engines: list[str] = []
     if not local:
@@ -62,7 +62,9 @@ def doctor(
         from specops.cli.doctor_engine import examine_engines
 
         config = app_state.load_config()
-        reports, engine_reports = examine_engines(app_state, config, engines, targets, profile, (chosen, deep))
+        reports, engine_reports = examine_engines(
+            app_state, config, engines, targets, profile, (chosen, engine_only, deep)
+        )
         targets += [t for name in engines for t in _rank_targets(app_state, config, name, profile, targets)]
     else:
         reports = _examine(app_state, targets, chosen, deep, as_json)
@@ -85,14 +87,24 @@ def _engine_json(report: HostReport) -> dict[str, object]:
     return {"checks": [result.to_json() for result in report.results], "seconds": round(report.seconds, 3)}
 
 
-def _chosen_checks(only: str | None) -> list[CheckSpec] | None:
-    """The checks `--only` names, checked before the config is read (a misspelt id is the first error, as
-    it always was); None for all of them, which are loaded later, while the hosts answer."""
+def _chosen_checks(only: str | None) -> tuple[list[CheckSpec] | None, set[str] | None]:
+    """The host checks and the engine checks `--only` names, checked before the config is read (a misspelt id
+    is the first error, as it always was); None for all of them (the host checks are loaded later, while the
+    hosts answer). `engine` names every engine check."""
     if only is None:
-        return None
+        return None, None
     from specops.doctor.registry import select
 
-    return select(only.split(","))
+    wanted = [name.strip() for name in only.split(",")]
+    engine = {name for name in wanted if name == "engine" or name.startswith("engine.")}
+    if engine:
+        from specops.doctor.engine_checks import ENGINE_CHECK_IDS
+
+        unknown = sorted(engine - {"engine", *ENGINE_CHECK_IDS})
+        if unknown:
+            raise UsageError(f"unknown check(s): {', '.join(unknown)}", hint="`specops doctor --list` lists the checks")
+    rest = [name for name in wanted if name not in engine]
+    return (select(rest) if rest or not engine else []), engine
 
 
 def _examine(

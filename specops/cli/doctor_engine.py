@@ -79,14 +79,14 @@ def examine_engines(
     engines: list[str],
     hosts: list[DoctorTarget],
     profile: str | None,
-    plan: tuple[list[CheckSpec] | None, bool],
+    plan: tuple[list[CheckSpec] | None, set[str] | None, bool],
 ) -> tuple[dict[str, HostReport], dict[str, HostReport]]:
     """The hosts' and every engine's ranks' reports (each host once), and one report per engine (by name)."""
     from specops.doctor.engine_checks import EngineFacts, RankFacts, engine_checks
     from specops.doctor.registry import select
     from specops.doctor.runner import Examination, HostReport
 
-    chosen, deep = plan
+    chosen, engine_only, deep = plan
     ranks = {name: engine_targets(config, name, profile) for name in engines}
     targets = list(hosts)
     for engine_ranks in ranks.values():
@@ -105,5 +105,5 @@ def examine_engines(
                 name, [RankFacts(i, t.host.name, reports[t.host.name].facts) for i, t in enumerate(engine_ranks)],
                 first.tp_size, first.pp_size, tests[name].result(),
             )  # fmt: skip
-            verdicts[name] = HostReport(name, engine_checks(facts), seconds=time.monotonic() - started)
+            verdicts[name] = HostReport(name, engine_checks(facts, engine_only), seconds=time.monotonic() - started)
     return reports, verdicts

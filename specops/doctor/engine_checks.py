@@ -7,7 +7,7 @@ reach makes rank 0 wait out its timeout after the model load. Each check names t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from specops.doctor.checks._helpers import would_run
@@ -174,7 +174,12 @@ def infiniband(engine: EngineFacts) -> CheckResult:
     )
 
 
-def engine_checks(engine: EngineFacts) -> list[CheckResult]:
-    """Every engine check, in the order the doctor shows them."""
+ENGINE_CHECK_IDS = (*(entry[0] for entry in SAME), "engine.gpu_count", "engine.dist_port", "engine.dist_reach",
+                    "engine.infiniband")  # fmt: skip
+
+
+def engine_checks(engine: EngineFacts, only: Collection[str] | None = None) -> list[CheckResult]:
+    """Every engine check (or those `only` names: ids, or `engine` for all), in the order the doctor shows them."""
     results = [same_on_every_rank(engine, *entry) for entry in SAME]
-    return [*results, gpu_count(engine), dist_port_free(engine), dist_port_reach(engine), infiniband(engine)]
+    results += [gpu_count(engine), dist_port_free(engine), dist_port_reach(engine), infiniband(engine)]
+    return [result for result in results if only is None or "engine" in only or result.id in only]

@@ -5,9 +5,10 @@ Why here, callable with open connections: the doctor asks it (one round trip per
 deploy's preflight asks it before anything stops, because a worker that cannot reach rank 0's store only shows
 after the model load, as rank 0's "Timed out ... waiting for clients. 1/2 clients joined.".
 
-    report = check_dist_port([rank0_host, rank1_host], ["ds-a", "ds-b"], "10.1.0.11:5000", unit="sglang.service",
-                             python="/opt/venv/bin/python")
+    report = check_ranks([rank0_host, rank1_host], resolve_engine(config, "ds", None, address_of))
     report.problems()   # [] when the port is usable; else one line per problem, naming the port and the ranks
+
+(`check_dist_port(hosts, names, "10.1.0.11:5000", unit=..., python=...)` takes the values themselves.)
 
 The test runs on each rank in the host's own Python (specops/remote/distport.py): rank 0 binds the port for a
 few seconds, the others connect to `dist_init_addr` meanwhile; a port already held by the engine's own unit is
@@ -20,10 +21,14 @@ import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from specops.errors import SpecopsError
 from specops.host.base import Host
 from specops.remote.bundle import distport_script
+
+if TYPE_CHECKING:
+    from specops.config.loader import Target
 
 LISTEN_S = 10.0  # rank 0's listener stays up this long at most (it ends once every rank connected)
 CONNECT_S = 7.0  # each worker retries a refused connect this long (its listener may start a moment later)
@@ -144,3 +149,16 @@ def check_dist_port(
         ]
         answers = [future.result() for future in futures]
     return DistPortReport(address, port, unit, answers)
+
+
+def check_ranks(hosts: Sequence[Host], ranks: Sequence[Target]) -> DistPortReport:
+    """`check_dist_port` for an engine's resolved ranks (specops.config.engine_targets.resolve_engine), each
+    with its open connection in the same order: rank 0's dist_init_addr, every rank's own interpreter, and
+    rank 0's unit as the engine's own listener."""
+    first = ranks[0].rank
+    if first is None:
+        raise ValueError("check_ranks: not the ranks of a multi-node engine")
+    return check_dist_port(
+        hosts, [rank.host.name for rank in ranks], first.dist_init_addr, unit=ranks[0].host.unit_name,
+        python=[rank.host.python for rank in ranks],
+    )  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from pathlib import Path
 
 from specops.doctor.engine_checks import EngineFacts, RankFacts, engine_checks
 from specops.doctor.model import CheckResult, Status
@@ -124,3 +125,26 @@ def test_the_real_test_binds_connects_and_names_a_holder() -> None:
                                     python=sys.executable)  # fmt: skip
         problem = found.port_problem()
         assert problem is not None and problem.startswith(f"dist port {port} on rank 0 (a) is held by pid ")
+
+
+def test_check_ranks_takes_the_engines_resolved_ranks(config_dir: Path) -> None:
+    """What a deploy's preflight calls with its open connections: a squatter on rank 0's dist port is named."""
+    from specops.config.engine_targets import resolve_engine
+    from specops.config.loader import load_config
+    from specops.probe.dist_port import check_ranks
+    from tests.unit.engines.test_engine_config import BASE
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        text = BASE.replace('python = "/opt/venv/bin/python"', f'python = "{sys.executable}"')
+        (config_dir / "specops.toml").write_text(
+            text + f'\n[engines.ds]\nhosts = ["ds-a", "ds-b"]\ndist_port = {port}\ndist_addr = "127.0.0.1"\n'
+        )
+        ranks = resolve_engine(load_config(config_dir / "specops.toml", config_dir), "ds", None, lambda spec: "x")
+        with LocalHost() as rank0, LocalHost() as rank1:
+            found = check_ranks([rank0, rank1], ranks)
+    assert [answer.host for answer in found.ranks] == ["ds-a", "ds-b"] and found.ranks[1].ok
+    assert found.problems()[0].startswith(f"dist port {port} on rank 0 (ds-a) is held by pid ")
+    assert found.problems()[0].endswith("not by sglang.service")

@@ -118,3 +118,17 @@ def test_the_engines_verdict_names_the_failed_ranks_and_puts_a_real_cause_first(
     assert found["verdict"] == "environment drift" and found["ranks"] == [0, 1]
     assert found["headline"] == ("rank 0 (ds-a), rank 1 (ds-b) failed; likely cause on rank 1 (ds-b): "
                                  "environment drift: NCCL 2.21 -> 2.27")  # fmt: skip
+
+
+def test_only_takes_engine_check_ids_and_refuses_a_misspelt_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from specops.cli.cmd_doctor import _chosen_checks
+
+    assert _chosen_checks("engine.dist_reach") == ([], {"engine.dist_reach"})
+    host_checks, engine = _chosen_checks("engine,torchcodec")
+    assert engine == {"engine"} and host_checks and all(c.id.startswith("torchcodec.") for c in host_checks)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specops.toml").write_text(TOML)
+    result = run_cli(capsys, "doctor", "ds", "--only", "engine.dist_prot")
+    assert result.code == 2 and "unknown check(s): engine.dist_prot" in result.err, result
