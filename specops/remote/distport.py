@@ -70,17 +70,35 @@ def _unit(pid: str) -> str | None:
     return None
 
 
+def _bound(port: int) -> socket.socket:
+    """A listening socket on every address: IPv6 with IPv4 mapped (as torch's store binds), else IPv4 alone
+    (a host with IPv6 turned off)."""
+    try:
+        server = socket.socket(socket.AF_INET6)
+    except OSError:
+        server = socket.socket(socket.AF_INET)
+    else:
+        server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        server.bind(("", port))
+    except OSError as error:
+        family = server.family
+        server.close()
+        if error.errno != errno.EADDRNOTAVAIL or family != socket.AF_INET6:
+            raise
+        server = socket.socket(socket.AF_INET)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("", port))
+    server.listen(16)
+    return server
+
+
 def listen(port: int, wait_s: float, expected: int) -> dict[str, object]:
     """Bind the port on every address (as torch's store does), accept up to `expected` connects."""
-    server = socket.socket(socket.AF_INET6 if socket.has_ipv6 else socket.AF_INET)
     try:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if server.family == socket.AF_INET6:
-            server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        server.bind(("", port))
-        server.listen(16)
+        server = _bound(port)
     except OSError as error:
-        server.close()
         found: dict[str, object] = {"bound": False, "error": _error_text(error)}
         if error.errno == errno.EADDRINUSE:
             found.update(holder_of(port))

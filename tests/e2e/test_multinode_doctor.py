@@ -93,12 +93,15 @@ def test_status_and_logs_of_an_engine_show_both_ranks(
     declare_engine(scene, rank0, rank1)
 
     table = scene.cli("status", "ds")
+    assert table.code == 0, table.out + table.err
     lines = table.out.splitlines()
     assert lines[0].split()[:3] == ["HOST", "BUILD", "RELEASE"], table.out
     rows = [line.split() for line in lines[1:] if line.split() and line.split()[0] == "ds"]
     assert len(rows) == 1, table.out
     assert rows[0][2] == f"0:{release},1:{release}", table.out
     assert "0:active/running,1:active/running" in rows[0], table.out
+    fleet = scene.cli("status", "--all")  # the fleet's table: the engine is one row, its hosts are not rows
+    assert [line.split()[0] for line in fleet.out.splitlines()[1:] if line.strip()] == ["ds"], fleet.out
     document = json.loads(scene.cli("status", "ds", "--json").out)["hosts"]["ds"]
     assert [(rank["rank"], rank["host"], rank["current"]) for rank in document["ranks"]] == [
         (0, rank0.name, release), (1, rank1.name, release)]  # fmt: skip
