@@ -132,3 +132,25 @@ def test_only_takes_engine_check_ids_and_refuses_a_misspelt_one(
     (tmp_path / "specops.toml").write_text(TOML)
     result = run_cli(capsys, "doctor", "ds", "--only", "engine.dist_prot")
     assert result.code == 2 and "unknown check(s): engine.dist_prot" in result.err, result
+
+
+def test_logs_follow_prints_the_merged_first_screen_then_each_new_batch_tagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collections.abc import Iterator
+
+    from specops.ops.journal import HostLines
+
+    def fleet(specs: object, opener: object, query: JournalQuery, follow: bool) -> Iterator[HostLines]:
+        assert query.timed and follow
+        yield HostLines("ds-b", ["20.0 ds-b python[2]: worker up"], first=True)
+        yield HostLines("ds-a", ["10.0 ds-a python[1]: store up", "30.0 ds-a python[1]: serving"], first=True)
+        yield HostLines("ds-b", ["40.0 ds-b python[2]: NCCL error: unhandled system error"])
+
+    monkeypatch.setattr("specops.ops.journal.journal_fleet", fleet)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specops.toml").write_text(TOML)
+    result = run_cli(capsys, "logs", "ds", "-f")
+    assert result.code == 0, result
+    assert result.out.splitlines()[:4] == ["r0 ds-a | store up", "r1 ds-b | worker up", "r0 ds-a | serving",
+                                           "r1 ds-b | NCCL error: unhandled system error"]  # fmt: skip
