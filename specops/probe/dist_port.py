@@ -30,8 +30,10 @@ from specops.remote.bundle import distport_script
 if TYPE_CHECKING:
     from specops.config.loader import Target
 
-LISTEN_S = 10.0  # rank 0's listener stays up this long at most (it ends once every rank connected)
-CONNECT_S = 7.0  # each worker retries a refused connect this long (its listener may start a moment later)
+LISTEN_S = 20.0  # rank 0's listener stays up this long at most (it ends once every rank connected)
+# each worker retries a refused connect this long: rank 0's own connection (and its listener) may come up
+# seconds later, through a jump host or on a loaded machine
+CONNECT_S = 15.0
 
 
 @dataclass(frozen=True)

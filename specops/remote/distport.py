@@ -118,7 +118,8 @@ def listen(port: int, wait_s: float, expected: int) -> dict[str, object]:
 
 
 def connect(address: str, port: int, wait_s: float) -> dict[str, object]:
-    """Connect until it works or `wait_s` passes: a refusal may only mean rank 0's listener is not up yet."""
+    """Connect until it works or `wait_s` passes: a refusal (or a timeout) may only mean rank 0's listener is not
+    up yet; any other error (no route to the host, an unknown address) is the answer at once."""
     deadline, last = time.monotonic() + wait_s, "no attempt"
     while time.monotonic() < deadline:
         try:
@@ -126,6 +127,8 @@ def connect(address: str, port: int, wait_s: float) -> dict[str, object]:
             return {"connected": True}
         except OSError as error:
             last = _error_text(error)
+            if not isinstance(error, (ConnectionRefusedError, socket.timeout)):
+                break  # no route, no such address: trying again changes nothing
         time.sleep(0.2)
     return {"connected": False, "error": last}
 

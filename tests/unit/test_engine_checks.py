@@ -119,6 +119,7 @@ def test_the_real_test_binds_connects_and_names_a_holder() -> None:
         )
         assert found.problems() == [] and found.ranks[0].ok and found.ranks[1].ok
         with socket.socket() as squatter:
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the first test's connection may linger
             squatter.bind(("127.0.0.1", port))
             squatter.listen()
             found = check_dist_port([rank0, rank1], ["a", "b"], f"127.0.0.1:{port}", unit="x.service",
