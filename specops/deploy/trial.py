@@ -71,19 +71,22 @@ def run_trial(host: Host, staged: StagedBuild, host_plan: HostPlan, production: 
     report = TrialReport(host_plan.name, trial.profile.name, production.profile.name)
     say(f"probing {host_plan.name} (GPUs {options.gpu_list}, port {options.port})")
     facts = probe(host, trial.host, trial.profile)
-    found = refusals(facts, production, trial, options)
+    candidate = dataclasses.replace(host_plan, unit_text=render_unit(trial, host_plan.flag_spellings))
+    release = staged.release_id(trial.profile.name, candidate.unit_text, candidate.env_shown)
+    unit = trial_cmd.trial_unit_name(release)
+    listed = host.run(trial_cmd.trial_units_argv(), timeout=30.0, check=False).text
+    found = refusals(facts, production, trial, options, unit if unit in listed else "")
     if found:
         raise TrialRefused(f"{host_plan.name}: trial refused, nothing started: " + "; ".join(found))
-    unit_text = render_unit(trial, host_plan.flag_spellings)
-    report.release = _push(host, staged, dataclasses.replace(host_plan, unit_text=unit_text), say)
-    release_dir = f"{trial.host.service_dir}/releases/{report.release}"
+    report.release = _push(host, staged, candidate, release, say)
+    release_dir = f"{trial.host.service_dir}/releases/{release}"
     report.preflight = _preflight(host, trial, release_dir, options.force)
     if report.preflight and not options.force:
         report.causes = [f"preflight: {line}" for line in report.preflight]
         return report
-    report.unit = trial_cmd.trial_unit_name(report.release)
+    report.unit = unit
     try:
-        _start(host, trial, unit_text, report.unit, release_dir, report.release, options)
+        _start(host, trial, candidate.unit_text, unit, release_dir, release, options)
         _measure(host, trial, production, report, options, say)
     finally:
         with shielded():  # a second Ctrl-C does not leave the trial running
@@ -92,10 +95,9 @@ def run_trial(host: Host, staged: StagedBuild, host_plan: HostPlan, production: 
     return report
 
 
-def _push(host: Host, staged: StagedBuild, host_plan: HostPlan, say: Say) -> str:
+def _push(host: Host, staged: StagedBuild, host_plan: HostPlan, release_id: str, say: Say) -> str:
     """The build as a release (never switched to): one with the same tree and configuration is reused."""
     spec = host_plan.target.host
-    release_id = staged.release_id(host_plan.target.profile.name, host_plan.unit_text, host_plan.env_shown)
     with open_push(host, spec, max_bytes=staged.total_bytes) as session:
         listing = session.listing
         if identical_release(staged, [r for r in listing.releases if r.id == release_id]) is not None:

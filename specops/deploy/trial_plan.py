@@ -97,9 +97,11 @@ def placed(target: Target, options: TrialOptions) -> Target:
     return dataclasses.replace(target, host=host)
 
 
-def refusals(facts: HostFacts, production: Target, trial: Target, options: TrialOptions) -> list[str]:
-    """Why the trial may not start here (empty: it may); from one probe made with the trial's port and GPUs."""
-    found: list[str] = []
+def refusals(facts: HostFacts, production: Target, trial: Target, options: TrialOptions,
+             running: str = "") -> list[str]:  # fmt: skip
+    """Why the trial may not start here (empty: it may); from one probe made with the trial's port and GPUs.
+    `running`: the trial unit of this very release when systemd knows it already (another trial of it)."""
+    found: list[str] = [f"a trial of this release runs already ({running})"] if running else []
     serving = production.host.gpus
     unit = production.host.unit_name
     if serving is not None:

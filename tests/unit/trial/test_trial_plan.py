@@ -94,3 +94,10 @@ def test_prompts_file(tmp_path: Path) -> None:
         read_prompts(path)
     with pytest.raises(UsageError, match=r"^--prompts: .*missing\.txt: No such file"):
         read_prompts(tmp_path / "missing.txt")
+
+
+def test_a_second_trial_of_the_same_release_is_refused_naming_the_running_unit() -> None:
+    options = TrialOptions(gpus=(1,), port=30001)
+    unit = "specops-trial-81618f3c32d8-b75c26.service"
+    found = refusals(_facts({0: 60000}), PRODUCTION, placed(CANDIDATE, options), options, unit)
+    assert found == [f"a trial of this release runs already ({unit})"]
