@@ -75,10 +75,14 @@ def send_rollback_event(host: str, result: RollbackResult, profile: str | None) 
 
 
 def send_trial_event(report: TrialReport) -> None:
+    notify.send(trial_event(report))
+
+
+def trial_event(report: TrialReport) -> dict[str, Any]:
     """A trial's result (`specops trial`): the candidate release, whether it agrees with production, and why not."""
     cause = "; ".join(report.causes) or "passed its smoke and agrees with production"
     compared = report.comparison
-    notify.send(notify.event("trial.result", host=report.host, release=report.release, profile=report.profile,
-                             outcome=report.outcome, cause=cause, production_profile=report.production_profile,
-                             agreement=round(compared.agreement, 4) if compared else None,
-                             speed_ratio=compared.ratio("tokens_per_s") if compared else None))  # fmt: skip
+    return notify.event("trial.result", host=report.host, release=report.release, profile=report.profile,
+                        outcome=report.outcome, cause=cause, production_profile=report.production_profile,
+                        agreement=round(compared.agreement, 4) if compared else None,
+                        speed_ratio=compared.ratio("tokens_per_s") if compared else None)  # fmt: skip

@@ -27,6 +27,7 @@ from specops.doctor.model import CheckContext
 from specops.doctor.registry import all_checks, run_checks
 from specops.engine.smoke import SmokeResult
 from specops.engine.trial_compare import Comparison, compare, measure, verdict
+from specops.errors import SpecopsError
 from specops.host.base import Host
 from specops.ops.interrupts import shielded
 from specops.ops.release import identical_release, open_push
@@ -151,9 +152,13 @@ def _measure(host: Host, trial: Target, production: Target, report: TrialReport,
         prompts = options.prompts or (trial.profile.smoke.prompt,)
         tokens = trial.profile.smoke.max_new_tokens
         say(f"comparing with production on {len(prompts)} prompt(s)")
-        with EngineClient(host, production.host) as serving:
-            base = measure(serving, prompts, tokens)
-        report.comparison = compare(prompts, base, measure(client, prompts, tokens))
+        try:
+            with EngineClient(host, production.host) as serving:
+                base = measure(serving, prompts, tokens)
+            report.comparison = compare(prompts, base, measure(client, prompts, tokens))
+        except SpecopsError as error:  # an engine that stops answering mid-comparison is the report's cause
+            report.causes = [f"comparison stopped: {error.message}"]
+            return
     causes = [] if report.smoke.passed else [report.smoke.reason]
     causes += verdict(report.comparison, options.min_agreement, options.min_speedup)
     report.causes, report.outcome = causes, "failed" if causes else "agrees"
