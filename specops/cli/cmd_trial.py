@@ -80,8 +80,16 @@ def trial(
     raise typer.Exit(int(ExitCode.OK if report.ok else ExitCode.CHECKS_FAILED))
 
 
+FIGURES = (("tokens_per_s", "tokens/s", 1.0, ""), ("accept_length", "accept length", 1.0, ""),
+           ("ttft_s", "TTFT", 1000.0, " ms"))  # fmt: skip
+
+
+def _figure(value: float | None, scale: float, unit: str) -> str:
+    return "n/a" if value is None else f"{value * scale:.1f}{unit}" if scale != 1.0 or value >= 10 else f"{value:.2f}"
+
+
 def _print(report: TrialReport) -> None:
-    """The report: the verdict first, then agreement per prompt and the ratios against production."""
+    """The report: the smoke, agreement per prompt, the ratios against production, then the verdict."""
     head = (
         f"{report.host}: trial of {report.release} ({report.profile}) beside production ({report.production_profile})"
     )
@@ -94,11 +102,13 @@ def _print(report: TrialReport) -> None:
         for number, row in enumerate(comparison.prompts, 1):
             typer.echo(f"    prompt {number}: {row.agreed}/{row.total} tokens agree ({row.ratio:.0%})"
                        f"{'; ' + row.degenerate if row.degenerate else ''}")  # fmt: skip
-        for figure, label in (("tokens_per_s", "tokens/s"), ("accept_length", "accept length"), ("ttft_s", "TTFT")):
+        for figure, label, scale, unit in FIGURES:
             ratio = comparison.ratio(figure)
             shown = "n/a" if ratio is None else f"{ratio:.2f}x"
-            typer.echo(f"  {label}: {comparison.candidate.get(figure)} vs {comparison.production.get(figure)} "
-                       f"(production) = {shown}")  # fmt: skip
+            now, before = (
+                _figure(values.get(figure), scale, unit) for values in (comparison.candidate, comparison.production)
+            )
+            typer.echo(f"  {label}: {now} vs {before} (production): {shown}")
     verdict = "AGREES with production" if report.ok else "FAILED: " + "; ".join(report.causes)
     typer.echo(f"  {verdict}")
     if report.unit:

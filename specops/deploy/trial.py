@@ -140,8 +140,7 @@ def _measure(host: Host, trial: Target, production: Target, report: TrialReport,
 
     unit_spec = trial.host.model_copy(update={"service": report.unit.removesuffix(".service")})
     since = journal_position(host)
-    ready = wait_ready(host, unit_spec, trial.profile, since_cursor_or_time=since,
-                       on_progress=lambda phase, line: say(f"{phase}: {line}"[:160]))  # fmt: skip
+    ready = wait_ready(host, unit_spec, trial.profile, since_cursor_or_time=since, on_progress=_once(say))
     if not ready.ok:
         report.causes = [f"not ready: {ready.reason}"]
         return
@@ -162,6 +161,19 @@ def _measure(host: Host, trial: Target, production: Target, report: TrialReport,
     causes = [] if report.smoke.passed else [report.smoke.reason]
     causes += verdict(report.comparison, options.min_agreement, options.min_speedup)
     report.causes, report.outcome = causes, "failed" if causes else "agrees"
+
+
+def _once(say: Say) -> Callable[[str, str], None]:
+    """The readiness progress, each phase and journal line said once (the poll repeats them twice a second)."""
+    said: list[str] = []
+
+    def progress(phase: str, line: str) -> None:
+        text = f"{phase}: {line}"[:160] if line else phase
+        if said[-1:] != [text]:
+            said.append(text)
+            say(text)
+
+    return progress
 
 
 def _stop(host: Host, unit: str) -> bool:
