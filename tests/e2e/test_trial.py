@@ -8,6 +8,10 @@ unit's InvocationID, `current`, and that nothing of the trial is left (no unit, 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -93,4 +97,33 @@ def test_a_trial_on_productions_own_gpu_is_refused_before_anything_starts(scene:
     assert "GPU 0 is in use by pid" in result.err
     assert _production(scene) == before
     assert scene.host.exec(["ls", "/opt/specops/sglang/releases"]).stdout == releases
+    _nothing_left(scene)
+
+
+def test_ctrl_c_during_the_smoke_stops_and_removes_the_trial_which_the_host_would_stop_by_itself(
+    scene: Scene,
+) -> None:
+    """The unpatched candidate's smoke crawls (8 tokens/s): Ctrl-C arrives while it runs. The unit carried its
+    RuntimeMaxSec= (the host's own cleanup when this machine vanishes); the interrupted command removes it."""
+    _serve_nextn(scene)
+    before = _production(scene)
+    argv = [sys.executable, "-m", "specops", "trial", scene.host.name, "--build", str(UNPATCHED), "--profile",
+            "ddtree", "--gpus", "1", "--port", TRIAL_PORT, "--force", "--duration", "15m"]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=scene.folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ))  # fmt: skip
+    assert process.stderr is not None
+    seen = []
+    while line := process.stderr.readline():
+        seen.append(line)
+        if "running the profile's smoke" in line:
+            break
+    units = scene.host.exec(["systemctl", "list-units", "--plain", "--no-legend", "specops-trial-*"]).stdout.decode()
+    unit = units.split()[0] if units.strip() else ""
+    limit = scene.host.exec(["systemctl", "show", unit, "-p", "RuntimeMaxUSec", "--value"]).stdout.decode().strip()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=180)
+    assert unit.startswith("specops-trial-") and limit == "15min", "".join(seen)
+    assert process.returncode == 130, "".join(seen) + out + err
+    assert "error: interrupted" in err
+    assert _production(scene) == before
     _nothing_left(scene)
