@@ -113,3 +113,4 @@ def _print(report: TrialReport) -> None:
     typer.echo(f"  {verdict}")
     if report.unit:
         typer.echo(f"  trial unit {report.unit}: {'stopped and removed' if report.removed else 'NOT removed'}")
+    typer.echo(f"  {report.production_line}")

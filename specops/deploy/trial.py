@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from specops.build.stage import StagedBuild
 from specops.commands import trial as trial_cmd
+from specops.commands import unit as unit_cmd
 from specops.commands.release import newest_complete, release_env_path
 from specops.commands.systemd import EnvReference, launch_argv, render_unit, unit_environment
 from specops.config.loader import Target
@@ -52,6 +53,7 @@ class TrialReport:
     smoke: SmokeResult | None = None
     comparison: Comparison | None = None
     removed: bool = False  # the trial unit is gone from the host
+    production_runs: tuple[str, str] = ("", "")  # production's InvocationID before and after ("": not running)
 
     @property
     def ok(self) -> bool:
@@ -62,7 +64,18 @@ class TrialReport:
                 "unit": self.unit, "release": self.release, "outcome": self.outcome, "causes": self.causes,
                 "preflight": self.preflight, "smoke": self.smoke.to_json() if self.smoke else None,
                 "comparison": self.comparison.to_json() if self.comparison else None,
-                "trial_removed": self.removed}  # fmt: skip
+                "trial_removed": self.removed,
+                "production_invocation": {"before": self.production_runs[0] or None,
+                                          "after": self.production_runs[1] or None}}  # fmt: skip
+
+    @property
+    def production_line(self) -> str:
+        """Whether production ran the same process throughout (its unit's InvocationID), in words."""
+        before, after = self.production_runs
+        if before and before == after:
+            return f"production served throughout (the same run, InvocationID {before[:12]})"
+        runs = f"InvocationID {before or '-'} -> {after or '-'}"
+        return f"production's run changed during the trial ({runs}): not by specops, which never restarts it"
 
 
 def run_trial(host: Host, staged: StagedBuild, host_plan: HostPlan, production: Target, options: TrialOptions,
@@ -79,11 +92,13 @@ def run_trial(host: Host, staged: StagedBuild, host_plan: HostPlan, production: 
     found = refusals(facts, production, trial, options, unit if unit in listed else "")
     if found:
         raise TrialRefused(f"{host_plan.name}: trial refused, nothing started: " + "; ".join(found))
+    before = _invocation(host, production)
     report.release = _push(host, staged, candidate, release, say)
     release_dir = f"{trial.host.service_dir}/releases/{release}"
     report.preflight = _preflight(host, trial, release_dir, options.force)
     if report.preflight and not options.force:
         report.causes = [f"preflight: {line}" for line in report.preflight]
+        report.production_runs = (before, _invocation(host, production))
         return report
     report.unit = unit
     try:
@@ -92,6 +107,7 @@ def run_trial(host: Host, staged: StagedBuild, host_plan: HostPlan, production: 
     finally:
         with shielded():  # a second Ctrl-C does not leave the trial running
             report.removed = _stop(host, report.unit)
+    report.production_runs = (before, _invocation(host, production))
     say(f"trial unit {report.unit} stopped and removed")
     return report
 
@@ -161,6 +177,12 @@ def _measure(host: Host, trial: Target, production: Target, report: TrialReport,
     causes = [] if report.smoke.passed else [report.smoke.reason]
     causes += verdict(report.comparison, options.min_agreement, options.min_speedup)
     report.causes, report.outcome = causes, "failed" if causes else "agrees"
+
+
+def _invocation(host: Host, production: Target) -> str:
+    """Production's current run (systemd's InvocationID of its unit; "" when it does not run)."""
+    argv = unit_cmd.show_argv(production.host.unit_name, ["InvocationID"])
+    return unit_cmd.parse_show(host.run(argv, timeout=30.0, check=False).text).get("InvocationID", "").strip()
 
 
 def _once(say: Say) -> Callable[[str, str], None]:

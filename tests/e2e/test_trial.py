@@ -65,12 +65,14 @@ def test_a_patched_ddtree_candidate_agrees_with_nextn_and_leaves_nothing(scene: 
     assert report["comparison"]["agreement"] == 1.0
     assert report["comparison"]["ratios"]["tokens_per_s"] > 0
     assert report["smoke"]["passed"] is True and report["trial_removed"] is True
+    assert report["production_invocation"] == {"before": before[0], "after": before[0]}
     assert _production(scene) == before
     assert not before[1].endswith(str(report["release"]))
     _nothing_left(scene)
     human = _trial(scene, "--patch", str(PATCH))
     assert human.code == 0, human.out + human.err
     assert "AGREES with production" in human.out and "tokens/s:" in human.out
+    assert f"production served throughout (the same run, InvocationID {before[0][:12]})" in human.out
 
 
 def test_an_unpatched_ddtree_candidate_fails_naming_the_degenerate_output(scene: Scene) -> None:
