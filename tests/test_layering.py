@@ -311,6 +311,8 @@ PLANLESS_MODULES = {
     "specops/ops/forensics.py": "`specops diagnose`: reads the unit and its journal; no plan",
     "specops/ops/journal.py": "`specops logs`: no plan",
     "specops/ops/bad_releases.py": "`specops release mark-bad|unmark-bad`: no plan",
+    "specops/deploy/trial.py": "`specops trial`: a transient unit beside production, no deploy plan (nothing to "
+    "--dry-run); its probe, push and readiness reuse the deploy's executors",
 }
 PLANLESS_FUNCTIONS = {
     ("specops/ops/lock.py", "run_lock"): "`specops lock status|release`: an operator's lock command, no plan",

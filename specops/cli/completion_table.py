@@ -384,5 +384,24 @@ TABLE: dict[str, Any] = {
             },
             "arguments": [{"value": "target", "many": True}],
         },
+        "trial": {
+            "help": "Try a build beside production on spare GPUs: smoke it, compare it with "
+            "production, then remove it.",
+            "options": {
+                "--build": {"value": "any", "help": "sglang python/ folder, a folder holding sglang, or a .whl."},
+                "--gpus": {"value": "any", "help": "GPUs for the candidate, e.g. 1 or 2,3."},
+                "--port": {"value": "any", "help": "The candidate's HTTP port."},
+                "--profile": {"value": "profile", "help": "The candidate's profile (e.g. ddtree)."},
+                "-p": {"value": "profile", "help": "The candidate's profile (e.g. ddtree)."},
+                "--patch": {"value": "any", "help": "A patch to apply (repeatable)."},
+                "--duration": {"value": "any", "help": "The host stops the trial after this (30m, 2h)."},
+                "--prompts": {"value": "any", "help": "Prompts to compare on, one per line."},
+                "--force": {"value": "", "help": "Run even when preflight checks fail."},
+                "--min-speedup": {"value": "any", "help": "Fail below X times production's tok/s."},
+                "--json": {"value": "", "help": "Print machine-readable JSON."},
+                "--help": {"value": "", "help": "Show this message and exit."},
+            },
+            "arguments": [{"value": "host", "many": False}],
+        },
     },
 }

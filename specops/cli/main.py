@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "doctor": ("cmd_doctor", "doctor", False),
     "deploy": ("cmd_deploy", "deploy", False),
     "rollback": ("cmd_rollback", "rollback", False),
+    "trial": ("cmd_trial", "trial", False),
     "restart": ("cmd_restart", "restart", False),
     "status": ("cmd_status", "status", False),
     "releases": ("cmd_status", "releases", False),

@@ -13,6 +13,7 @@ from typing import Any
 
 from specops.deploy.outcome import OK_OUTCOMES, HostOutcome, Outcome
 from specops.deploy.rollback import RollbackResult
+from specops.deploy.trial import TrialReport
 from specops.ops import notify
 
 SILENT = (Outcome.UNCHANGED, Outcome.SKIPPED)  # nothing happened on the host: only the fleet's summary counts it
@@ -71,3 +72,17 @@ def send_rollback_event(host: str, result: RollbackResult, profile: str | None) 
     notify.send(notify.event("rollback.manual", host=host, release=result.from_release, previous=result.to_release,
                              profile=profile, outcome="rolled-back" if result.ok else "rollback-failed",
                              cause=result.summary, serving=result.to_release if result.ok else None))  # fmt: skip
+
+
+def send_trial_event(report: TrialReport) -> None:
+    notify.send(trial_event(report))
+
+
+def trial_event(report: TrialReport) -> dict[str, Any]:
+    """A trial's result (`specops trial`): the candidate release, whether it agrees with production, and why not."""
+    cause = "; ".join(report.causes) or "passed its smoke and agrees with production"
+    compared = report.comparison
+    return notify.event("trial.result", host=report.host, release=report.release, profile=report.profile,
+                        outcome=report.outcome, cause=cause, production_profile=report.production_profile,
+                        agreement=round(compared.agreement, 4) if compared else None,
+                        speed_ratio=compared.ratio("tokens_per_s") if compared else None)  # fmt: skip
