@@ -190,7 +190,8 @@ def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text
     config = config_change(unit_text, host_plan.unit_text, env_text, host_plan.env_text, spec.secrets)
     unit_changed = config.unit
     current = next((r for r in listing.releases if r.id == listing.current), None)
-    if same is not None and current is same and same.verified and not config.changed:
+    engine_same = host_plan.release_id is None or same is None or same.id == host_plan.release_id  # every rank's
+    if same is not None and current is same and same.verified and not config.changed and engine_same:
         if engine is not None and not engine.running:
             reason = (f"engine {engine.verdict}: start it through the gates ({host_plan.target.host.unit_name} is "
                       f"{engine.describe()}; release {same.id} with this exact content is current and verified, "

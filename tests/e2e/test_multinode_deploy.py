@@ -193,3 +193,23 @@ def test_manual_rollback_moves_both_ranks_and_two_deploys_of_one_engine_never_de
     assert f"{hosts[1].name}: rolled back {new} -> {old}: verified" in rolled.out
     smoke = scene.cli("smoke", hosts[0].name)
     assert smoke.code == 0, smoke.out + smoke.err
+
+
+def test_a_worker_that_dies_at_start_is_named_with_its_own_cause_and_the_engine_rolls_back(
+    ranks: tuple[list[TestHost], Scene],
+) -> None:
+    hosts, scene = ranks
+    old = _first_release(scene)
+    toml = scene.folder / "specops.toml"
+    head, worker = toml.read_text().split(f"[hosts.{hosts[1].name}]", 1)
+    crash = 'env = { SGLANG_TESTENGINE_CRASH_AFTER_LOAD = "CUDA out of memory on this node only", '
+    toml.write_text(f"{head}[hosts.{hosts[1].name}]{worker.replace('env = { ', crash, 1)}")
+
+    result, outcomes = _deploy(scene)
+    assert result.code == 1, result.out + result.err
+    cause = str(outcomes[hosts[1].name]["cause"])
+    assert cause.startswith("not ready: the journal shows a fatal error: the GPU ran out of memory"), outcomes
+    assert "out of memory" not in str(outcomes[hosts[0].name]["cause"]), outcomes  # rank 0 only lost its peer
+    assert [outcomes[host.name]["outcome"] for host in hosts] == ["rolled-back", "rolled-back"], outcomes
+    assert [_current(host) for host in hosts] == [old, old]
+    _until(lambda: scene.cli("smoke", hosts[0].name).code == 0, 60, "the engine serving the old release again")
