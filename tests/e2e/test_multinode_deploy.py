@@ -184,6 +184,11 @@ def test_manual_rollback_moves_both_ranks_and_two_deploys_of_one_engine_never_de
     assert not locked(hosts[0]) and not locked(hosts[1])
     statuses = scene.cli("lock", "status", ENGINE, "--json")
     assert statuses.code == 0 and hosts[1].name in statuses.out, statuses.out + statuses.err
+    released = scene.cli("lock", "release", ENGINE)  # every rank's, rank 0's last: nothing held now
+    assert released.code == 0, released.out + released.err
+    lines = released.out.splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == [hosts[1].name, hosts[0].name], released.out
+    assert all(line.endswith(", nothing to release") for line in lines), released.out
 
     dry = scene.cli("rollback", ENGINE, "--dry-run")
     assert dry.code == 0 and f"engine {ENGINE}: 2 ranks" in dry.out, dry.out + dry.err
