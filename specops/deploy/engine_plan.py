@@ -18,15 +18,17 @@ from specops.deploy.plan import DeployPlan, plan_target, stage_for
 from specops.errors import UsageError
 
 
-def engine_named(config: Config, names: list[str]) -> str | None:
-    """The engine a deploy names, or None; an engine goes alone (its ranks deploy together, hosts one by one)."""
+def engine_named(config: Config, names: list[str], done: str = "deployed") -> str | None:
+    """The engine a deploy (a restart: `done` "restarted") names, or None; an engine goes alone (its ranks act
+    together, hosts one by one)."""
     engines = [name for name in names if name in config.inventory.engines]
     if not engines:
         return None
     if len(names) > 1:
         others = ", ".join(name for name in names if name != engines[0])
-        raise UsageError(f"engine {engines[0]!r} is deployed alone, not with {others}",
-                         hint=f"run `specops deploy {engines[0]}` and the others as separate commands")  # fmt: skip
+        command = "deploy" if done == "deployed" else "restart"
+        raise UsageError(f"engine {engines[0]!r} is {done} alone, not with {others}",
+                         hint=f"run `specops {command} {engines[0]}` and the others as separate commands")  # fmt: skip
     return engines[0]
 
 

@@ -9,26 +9,32 @@ the engine; a worker watches its own journal).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from specops.deploy.engine_run import Arrival, EngineStopped, GateFn, ranks_disagree
+from specops.deploy.engine_run import Arrival, EngineRun, EngineStopped, GateFn, ranks_disagree
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.engine.gates import restart_and_gate
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
-    from specops.deploy.plan import DeployOptions
     from specops.deploy.steps import HostSteps, Step
     from specops.ops.engine_stop import Confirm
 
 NOT_STOPPED = "nothing was stopped on any rank: every rank serves as before"
 
 
+class RankOptions(Protocol):
+    """A deploy's or a restart's options: the engine whose rank this host is (None: a host of its own)."""
+
+    @property
+    def engine(self) -> EngineRun | None: ...
+
+
 class EngineSteps:
     """The meeting points of one rank; the deploy's own state (checks_ok, outcome) is what they read and set."""
 
-    options: DeployOptions
+    options: RankOptions
     spec: HostSpec
     steps: HostSteps
     outcome: HostOutcome

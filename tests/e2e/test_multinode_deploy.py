@@ -107,6 +107,12 @@ def test_two_ranks_deploy_verified_each_unit_has_its_rank_and_smoke_answers_thro
     smoke = scene.cli("smoke", hosts[0].name)  # rank 0 serves HTTP: the engine answers through it
     assert smoke.code == 0, smoke.out + smoke.err
 
+    runs = [_invocation(host) for host in hosts]
+    restarted = scene.cli("restart", ENGINE)  # both ranks, rank 0 drained first and gated
+    assert restarted.code == 0, restarted.out + restarted.err
+    assert all(_invocation(host) != run for host, run in zip(hosts, runs, strict=True))
+    assert scene.cli("smoke", hosts[0].name).code == 0
+
 
 def test_a_preflight_failure_on_rank_1_leaves_both_ranks_serving_untouched(ranks: tuple[list[TestHost], Scene]) -> None:
     hosts, scene = ranks
