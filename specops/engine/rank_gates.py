@@ -10,6 +10,7 @@ Polling the worker's journal at the same time names the rank that died with its 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -51,8 +52,15 @@ def worker_gate(
     def progress(phase: str, line: str) -> None:
         reporter.event(Event(spec.name, "readiness", line, level="progress", data={"phase": phase}))
 
+    started = time.monotonic()
+
+    def clock() -> float:
+        """The worker waits as long as rank 0 does (rank 0's own deadline bounds it): its clock runs once rank 0
+        has decided, so a rank 0 whose load runs long on progress lines never sees its worker time out first."""
+        return started if rank0() is None else time.monotonic()
+
     own = wait_ready(host, spec, profile, since_cursor_or_time=cursor, on_progress=progress, health=decided,
-                     commands=commands)  # fmt: skip
+                     clock=clock, commands=commands)  # fmt: skip
     verdict = rank0()
     if not own.ok:
         failed = GateResult(own, None)
