@@ -18,6 +18,7 @@ from specops.cli.output import print_json
 from specops.cli.state import state
 
 if TYPE_CHECKING:
+    from specops.config.inventory import HostSpec
     from specops.config.loader import Config
     from specops.config.profile import Profile
     from specops.deploy.execute import HostOutcome
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 
 def deploy(
     ctx: typer.Context,
-    names: Annotated[list[str], typer.Argument(metavar="HOST|GROUP", help="Hosts or groups.")],
+    names: Annotated[
+        list[str], typer.Argument(metavar="HOST|GROUP", help="Hosts or groups, or one multi-node engine.")
+    ],
     build: Annotated[
         Path | None,
         typer.Option(
@@ -68,6 +71,8 @@ def deploy(
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
     from specops.deploy.connections import connect_all
+    from specops.deploy.engine_plan import engine_named, make_engine_plan
+    from specops.deploy.engine_run import EngineRun
     from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
     from specops.deploy.notify_events import send_deploy_events
@@ -77,12 +82,17 @@ def deploy(
     as_json = app_state.wants_json(json_output)
     skip_checks = check_ids(skip_check)  # a misspelt id is the first error: nothing is read or connected yet
     config = app_state.load_config()
+    engine = engine_named(config, names)
     with tempfile.TemporaryDirectory(prefix="specops-stage-") as workdir:
-        plan = make_plan(config, names, profile, build, patch, Path(workdir))
+        if engine is not None:
+            plan = make_engine_plan(config, engine, profile, build, patch, Path(workdir), ssh_hostname)
+        else:
+            plan = make_plan(config, names, profile, build, patch, Path(workdir))
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
+        ranks = EngineRun(engine, [h.name for h in plan.hosts], cancel) if engine is not None else None
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
-                                cancel=cancel, reap=reap, skip_checks=skip_checks)  # fmt: skip
+                                cancel=cancel, reap=reap, skip_checks=skip_checks, engine=ranks)  # fmt: skip
         if dry_run:
             from specops.cli.dry_run import show_plan
 
@@ -93,6 +103,8 @@ def deploy(
         for line in _marked_bad(plan):
             typer.echo(f"warning: {line}", err=True)
         fleet = FleetOptions(canary=canary, parallel=parallel, max_fail_percent=max_fail_percent)
+        if ranks is not None:  # every rank at once: they meet at the engine's points (deploy/engine_run.py)
+            fleet = FleetOptions(parallel=len(plan.hosts), max_fail_percent=100.0)
         specs = [host_plan.target.host for host_plan in plan.hosts]
         asks_password = app_state.become_password is not None
         early = app_state.head_start.claim_connections(specs, asks_password, plan.staged.total_bytes, config)
@@ -112,6 +124,13 @@ def deploy(
     _report(results, as_json)
     send_deploy_events(results, {host_plan.name: host_plan.target.profile.name for host_plan in plan.hosts})
     raise typer.Exit(int(fleet_exit_code(results)))
+
+
+def ssh_hostname(spec: HostSpec) -> str:
+    """A host's ssh HostName (~/.ssh/config applied): rank 0's address when its engine sets no dist_addr."""
+    from specops.host.ssh.resolve import resolve_ssh_target
+
+    return resolve_ssh_target(spec.ssh, jump=spec.jump).hostname
 
 
 def _marked_bad(plan: DeployPlan) -> list[str]:

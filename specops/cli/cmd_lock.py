@@ -14,7 +14,9 @@ from specops.cli.state import state
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
+    from specops.cli.state import AppState
     from specops.config.inventory import HostSpec
+    from specops.config.loader import Config
     from specops.host.base import Host
     from specops.ops.lock import LockInfo
 
@@ -48,13 +50,14 @@ def lock_status(
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
-    single = one_host(config, names or [], all_hosts)
+    names = ranks_of(config, names or [])  # an engine: a row per rank, in rank order
+    single = one_host(config, names, all_hosts)
     if single is None:
 
         def ask(host: Host, spec: HostSpec) -> tuple[_Held, ExitCode]:
             return _Held(status(host, stale_after_s=stale_after)), ExitCode.OK
 
-        readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+        readings = ask_fleet(app_state, selected(config, names, all_hosts), ask)
         finish(readings, as_json, _Held.to_json, ("STATE", "HOLDER", "SINCE", "HEARTBEAT", "STALE"), _Held.row)
     spec = config.host(single)
     with app_state.connect(spec) as connected:
@@ -94,11 +97,26 @@ def lock_release(
     stale_after: StaleAfter = 90.0,
     json_output: JsonOpt = False,
 ) -> None:
-    """Remove a stale lock (or your own crashed one); --force removes any lock. The release is audited."""
+    """Remove a stale lock (or your own crashed one); --force removes any lock. The release is audited.
+
+    An engine: every rank's lock, the workers' first, rank 0's last (a deploy takes rank 0's first)."""
+    app_state = state(ctx)
+    config = app_state.load_config()
+    for rank in ranks_of(config, [host])[1:]:  # an engine: every rank's lock, each line naming its host
+        _release(app_state, config.host(rank), force, stale_after, json_output)
+    _release(app_state, config.host(ranks_of(config, [host])[0]), force, stale_after, json_output)
+
+
+def ranks_of(config: Config, names: list[str]) -> list[str]:
+    """The names with each multi-node engine replaced by its hosts, rank 0 first (a deploy locks them so)."""
+    engines = config.inventory.engines
+    return [host for name in names for host in (engines[name].hosts if name in engines else [name])]
+
+
+def _release(app_state: AppState, spec: HostSpec, force: bool, stale_after: float, json_output: bool) -> None:
+    """One host's lock released (audited), and said."""
     from specops.ops.lock_admin import release_audited
 
-    app_state = state(ctx)
-    spec = app_state.load_config().host(host)
     with app_state.connect(spec) as connected:
         audited = release_audited(connected, spec, force=force, stale_after_s=stale_after)
     if audited.audit_error:

@@ -44,10 +44,18 @@ def restart(
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
     from specops.config.engine_spec import refuse_engine_ranks
+    from specops.deploy.engine_plan import engine_named
+    from specops.deploy.engine_run import EngineRun
 
-    specs = selected(config, names or [], all_hosts)
-    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs], "restart")
-    options = RestartOptions(lock_wait_s=lock_wait, reap=reap, command=shlex.join(["specops", *sys.argv[1:]]))
+    engine = None if all_hosts else engine_named(config, names or [], "restarted")
+    if engine is not None:  # every rank at once, rank 0 drained first and gated (deploy/engine_run.py)
+        specs = [config.inventory.hosts[host] for host in config.inventory.engines[engine].hosts]
+    else:
+        specs = selected(config, names or [], all_hosts)
+    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs if engine is None], "restart")
+    ranks = EngineRun(engine, [spec.name for spec in specs]) if engine is not None else None
+    options = RestartOptions(lock_wait_s=lock_wait, reap=reap, command=shlex.join(["specops", *sys.argv[1:]]),
+                             engine=ranks)  # fmt: skip
     if dry_run:
         from specops.cli.dry_run import show_readings
 

@@ -48,6 +48,11 @@ def rollback(
     host = host or config.default_host("name the host: specops rollback HOST")
     if to is not None:
         check_release_option("--to", to)  # before connecting or locking anything
+    if host in config.inventory.engines:  # every rank to the same release (cli/rollback_engine.py)
+        from specops.cli.rollback_engine import rollback_engine
+
+        rollback_engine(app_state, host, to, force, dry_run, (lock_wait, reap), as_json)
+        return
     from specops.config.engine_spec import refuse_engine_ranks
 
     specs = config.inventory.select([host]) if host in config.inventory.groups else [config.host(host)]

@@ -36,7 +36,10 @@ def show_plan(plan: DeployPlan, opener: Opener, options: DeployOptions, as_json:
     readings = survey([host_plan.target.host for host_plan in plan.hosts], opener, _previewer(plan, options))
     build = plan.build
     head = {"build": build.to_json() if build is not None else None}
-    show_readings(readings, as_json, lambda steps: _json(steps, plan), head, build.lines() if build else [])
+    from specops.deploy.engine_plan import engine_lines
+
+    lines = [*(build.lines() if build else []), *engine_lines(plan)]
+    show_readings(readings, as_json, lambda steps: _json(steps, plan), head, lines)
 
 
 def show_readings(readings: dict[str, Reading[HostSteps]], as_json: bool,

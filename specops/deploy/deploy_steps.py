@@ -9,6 +9,7 @@ command line is written twice.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from specops.config.waivers import waiver_reasons
@@ -17,7 +18,7 @@ from specops.deploy import step_commands as cmds
 from specops.deploy.blame import blame_for_failed_gates
 from specops.deploy.engine_start import post_start_step, pre_stop_step
 from specops.deploy.steps import Condition, Handler, PushPlan, Step
-from specops.ops.guard import watch_settings
+from specops.ops.guard import UNIT_PROBE, watch_settings
 
 if TYPE_CHECKING:
     from specops.deploy.plan import Choice, DeployOptions, HostPlan
@@ -89,10 +90,14 @@ def _after_gates(host_plan: HostPlan, choice: Choice, guard: bool) -> list[Step]
         steps.append(Step("disarm", "disarm the rollback guard", tuple(cmds.disarm_commands(spec)), OK,
                           handler=Handler.DISARM))  # fmt: skip
     watch = watch_settings(spec, profile) if guard else None
+    rank = host_plan.target.rank
+    if watch is not None and rank is not None and not rank.serves_http:  # a worker: no HTTP, its unit is watched
+        watch = replace(watch, url=f"{UNIT_PROBE}{spec.unit_name}")
     if watch is not None:
         target = choice.rollback_to.id if choice.rollback_to else ""
+        probe = "/health_generate" if watch.url.startswith("http") else f"checks of {spec.unit_name} (a dead worker)"
         summary = (f"the guard keeps watching {release_id} for {watch.window_s} s: {watch.failures} failed "
-                   f"/health_generate in a row roll it back to {target}")  # fmt: skip
+                   f"{probe} in a row roll it back to {target}")  # fmt: skip
         steps.append(Step("watch", summary, tuple(cmds.watch_commands(spec, release_id, watch, target)), PASSED,
                           handler=Handler.WATCH))  # fmt: skip
     if spec.post_start:

@@ -20,6 +20,8 @@ from specops.commands.conversation import CONVERSATION_TIMEOUT_S
 from specops.config.secrets import Secret
 from specops.deploy import engine_start, stop_step
 from specops.deploy.blame import environment_hint, failed_gates_blame
+from specops.deploy.engine_run import Arrival
+from specops.deploy.engine_steps import EngineSteps
 from specops.deploy.fixed_steps import FixedSteps
 from specops.deploy.host_state import bad_build_warnings, read_state
 from specops.deploy.outcome import HostOutcome, Outcome, PushFigures
@@ -31,7 +33,7 @@ from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.smoke_baseline import last_verified_figures, release_figures
 from specops.deploy.step_commands import CONVERSATION, PUSH_SESSION
 from specops.deploy.steps import Action, Handler, HostSteps, Step, step_applies
-from specops.engine.gates import GateResult, restart_and_gate
+from specops.engine.gates import GateResult
 from specops.errors import ConnectError, ExitCode, RemoteTimeout, SpecopsError
 from specops.events import DONE_PHASE, ByteProgress, Event, Reporter
 from specops.host.base import Host
@@ -73,7 +75,10 @@ def deploy_host(
     (talk,), (push,) = locking[0].part(CONVERSATION), locking[0].part(PUSH_SESSION)
     locked = False
     deploy: _HostDeploy | None = None
+    engine = options.engine  # a rank of a multi-node engine: its lock waits for the lower ranks' (engine_run.py)
     try:
+        if engine is not None:
+            engine.take_turn(engine.rank(spec.name))
         # Both execs start at once (two login shells side by side); the push session lists the releases only
         # once the lock is held, and the conversation answers its first request (the lock) once it is up.
         with open_host() as connection, conversation(connection, talk.argv,
@@ -85,6 +90,8 @@ def deploy_host(
                              commands=lock.LockCommands.planned(locking[0].commands + locking[1].commands)) as held,
             ):  # fmt: skip
                 locked = True
+                if engine is not None:
+                    engine.arrive("lock", engine.rank(spec.name), Arrival(True))
                 outcome.lock_taken_over = held.takeover_note
                 deploy = _HostDeploy(host, held, plan, host_plan, options, outcome, reporter, profile_for, locking)
                 deploy.run(session)
@@ -102,7 +109,12 @@ def deploy_host(
         if isinstance(error, SpecopsError | KeyboardInterrupt):  # what it knew reaches the summary and --json
             setattr(error, PARTIAL_OUTCOME, outcome)  # an attribute the exception itself does not declare
         reporter.event(Event(spec.name, DONE_PHASE, f"stopped: {ExitCode.cause(error)}", level="error"))
+        if engine is not None:
+            engine.leave(engine.rank(spec.name), f"stopped: {ExitCode.cause(error)}")
         raise
+    finally:
+        if engine is not None:  # the other ranks no longer wait for this one
+            engine.leave(engine.rank(spec.name), outcome.cause or "ended")
     now = outcome.final_line().removeprefix(f"{spec.name}: ") or f"serving {outcome.release or 'no release'}"
     message = f"{outcome.outcome}; {now}"
     reporter.event(Event(spec.name, DONE_PHASE, message, level="info" if outcome.ok else "warn"))
@@ -110,7 +122,7 @@ def deploy_host(
 
 
 @dataclass
-class _HostDeploy(FixedSteps, PreflightStep):
+class _HostDeploy(FixedSteps, PreflightStep, EngineSteps):
     """One locked deploy on one connected host: reads the host, plans, and runs the plan's steps in order."""
 
     host: Host
@@ -159,6 +171,7 @@ class _HostDeploy(FixedSteps, PreflightStep):
         ):
             self.reporter.event(Event(self.spec.name, "read", line, level="warn"))
         self.outcome.attempted = self.steps.release
+        self._engine_planned()  # a rank: every rank plans the same release, or none goes on
         if self.steps.action is Action.UNCHANGED:
             self.outcome.outcome, self.outcome.cause = Outcome.UNCHANGED, self.steps.reason
             return
@@ -168,7 +181,9 @@ class _HostDeploy(FixedSteps, PreflightStep):
         session.close()  # pushed (or nothing to push): the host script exits
         for step in self.steps.steps:
             if step.handler not in (Handler.OUTSIDE, Handler.PUSH) and self._applies(step):
+                self._engine_before(step)
                 self._run_step(step, functools.partial(self._handlers()[step.handler], step))
+                self._engine_after(step)
 
     def _applies(self, step: Step) -> bool:
         return step_applies(step.when, self.checks_ok, self.gates)
@@ -254,7 +269,7 @@ class _HostDeploy(FixedSteps, PreflightStep):
         expected = compile_cache.expected_downtime(listing.releases, listing.current)
         if expected is not None:
             self.reporter.event(Event(self.spec.name, "gates", expected))
-        self.gates = restart_and_gate(self.host, self.spec, self.profile, previous, self.reporter,
+        self.gates = self._gate_fn("gates")(self.host, self.spec, self.profile, previous, self.reporter,
                                       cancel=self.options.cancel, speedup_baseline=speedup_baseline,
                                       planned=step.commands)  # fmt: skip
         self.outcome.gates = self.gates
@@ -270,7 +285,7 @@ class _HostDeploy(FixedSteps, PreflightStep):
             return
         reason = f"deploy of {self.steps.release} failed: {self.gates.cause}"
         result = rollback_host(self.host, self.spec, self.profile_for, self.steps.rollback_to, reason, self.reporter,
-                               reap=self.options.reap, confirm=self.held.confirm,
+                               reap=self.options.reap, confirm=self._rollback_confirm(self.held.confirm),
                                not_marked="" if blame.marks_bad else blame.reason, planned=step.commands,
-                               cause=self.gates.cause)  # fmt: skip
+                               cause=self.gates.cause, gate=self._gate_fn("rollback"))  # fmt: skip
         self.outcome.rolled_back(result)

@@ -60,7 +60,7 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     whether its engine is active, and, when the plan pushes on top of a base release, that base's files (to count
     what must be sent)."""
     profile = host_plan.target.profile.name
-    new_id = staged.release_id(profile, host_plan.unit_text, host_plan.env_shown)
+    new_id = host_plan.release_id or staged.release_id(profile, host_plan.unit_text, host_plan.env_shown)
     session.prepare(staged, release_id=new_id, manifest_fields=manifest_fields(host_plan))
     listing = session.listing
     spec = host_plan.target.host

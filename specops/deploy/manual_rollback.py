@@ -16,11 +16,13 @@ import contextlib
 from specops.commands.conversation import CONVERSATION_TIMEOUT_S
 from specops.commands.release import Listing
 from specops.config.inventory import HostSpec
+from specops.deploy.engine_run import Arrival, EngineRun
 from specops.deploy.notify_events import send_rollback_event
-from specops.deploy.rollback import ProfileFor, RollbackResult, interrupted_serving, rollback_host
+from specops.deploy.rollback import Gate, ProfileFor, RollbackResult, interrupted_serving, rollback_host
 from specops.deploy.rollback_plan import RollbackPlan, plan_rollback
 from specops.deploy.serving import read_serving
 from specops.deploy.step_commands import conversation_commands
+from specops.engine.gates import restart_and_gate
 from specops.errors import SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
@@ -50,13 +52,16 @@ def manual_rollback(
     command: str | None = None,
     force: bool = False,
     reap: bool = False,
+    engine: EngineRun | None = None,
 ) -> RollbackResult:
     """Plan (refused: RollbackRefused, before the lock), take the lock (or raise LockHeld), plan again from a
     fresh listing, roll back to the planned release and gate, audit the outcome, release the lock.
 
     `command` is what the lock's holder record shows (default: this process's command line); `force` allows a
     `target_id` marked bad. The release left is marked bad with this rollback as the reason. Its commands are
-    requests on one command conversation, as a deploy's (host/conversation.py)."""
+    requests on one command conversation, as a deploy's (host/conversation.py). `engine`: this host is a rank of
+    an engine rolled back as one (deploy/engine_run.py): locked in rank order, restarted once every rank stopped,
+    proven by rank 0's gates."""
     holder = lock.LockHolder.current(command)
 
     def say(text: str) -> None:
@@ -66,15 +71,21 @@ def manual_rollback(
     talk = conversation(host, opening.argv, lifetime_s=CONVERSATION_TIMEOUT_S)
     with talk as on_host:
         plan_manual_rollback(on_host, spec, profile_for, target_id, force)  # refused: the lock is never taken
+        if engine is not None:
+            engine.take_turn(engine.rank(spec.name))
         with lock.acquire(on_host, holder, wait_s=lock_wait_s, on_event=say) as held:
+            if engine is not None:
+                engine.arrive("lock", engine.rank(spec.name), Arrival(True))
             listing = read_listing(on_host, spec)  # another specops may have changed the host meanwhile
             plan = plan_rollback(spec, listing, profile_for, target_id, force)
             reporter.event(Event(spec.name, "rollback", f"rolling back {plan.from_release or 'none'} -> "
                                                         f"{plan.to_release} ({plan.why})"))  # fmt: skip
             reason = f"specops rollback by {holder.who}"
             try:
+                confirm = held.confirm if engine is None else engine.rollback_confirm(spec.name, held.confirm)
+                gate = restart_and_gate if engine is None else engine.gate(spec.name, "rollback")
                 result = _bracketed(on_host, spec, profile_for, plan, listing, reporter, reason, reap=reap,
-                                    confirm=held.confirm)  # fmt: skip
+                                    confirm=confirm, gate=gate)  # fmt: skip
             except KeyboardInterrupt as interruption:  # rollback_host put back a verified release, or said why not
                 _audit_interrupted(on_host, spec, plan, interruption)
                 raise
@@ -119,7 +130,7 @@ def _audit_interrupted(host: Host, spec: HostSpec, plan: RollbackPlan, interrupt
 
 def _bracketed(
     host: Host, spec: HostSpec, profile_for: ProfileFor, plan: RollbackPlan, listing: Listing, reporter: Reporter,
-    reason: str, *, reap: bool, confirm: Confirm,
+    reason: str, *, reap: bool, confirm: Confirm, gate: Gate,
 ) -> RollbackResult:  # fmt: skip
     """The rollback between the host's pre_stop and post_start hooks (specops.ops.hooks), as a deploy runs them."""
     if spec.pre_stop:
@@ -128,7 +139,7 @@ def _bracketed(
         if not hook.ok:
             return RollbackResult(False, plan.from_release, error=f"{hook.summary()}; nothing on the host was changed")
     result = rollback_host(host, spec, profile_for, plan.to_release, reason, reporter, reap=reap, force=plan.forced,
-                           listing=listing, confirm=confirm)  # fmt: skip
+                           listing=listing, confirm=confirm, gate=gate)  # fmt: skip
     if spec.post_start and result.ok:
         hook = run_hook("post_start", spec.post_start, host=spec.name, release=result.to_release, action="rollback")
         reporter.event(Event(spec.name, "post_start", hook.summary(), level="info" if hook.ok else "warn"))

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specops.build.server_flags import speculative_flags
 from specops.build.stage import StagedBuild, stage_build
@@ -38,6 +38,9 @@ from specops.errors import SpecopsError
 from specops.ops.lock import lock_root
 from specops.ops.release import identical_release
 
+if TYPE_CHECKING:
+    from specops.deploy.engine_run import EngineRun
+
 
 @dataclass(frozen=True)
 class HostPlan:
@@ -47,6 +50,7 @@ class HostPlan:
     unit_text: str
     env_text: str = field(repr=False)  # secrets revealed: written to the host, never printed (nor in a repr)
     flag_spellings: Mapping[str, str] = field(default_factory=dict)  # renamed flags, in the build's older names
+    release_id: str | None = None  # a multi-node engine's: the same on every rank (engine_plan.py)
 
     @property
     def name(self) -> str:
@@ -74,7 +78,12 @@ def plan_host(config: Config, name: str, profile: str | None, build_flags: Colle
 
     `build_flags`: the `--speculative-*` flags the staged build declares; a flag SGLang renamed is rendered
     under the name that build knows (None: the build's parser source was not found, render today's names)."""
-    target = config.resolve(name, profile)
+    return plan_target(config, config.resolve(name, profile), build_flags)
+
+
+def plan_target(config: Config, target: Target, build_flags: Collection[str] | None = None) -> HostPlan:
+    """plan_host for a resolved target (one rank of an engine carries its Rank: its unit gets --node-rank)."""
+    name = target.host.name
     where = f"{config.display}: hosts.{name}.secrets"
     secrets = resolve_secrets(target.host.secrets, os.environ, config.secrets_path, where)
     revealed = {key: value.reveal() for key, value in secrets.items()}
@@ -99,15 +108,21 @@ def make_plan(
     refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs], "deploy")
     for spec in specs:
         config.resolve(spec.name, profile)  # configuration mistakes first, before the build is staged
+    staged, choice, build_flags = stage_for(config, specs, build, patches, workdir)
+    hosts = [plan_host(config, spec.name, profile, build_flags) for spec in specs]
+    return DeployPlan(staged=staged, hosts=hosts, build=choice)
+
+
+def stage_for(config: Config, specs: list[HostSpec], build: Path | None, patches: list[Path] | None,
+              workdir: Path) -> tuple[StagedBuild, BuildChoice, Collection[str] | None]:  # fmt: skip
+    """The build these hosts get, staged once with its patches, and the speculative flags it declares."""
     choice = choose_build(config, specs, build, patches)
     try:
         staged = stage_build(choice.build, list(choice.patches), workdir)
     except SpecopsError as exc:  # its message says --build/--patch: say which config key named the path
         exc.hint = "; ".join(part for part in (exc.hint, choice.origin()) if part)
         raise
-    build_flags = speculative_flags(staged.root)
-    hosts = [plan_host(config, spec.name, profile, build_flags) for spec in specs]
-    return DeployPlan(staged=staged, hosts=hosts, build=choice)
+    return staged, choice, speculative_flags(staged.root)
 
 
 def unit_diff(old: str | None, new: str, unit_name: str) -> list[str]:
@@ -128,6 +143,7 @@ class DeployOptions:
     command: str | None = None
     cancel: threading.Event | None = None  # set on Ctrl-C when hosts run in worker threads
     reap: bool = False  # stop orphans of the old engine that still hold the unit's GPUs
+    engine: EngineRun | None = None  # a multi-node engine's meeting points (its ranks deploy side by side)
     skip_checks: tuple[str, ...] = ()  # `--skip-check` ids: waived on every host, besides each host's `waive`
 
 
@@ -174,7 +190,8 @@ def choose(staged: StagedBuild, host_plan: HostPlan, listing: Listing, unit_text
     config = config_change(unit_text, host_plan.unit_text, env_text, host_plan.env_text, spec.secrets)
     unit_changed = config.unit
     current = next((r for r in listing.releases if r.id == listing.current), None)
-    if same is not None and current is same and same.verified and not config.changed:
+    engine_same = host_plan.release_id is None or same is None or same.id == host_plan.release_id  # every rank's
+    if same is not None and current is same and same.verified and not config.changed and engine_same:
         if engine is not None and not engine.running:
             reason = (f"engine {engine.verdict}: start it through the gates ({host_plan.target.host.unit_name} is "
                       f"{engine.describe()}; release {same.id} with this exact content is current and verified, "

@@ -25,12 +25,14 @@ from specops.config.secrets import Secret
 from specops.deploy import engine_commands as ecmds
 from specops.deploy import engine_start, stop_step
 from specops.deploy import step_commands as cmds
+from specops.deploy.engine_run import Arrival, EngineRun
 from specops.deploy.engine_start import EngineState, read_engine_state
+from specops.deploy.engine_steps import EngineSteps
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.rollback import ProfileFor, interrupted_serving, smoke_figures
 from specops.deploy.rollback_restore import serve_after_interruption
 from specops.deploy.steps import Action, Handler, HostSteps, Step, step_applies
-from specops.engine.gates import GateResult, restart_and_gate
+from specops.engine.gates import GateResult
 from specops.errors import ChecksFailed, SpecopsError
 from specops.events import Event, Reporter
 from specops.host.base import Host
@@ -47,6 +49,7 @@ class RestartOptions:
     lock_wait_s: float = 0.0
     reap: bool = False  # stop orphans of the old engine that still hold the unit's GPUs
     command: str | None = None  # what the lock's holder record shows (default: this process's command line)
+    engine: EngineRun | None = None  # a multi-node engine's meeting points: its ranks restart as one
 
 
 @dataclass
@@ -119,11 +122,18 @@ def restart_host(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: 
     (command,) = locking[0].part(cmds.CONVERSATION)
     talk = conversation(host, command.argv, lifetime_s=CONVERSATION_TIMEOUT_S)
     planned = lock.LockCommands.planned(locking[0].commands + locking[1].commands)
-    with (
-        talk as on_host,
-        lock.acquire(on_host, holder, wait_s=options.lock_wait_s, on_event=say, commands=planned) as held,
-    ):
-        return _locked(on_host, spec, profile_for, reporter, options, held, locking)
+    run = options.engine  # a rank: locked after the lower ranks, met by the others (deploy/engine_run.py)
+    try:
+        with talk as on_host:
+            if run is not None:
+                run.take_turn(run.rank(spec.name))
+            with lock.acquire(on_host, holder, wait_s=options.lock_wait_s, on_event=say, commands=planned) as held:
+                if run is not None:
+                    run.arrive("lock", run.rank(spec.name), Arrival(True))
+                return _locked(on_host, spec, profile_for, reporter, options, held, locking)
+    finally:
+        if run is not None:
+            run.leave(run.rank(spec.name), "its restart ended")
 
 
 def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Reporter, options: RestartOptions,
@@ -138,7 +148,7 @@ def _locked(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: Repor
     current = next(r for r in listing.releases if r.id == listing.current)
     outcome = HostOutcome(spec.name, Outcome.ERROR, release=current.id, attempted=current.id, previous=current.id,
                           lock_taken_over=held.takeover_note)  # fmt: skip
-    run = _Restart(host, spec, profile_for(current.profile), steps, engine, outcome, reporter, options.reap,
+    run = _Restart(host, spec, profile_for(current.profile), steps, engine, outcome, reporter, options,
                    smoke_figures(current), current.verified, held)  # fmt: skip
     try:
         run.run()
@@ -169,8 +179,9 @@ def _interrupted(host: Host, spec: HostSpec, profile_for: ProfileFor, reporter: 
 
 
 @dataclass
-class _Restart:
-    """The restart's steps in order, each in its phase (the live view and the timings)."""
+class _Restart(EngineSteps):
+    """The restart's steps in order, each in its phase (the live view and the timings); a rank of an engine meets
+    the others between them (engine_steps.py: rank 0 drains first and proves the engine)."""
 
     host: Host
     spec: HostSpec
@@ -179,7 +190,7 @@ class _Restart:
     engine: EngineState
     outcome: HostOutcome
     reporter: Reporter
-    reap: bool
+    options: RestartOptions
     baseline: Figures | None  # the release's own recorded smoke figures: the regression gate's baseline
     verified: bool  # the release passed its gates before (a failure then points at the host)
     held: lock.HostLock
@@ -192,9 +203,11 @@ class _Restart:
             Handler.PRE_STOP: self._pre_stop, Handler.STOP: self._stop, Handler.GATES: self._gates,
             Handler.STARTED: self._started, Handler.START_FAILED: self._failed, Handler.POST_START: self._post_start,
         }  # fmt: skip
+        self._engine_planned()  # a rank: every rank restarts the same release
         for step in self.steps.steps:
             if step.handler is Handler.OUTSIDE or not step_applies(step.when, self.checks_ok, self.gates):
                 continue
+            self._engine_before(step)
             self.held.confirm(f"the {step.name} step")  # lost: no longer sure to be the only one changing it
             if step.phase is not None:
                 self.reporter.event(Event(self.spec.name, step.phase, self._message(step)))
@@ -204,6 +217,7 @@ class _Restart:
             finally:
                 if step.phase is not None:
                     self.outcome.phases[step.phase] = time.monotonic() - started
+            self._engine_after(step)
 
     def _message(self, step: Step) -> str:
         unit = self.spec.unit_name
@@ -218,11 +232,11 @@ class _Restart:
     def _stop(self, step: Step) -> None:
         self.outcome.release = None  # from here on nothing serves until the gates pass
         self.stop_asked = True
-        self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter, self.reap,
-                                        self.held.confirm, step)  # fmt: skip
+        self.checks_ok = stop_step.stop(self.host, self.spec, self.profile, self.outcome, self.reporter,
+                                        self.options.reap, self.held.confirm, step)  # fmt: skip
 
     def _gates(self, step: Step) -> None:
-        self.gates = restart_and_gate(self.host, self.spec, self.profile, self.baseline, self.reporter,
+        self.gates = self._gate_fn("gates")(self.host, self.spec, self.profile, self.baseline, self.reporter,
                                       planned=step.commands)  # fmt: skip
         self.outcome.gates = self.gates
 

@@ -35,6 +35,8 @@ from specops.ops.release_changes import ROLLBACK_TIMEOUT_S, update_manifest
 from specops.ops.stop_commands import StopCommands
 
 ProfileFor = Callable[[str | None], Profile]
+SWITCHING = "switching current"  # the confirm before the switch: every rank of an engine has stopped by then
+Gate = Callable[..., GateResult]  # restart_and_gate's signature
 
 
 @dataclass
@@ -119,7 +121,7 @@ def smoke_figures(release: ReleaseInfo | None) -> Figures | None:
 def rollback_host(
     host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reason: str, reporter: Reporter,
     *, force: bool = False, reap: bool = False, listing: Listing | None = None, confirm: Confirm = no_lock,
-    not_marked: str = "", planned: Sequence[HostCommand] = (), cause: str = "",
+    not_marked: str = "", planned: Sequence[HostCommand] = (), cause: str = "", gate: Gate = restart_and_gate,
 ) -> RollbackResult:  # fmt: skip
     """Drain and stop what serves, switch back to `target_id` (chosen and checked by the caller: the host's own
     refusal is a safety net), restart, gate. Never raises for a host-side refusal or GPUs that stay busy: the
@@ -130,13 +132,14 @@ def rollback_host(
     again unless it runs, the line saying so is noted, and the interruption goes on. `not_marked`: why the
     release it leaves is not marked bad (deploy/blame.py; "": it is marked). `planned`: the plan's rollback step
     (a deploy's), whose commands run as they are, `cause` filled into its reason's slot; without one (`specops
-    rollback`, which prints no steps) the same commands are made here with the step's own builder."""
+    rollback`, which prints no steps) the same commands are made here with the step's own builder. `gate`: how the
+    restored release is proven (a worker rank of an engine: by rank 0's gates and its own journal)."""
     if not planned:  # the drain budget is only the plan's note: no plan is shown here
         planned = cmds.rollback_commands(spec, target_id, reason, 0, bool(not_marked), force)
     commands = _Commands(planned, cause, bool(not_marked))
     before = listing if listing is not None else read_listing(host, spec, commands.listing)
     try:
-        result = _rollback(host, spec, profile_for, target_id, reporter, reap, before, confirm, commands)
+        result = _rollback(host, spec, profile_for, target_id, reporter, reap, before, confirm, commands, gate)
         result.not_marked = not_marked if result.error is None else ""
         return result
     except KeyboardInterrupt as interruption:  # SIGINT, SIGTERM, SIGHUP: end serving a verified release
@@ -168,7 +171,7 @@ class _Commands:
 
 
 def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: str, reporter: Reporter, reap: bool,
-              before: Listing, confirm: Confirm, commands: _Commands) -> RollbackResult:  # fmt: skip
+              before: Listing, confirm: Confirm, commands: _Commands, gate: Gate) -> RollbackResult:  # fmt: skip
     serving = next((r for r in before.releases if r.id == before.current), None)
     try:
         stopped = stop_engine(host, spec, profile_for(serving.profile if serving else None), reporter, reap=reap,
@@ -184,7 +187,7 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
     reporter.event(Event(spec.name, "rollback", f"switching current to {target_id}, putting back its unit and env "
                                                 f"file, restarting {spec.unit_name}"))  # fmt: skip
     try:
-        confirm("switching current")
+        confirm(SWITCHING)
         cursor = journal_position(host, commands=commands.readiness)
         reply = run_script(host, spec, list(commands.switch.argv), timeout=ROLLBACK_TIMEOUT_S)
     except LockLost:  # as above: whoever holds the lock now changes the host
@@ -195,7 +198,7 @@ def _rollback(host: Host, spec: HostSpec, profile_for: ProfileFor, target_id: st
     to_id = str(reply.get("current"))
     target = next((r for r in before.releases if r.id == to_id), None)
     profile = profile_for(target.profile if target else None)
-    gates = restart_and_gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor,
+    gates = gate(host, spec, profile, smoke_figures(target), reporter, do_restart=False, cursor=cursor,
                              planned=commands.planned)  # fmt: skip
     if gates.passed and to_id == target_id:
         script_reply(host, spec, commands.record, {"last_gates": gates.to_json()})

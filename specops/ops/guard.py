@@ -112,6 +112,9 @@ def disarm(host: Host, commands: Sequence[HostCommand]) -> None:
     run_all(host, commands, check=False, timeout=TIMEOUT_S)
 
 
+UNIT_PROBE = "unit:"  # remote/release/watch.py: a worker rank's watch asks systemd, not HTTP
+
+
 def watch_settings(spec: HostSpec, profile: Profile) -> WatchSettings | None:
     """The profile's watch after "verified" for this host; None when readiness.watch_s is 0 (no watch)."""
     from specops.engine.client import engine_address  # httpx itself is imported only by a client

@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from importlib import resources
@@ -226,6 +227,9 @@ def bundle_key(kind: str, sources: Iterable[bytes]) -> str:
     return digest.hexdigest()[:32]
 
 
+_BUILDING = threading.Lock()
+
+
 def cached_text(kind: str, sources: Iterable[bytes], build: Callable[[], str]) -> str:
     """The cached text for these sources, else `build()` (then kept for the next command)."""
     name = f"{kind}-{bundle_key(kind, sources)}.py"
@@ -233,7 +237,8 @@ def cached_text(kind: str, sources: Iterable[bytes], build: Callable[[], str]) -
         kept = read_private(bundle_cache_dir(), name)
         if kept is not None:
             return kept.decode("utf-8")
-    text = build()
+    with _BUILDING:  # CPython 3.11's parser is not safe in two threads at once (the ranks of an engine deploy so)
+        text = build()
     write_private(bundle_cache_dir(), name, text.encode("utf-8"), siblings=f"{kind}-*.py", keep=KEEP_PER_KIND)
     return text
 

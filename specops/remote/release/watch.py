@@ -37,9 +37,12 @@ from specops.remote.release.rollback import append_audit, op_rollback, rollback_
 from specops.remote.release.script import WATCH_FILE, WATCH_STOP_FILE, current_id, write_json_atomic
 from specops.remote.release.session import OPS
 
+UNIT_PROBE = "unit:"  # a worker rank of a multi-node engine serves no HTTP: its watch asks systemd instead
+
 
 def probe(url: str, timeout: float) -> str | None:
-    """None when URL answers 200, else what went wrong, in words. Never through a proxy: the engine is local."""
+    """None when URL answers 200, else what went wrong, in words. Never through a proxy: the engine is local.
+    (`unit:NAME`, a worker rank's, is Watch.unit_check.)"""
     import socket
     import urllib.error
     import urllib.request
@@ -111,6 +114,30 @@ class Watch:
                 return "rollback-failed", reason + "; the rollback failed: " + str(error)
             return "rolled-back", reason
 
+    def check(self) -> str | None:
+        return self.unit_check() if self.url.startswith(UNIT_PROBE) else probe(self.url, self.timeout)
+
+    def unit_check(self) -> str | None:
+        """A worker rank (`unit:NAME`): None while the engine verified runs (the unit active, in the run it was
+        when the watch began); a worker that died, even one systemd started again, is a failed engine."""
+        import subprocess
+
+        argv = ["systemctl", "show", "-p", "ActiveState", "-p", "InvocationID", self.url[len(UNIT_PROBE) :]]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout)
+        except (OSError, subprocess.SubprocessError) as error:
+            return "could not be read (" + type(error).__name__ + ")"
+        shown = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+        run = shown.get("InvocationID", "")
+        self.first_run = getattr(self, "first_run", run)
+        if run != self.first_run:
+            return "died (the unit was started again since the watch began)"
+        state = shown.get("ActiveState", "unknown")
+        return None if state == "active" else "is " + state
+
+    def what(self) -> str:
+        return "the worker rank's engine" if self.url.startswith(UNIT_PROBE) else "/health_generate"
+
     def run(self) -> tuple[str, str]:
         starter = lock_token(self.lock_dir)  # the deploy that started the watch: it lets go in a moment
         misses, last = 0, ""
@@ -120,13 +147,13 @@ class Watch:
             holder = lock_token(self.lock_dir)
             if holder is not None and holder != starter:
                 return "ended", "another specops operation took the host's lock"
-            failed = probe(self.url, self.timeout)
+            failed = self.check()
             misses, last = (misses + 1, failed) if failed else (0, last)
             self.save(failures=misses, probes=self.record["probes"] + 1, last_failure=last)
             if failed and misses >= self.limit:
                 into = int(time.time() - self.started)
                 reason = ("guard: release " + self.release + " failed its watch " + str(into) + " s after verified: "
-                          "/health_generate " + failed + " (" + str(misses) + " times in a row)")  # fmt: skip
+                          + self.what() + " " + failed + " (" + str(misses) + " times in a row)")  # fmt: skip
                 host_fault = host_fault_since(self.unit, self.started)
                 if host_fault is not None:  # hostblame.py: no mark, no rollback into the same fault
                     return "no-rollback", (reason + "; the host, not the release: " + host_fault + "; nothing "

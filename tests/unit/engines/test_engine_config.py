@@ -102,7 +102,7 @@ def test_unequal_gpu_counts_are_refused(config_dir: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("command", [["audit", "ds"], ["deploy", "ds", "--dry-run"], ["restart", "ds"]])
+@pytest.mark.parametrize("command", [["audit", "ds"]])  # the others take an engine now
 def test_commands_that_cannot_act_on_an_engine_refuse_it_with_exit_2(
     config_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
