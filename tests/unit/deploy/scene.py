@@ -19,6 +19,8 @@ import pytest
 
 from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
+from specops.commands.cache import PREPARE_SCRIPT
+from specops.commands.guard import DISARM_SCRIPT
 from specops.commands.lock import LOCK_SCRIPT
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -99,7 +101,7 @@ class DeployScene:
         host.script(["cat", "--"], reply(stderr="cat: manifest.json: No such file or directory\n", exit_code=1))
         self._script_release_ops(host, script)
         self._script_gates(host)
-        for prefix in (["mkdir"], ["rm"], ["touch"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
+        for prefix in (["sh", "-c", DISARM_SCRIPT], ["sh", "-c", PREPARE_SCRIPT], ["mkdir"], ["rm"], ["touch"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"], [PYTHON, "-IS", "-c"],
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())
