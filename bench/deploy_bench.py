@@ -26,6 +26,7 @@ from bench.cases import CaseFailed, compile_bytecode
 from bench.deploycases import Extras, all_cases, initial_deploy, rsync_untimed
 from bench.deployreport import BEGIN, END, render
 from bench.deployscene import SceneError, prepare_manual, start_scene
+from bench.execcount import ExecCount
 from bench.fleet import stop_hosts
 from bench.report import machine_info, write_section
 from bench.rounds import run_rounds
@@ -43,6 +44,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.deploy_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per case (default 5)")
     parser.add_argument("--write", type=Path, help="also put the report between the deploy-bench markers here")
+    parser.add_argument("--trace", type=Path, help="also write every request of the last in-process deploy here")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     started: list[TestHost] = []
     try:
-        report = _run(args.rounds, load_before, started)
+        report = _run(args.rounds, load_before, started, args.trace)
     except (CaseFailed, SceneError) as error:
         log(f"a case failed, no figures: {error}")
         return 1
@@ -81,7 +83,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _run(rounds: int, load_before: tuple[float, float, float], started: list[TestHost]) -> str:
+def _run(rounds: int, load_before: tuple[float, float, float], started: list[TestHost], trace: Path | None) -> str:
     try:
         with tempfile.TemporaryDirectory(prefix="specops-deploy-bench-") as scratch:
             scene = start_scene(Path(scratch), started, log)
@@ -94,9 +96,16 @@ def _run(rounds: int, load_before: tuple[float, float, float], started: list[Tes
             extras.drop_warmup()
             samples = run_rounds(cases, rounds, [cgroup_dir(scene.host.name)], log, warm_up=False)
             info = machine_info(rounds, 1, load_before)
+            if trace is not None and extras.last_count is not None:
+                trace.write_text(_trace(extras.last_count))
     finally:
         stop_hosts(started, log)
     return render(info, cases, samples, extras)
+
+
+def _trace(count: ExecCount) -> str:
+    """One line per request on the deploy's command conversation, in order: its phase, its ms, its command."""
+    return "".join(f"{r.phase}\t{r.seconds * 1000:.0f} ms\t{r.command}\n" for r in count.requests)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,18 @@ CACHE_VARIABLES: dict[str, str | None] = {
 }
 
 
+# prepare_argvs's steps: $1 the shared cache folder, $2 the service's folder, $3 the keyed folder, $4 the link,
+# $5 the engine's user (none: root keeps it)
+PREPARE_SCRIPT = """set -e
+mkdir -p -m 0755 "$1" "$2"
+mkdir -p -m 0700 "$3"
+[ -z "${5:-}" ] || chown "$5:$5" "$3"
+chmod 0700 "$3"
+ln -sfn "$3" "$4.new"
+mv -Tf "$4.new" "$4"
+"""
+
+
 def _word(text: str | None, unknown: str) -> str:
     """A safe path word: letters, digits, '.', '_' (anything else becomes '_'), never empty, '.' or '..'."""
     cleaned = _UNSAFE.sub("_", text or "").strip("._")[:40]
@@ -64,17 +76,12 @@ def cache_environment(spec: HostSpec) -> dict[str, str]:
 
 def prepare_argvs(spec: HostSpec, key: str) -> list[list[str]]:
     """Create the keyed folder (0700, the engine user's when run_as is set) and point the link at it atomically
-    (a new link renamed over the old one: an engine never sees the link missing)."""
+    (a new link renamed over the old one: an engine never sees the link missing). One command, so one round
+    trip: it stops at the first step that fails, with that step's exit status."""
     folder, link = shared_cache_dir(spec, key), cache_link(spec)
-    argvs = [
-        ["mkdir", "-p", "-m", "0755", f"{spec.base_dir}/shared/cache", spec.service_dir],
-        ["mkdir", "-p", "-m", "0700", folder],
-    ]
-    if spec.run_as:
-        argvs.append(["chown", f"{spec.run_as}:{spec.run_as}", folder])
-    argvs.append(["chmod", "0700", folder])
-    argvs += [["ln", "-sfn", folder, f"{link}.new"], ["mv", "-Tf", f"{link}.new", link]]
-    return argvs
+    owner = [spec.run_as] if spec.run_as else []
+    return [["sh", "-c", PREPARE_SCRIPT, "specops-cache", f"{spec.base_dir}/shared/cache", spec.service_dir, folder,
+             link, *owner]]  # fmt: skip
 
 
 def prepare_commands(spec: HostSpec, key: str) -> list[HostCommand]:

@@ -12,6 +12,15 @@ WATCH_INTERVAL_S = 5  # between two probes of the watch (less when the probe tim
 WATCH_SPARE_S = 1200  # RuntimeMaxSec= beyond the window: the last probe, and a rollback's restart (up to 600 s)
 
 
+# The disarm's steps (disarm_argvs): $1 the watch's stop file, $2 the guard's state, then the units
+DISARM_SCRIPT = """stop=$1 state=$2; shift 2
+touch -- "$stop"
+systemctl stop "$@"
+systemctl reset-failed "$@"
+rm -f -- "$state"
+"""
+
+
 def guard_unit(spec: HostSpec) -> str:
     return f"specops-guard-{spec.service}"
 
@@ -111,11 +120,8 @@ def disarm_argvs(spec: HostSpec) -> list[list[str]]:
     non-zero when there is no guard: not an error). The caller holds the lock, and a guard rolls back only
     under it, so the guard run stopped here is at most a check, or one that has just let the lock go: left
     running, it would make the next `systemd-run --unit=` fail ("already loaded"). Its state goes too: no
-    planned target is shown, or used, once no guard runs. The watch's stop is announced first (watch_stop_path)."""
+    planned target is shown, or used, once no guard runs. The watch's stop is announced first (watch_stop_path).
+    One command, so one round trip: its four steps run in this order whatever each one exits with."""
     unit, watch = guard_unit(spec), watch_unit(spec)
-    return [
-        ["touch", "--", watch_stop_path(spec)],
-        ["systemctl", "stop", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
-        ["systemctl", "reset-failed", f"{unit}.timer", f"{unit}.service", f"{watch}.service"],
-        ["rm", "-f", "--", guard_state_path(spec)],
-    ]
+    units = [f"{unit}.timer", f"{unit}.service", f"{watch}.service"]
+    return [["sh", "-c", DISARM_SCRIPT, "specops-disarm", watch_stop_path(spec), guard_state_path(spec), *units]]

@@ -31,13 +31,26 @@ def verify_argv(unit_name: str) -> list[str]:
     return ["systemd-analyze", "verify", verify_path(unit_name)]
 
 
-def show_argv(unit_name: str, properties: list[str]) -> list[str]:
-    return ["systemctl", "show", unit_name, "-p", ",".join(properties)]
+def show_argv(unit_name: str, properties: list[str], *more_units: str) -> list[str]:
+    """`systemctl show`; with `more_units`, one block per unit in this order (parse_show_units)."""
+    return ["systemctl", "show", unit_name, *more_units, "-p", ",".join(properties)]
 
 
 def parse_show(text: str) -> dict[str, str]:
     """`systemctl show` KEY=VALUE lines into a dict (values may contain '=')."""
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def parse_show_units(text: str) -> list[dict[str, str]]:
+    """`systemctl show A B -p ...`: one dict per unit, in the order named (systemd separates them by an empty
+    line; a unit it does not know still gets its block)."""
+    return [parse_show(block) for block in text.split("\n\n") if block.strip()]
+
+
+def all_enabled(states: list[dict[str, str]]) -> bool:
+    """Whether every unit's link is in place for the next boot: UnitFileState `enabled` exactly (not
+    `enabled-runtime`, which a reboot forgets, nor `static`, `linked` or `masked`)."""
+    return bool(states) and all(state.get("UnitFileState", "").strip() == "enabled" for state in states)
 
 
 def needs_daemon_reload(old_unit: str | None, new_unit: str, need_daemon_reload: str) -> bool:
@@ -62,12 +75,13 @@ def daemon_reload_argv() -> list[str]:
     return ["systemctl", "daemon-reload"]
 
 
-def enable_argv(*unit_names: str) -> list[str]:
+def enable_argv(*unit_names: str, reload: bool = True) -> list[str]:
     """Enable the units (their [Install] WantedBy=multi-user.target): a reboot starts the engine again.
 
     Idempotent, and kept by a rollback: the link in multi-user.target.wants/ names the unit's path, whose
-    text a rollback rewrites in place."""
-    return ["systemctl", "enable", *unit_names]
+    text a rollback rewrites in place. systemd reloads itself after every enable, links new or not (about as
+    long as a daemon-reload); `reload=False` (`--no-reload`) where a daemon-reload has just loaded the units."""
+    return ["systemctl", "enable", *([] if reload else ["--no-reload"]), *unit_names]
 
 
 def reset_failed_argv(unit_name: str) -> list[str]:

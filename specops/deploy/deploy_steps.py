@@ -27,9 +27,11 @@ OK, PASSED, FAILED = Condition.CHECKS_PASS, Condition.GATES_PASS, Condition.GATE
 
 
 def deploy_steps(
-    host_plan: HostPlan, choice: Choice, push: PushPlan | None, guard: bool, options: DeployOptions
-) -> list[Step]:
-    """From the push to the watch, both branches of the gates included; `guard`: a rollback guard is armed."""
+    host_plan: HostPlan, choice: Choice, push: PushPlan | None, guard: bool, options: DeployOptions,
+    enabled: bool = False,
+) -> list[Step]:  # fmt: skip
+    """From the push to the watch, both branches of the gates included; `guard`: a rollback guard is armed;
+    `enabled`: both units were enabled when the host was read (the unit step does not enable them again)."""
     spec, release_id = host_plan.target.host, choice.release_id
     steps = [Step("push", _push_summary(release_id, push, choice), phase="push", handler=Handler.PUSH)]
     candidate = f"{spec.service_dir}/releases/{release_id}"
@@ -41,8 +43,8 @@ def deploy_steps(
     unit = f"write {spec.env_file} (0600)" + (f" and {spec.unit_name} (changed)" if choice.unit_changed
                                               else f"; {spec.unit_name} unchanged")  # fmt: skip
     env_lines = len(host_plan.env_text.splitlines())
-    steps.append(Step("unit", unit, tuple(cmds.unit_commands(spec, release_id, choice.unit_changed, env_lines)), OK,
-                      phase="unit", handler=Handler.UNIT))  # fmt: skip
+    unit_cmds = cmds.unit_commands(spec, release_id, choice.unit_changed, env_lines, enabled)
+    steps.append(Step("unit", unit, tuple(unit_cmds), OK, phase="unit", handler=Handler.UNIT))
     target = choice.rollback_to.id if choice.rollback_to else ""
     if guard:
         steps.append(Step("guard", f"arm the host-side rollback guard (rolls back to {target} if this deploy dies)",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands import unit as unit_cmd
+from specops.commands.boot import boot_unit
 from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.planned import HostCommand, Times, run
 from specops.config.inventory import HostSpec
@@ -21,18 +22,19 @@ from specops.ops import unit
 
 ENGINE_READ, LAST_ENTRY = "engine-read", "last-entry"  # whether the engine runs, and since when
 
-ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp"]
+ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp", "UnitFileState"]
 
 
-def engine_state_argv(unit_name: str) -> list[str]:
-    return unit_cmd.show_argv(unit_name, ENGINE_PROPERTIES)
+def engine_state_argv(spec: HostSpec) -> list[str]:
+    """The engine's unit, then the boot unit (their UnitFileState: the unit step enables them only when needed)."""
+    return unit_cmd.show_argv(spec.unit_name, ENGINE_PROPERTIES, boot_unit(spec))
 
 
 def engine_read_commands(spec: HostSpec) -> list[HostCommand]:
     """Whether the engine runs, before anything changes (deploy/engine_start.py `read_engine_state` runs them)."""
     note = "a verified release whose engine is not active is started through the gates, not left stopped"
     since = "only when the engine is not active and systemd no longer knows since when: its last journal entry"
-    return [run(engine_state_argv(spec.unit_name), note=note, role=ENGINE_READ),
+    return [run(engine_state_argv(spec), note=note, role=ENGINE_READ),
             run(journal.last_entry_argv(spec.unit_name), times=Times.IF_NEEDED, note=since,
                 role=LAST_ENTRY)]  # fmt: skip
 

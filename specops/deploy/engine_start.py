@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from specops.commands.unit import parse_show
+from specops.commands.unit import all_enabled, parse_show_units
 from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.deploy import engine_commands as ecmds
@@ -39,6 +39,7 @@ class EngineState:
     sub: str = "running"
     since: str = ""
     answering: bool = True  # an active unit's HTTP server answered (False: active, but nothing answers)
+    enabled: bool = False  # the engine's unit and the boot unit are both enabled (UnitFileState): no enable needed
 
     @property
     def running(self) -> bool:
@@ -74,11 +75,13 @@ def read_engine_state(host: Host, spec: HostSpec, *, ask_http: bool = True,
     default: the same ones, ecmds.engine_read_commands)."""
     state, last = planned or ecmds.engine_read_commands(spec)
     result = host.run(state.argv, timeout=READ_TIMEOUT_S, check=False)
-    show = parse_show(result.text) if result.ok else {}
+    units = parse_show_units(result.text) if result.ok else []
+    show = units[0] if units else {}
     active = show.get("ActiveState", "").strip() or "unknown"
     since = stopped_since(host, show, spec.unit_name, last.argv) if active != "active" else ""
     answering = active != "active" or not ask_http or engine_answers(host, spec)
-    return EngineState(active, show.get("SubState", "").strip() or "?", since, answering)
+    return EngineState(active, show.get("SubState", "").strip() or "?", since, answering,
+                       len(units) == 2 and all_enabled(units))  # fmt: skip
 
 
 def engine_answers(host: Host, spec: HostSpec) -> bool:

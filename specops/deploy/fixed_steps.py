@@ -66,10 +66,12 @@ class FixedSteps:
         text = self.host_plan.unit_text
         install_release_env(self.host, step.part(unit.RELEASE_ENV), self.host_plan.env_text)  # live: at the restart
         compile_cache.prepare(self.host, self.spec, self.cache_key, step.part(CACHE_ROLE))
-        install_boot_unit(self.host, self.spec, step.part(unit.BOOT), lock.lock_root(), lock.DEFAULT_STALE_AFTER_S)
+        boot = install_boot_unit(self.host, self.spec, step.part(unit.BOOT), lock.lock_root(),
+                                 lock.DEFAULT_STALE_AFTER_S)  # fmt: skip
+        reloaded = False
         if step.part(unit.UNIT):  # planned when the unit's text changed
-            install_unit(self.host, self.spec, text, step.part(unit.UNIT))
-        enable_unit(self.host, step.part(unit.ENABLE))
+            reloaded = install_unit(self.host, self.spec, text, step.part(unit.UNIT)).reloaded
+        enable_unit(self.host, step.part(unit.ENABLE), boot_written=boot, reloaded=reloaded)
         # the fingerprint rides on this manifest update (no extra round trip): `specops diagnose` compares it later
         (manifest,) = step.part(MANIFEST)
         script_reply(self.host, self.spec, manifest, {"unit": text, "env_file": self.spec.env_file,

@@ -286,7 +286,7 @@ def _middle_steps(host_plan: HostPlan, choice: Choice, push: PushPlan | None, gu
                    tuple(cmds.env_commands(spec, len(host_plan.env_text.splitlines()))), phase="unit",
                    handler=Handler.ENV)  # fmt: skip
         return [env, *start_steps(spec, host_plan.target.profile, choice.release_id, engine, options.reap)]
-    return deploy_steps(host_plan, choice, push, guard, options)
+    return deploy_steps(host_plan, choice, push, guard, options, engine.enabled)
 
 
 def _push_plan(staged: StagedBuild, choice: Choice, state: HostState) -> PushPlan | None:

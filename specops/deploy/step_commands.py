@@ -136,10 +136,12 @@ def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[
                             Times.IF_NEEDED, "only when a check stops the deploy")]  # fmt: skip
 
 
-def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int) -> list[HostCommand]:
+def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines: int,
+                  enabled: bool = False) -> list[HostCommand]:  # fmt: skip
     """The release's own env file always (it may carry a new secret; the live one is written from it when the
     release is started: restart_commands); the unit only when its text changed: verified under a scratch path
-    first, then moved in and systemd reloaded. The unit is enabled on every deploy. Each command carries its part
+    first, then moved in and systemd reloaded. `enabled`: both units were enabled when the host was read, so
+    neither is enabled again (systemd reloads itself on every enable). Each command carries its part
     (HostCommand.role): specops/ops/unit.py runs each part with these very objects."""
     boot = boot_unit(spec)
     commands = [
@@ -164,10 +166,23 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(unit_cmd.show_argv(spec.unit_name, ["NeedDaemonReload"]), role=unit.UNIT),
             run(unit_cmd.daemon_reload_argv(), role=unit.UNIT),
         ]  # fmt: skip
-    commands.append(run(unit_cmd.enable_argv(spec.unit_name, boot), note="a reboot starts the engine on `current`",
-                        role=unit.ENABLE))  # fmt: skip
+    commands.append(_enable_command(spec.unit_name, boot, unit_changed, enabled))
     changes = '{"unit": ..., "env_file": ..., "profile": ..., "compile_cache": ...}'
     return [*commands, manifest_update(spec, release_id, changes)]
+
+
+def _enable_command(unit_name: str, boot: str, unit_changed: bool, enabled: bool) -> HostCommand:
+    """Enabled already: only the reload a rewritten boot unit needs (links in place); else enable, without the
+    reload systemd would add when the unit's own daemon-reload has just loaded both units."""
+    if enabled:
+        return run(
+            unit_cmd.daemon_reload_argv(),
+            times=Times.IF_NEEDED,
+            role=unit.ENABLE,
+            note="both units are enabled already; only when the boot unit was rewritten and not reloaded yet",
+        )
+    return run(unit_cmd.enable_argv(unit_name, boot, reload=not unit_changed), role=unit.ENABLE,
+               note="a reboot starts the engine on `current`")  # fmt: skip
 
 
 def env_commands(spec: HostSpec, env_lines: int) -> list[HostCommand]:

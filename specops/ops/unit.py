@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specops.commands.boot import boot_unit_text
-from specops.commands.planned import HostCommand
+from specops.commands.planned import HostCommand, Times
 from specops.commands.unit import deliberate_restart_argvs, needs_daemon_reload, parse_show, unmanaged_reason
 from specops.config.inventory import HostSpec
 from specops.errors import ExitCode, SpecopsError
@@ -80,12 +80,16 @@ def install_unit(host: Host, spec: HostSpec, text: str, commands: Sequence[HostC
     return UnitChange(changed=old != text, reloaded=reload, verified=verified)
 
 
-def enable_unit(host: Host, commands: Sequence[HostCommand]) -> None:
-    """Enable the engine's unit and the boot unit, on every deploy (a unit installed by an older specops was
-    never enabled): a host that reboots starts the release `current` names, and the boot unit has the guard
-    roll back one that was never verified. The boot unit must be installed first (install_boot_unit)."""
-    (enable,) = commands
-    execute(host, enable, timeout=UNIT_TIMEOUT_S)
+def enable_unit(host: Host, commands: Sequence[HostCommand], *, boot_written: bool, reloaded: bool) -> None:
+    """Enable the engine's unit and the boot unit unless both were enabled when the host was read (a unit
+    installed by an older specops was never enabled): a host that reboots starts the release `current` names,
+    and the boot unit has the guard roll back one that was never verified. The boot unit must be installed first
+    (install_boot_unit). Already enabled, the plan holds only the reload a rewritten boot unit needs: run when
+    it was rewritten (`boot_written`) and the unit's own daemon-reload did not follow (`reloaded`)."""
+    (command,) = commands
+    if command.times is Times.IF_NEEDED and (not boot_written or reloaded):
+        return
+    execute(host, command, timeout=UNIT_TIMEOUT_S)
 
 
 def install_boot_unit(host: Host, spec: HostSpec, commands: Sequence[HostCommand], lock_dir: str,

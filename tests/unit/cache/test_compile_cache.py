@@ -3,6 +3,12 @@ and `status`'s size, against a RecordingHost."""
 
 from __future__ import annotations
 
+import getpass
+import os
+import stat
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from specops.commands.cache import cache_environment, cache_key, prepare_argvs
@@ -38,15 +44,29 @@ def test_the_unit_names_the_stable_link_and_the_deploy_points_it_at_the_keyed_fo
     assert env["TRITON_CACHE_DIR"] == "/opt/specops/sglang/cache/triton"
     assert env["FLASHINFER_WORKSPACE_BASE"] == "/opt/specops/sglang/cache"
     assert env["SGLANG_DG_CACHE_DIR"] == env["DG_JIT_CACHE_DIR"] == "/opt/specops/sglang/cache/deep_gemm"
-    folder = "/opt/specops/shared/cache/k1"
-    assert prepare_argvs(HOST, "k1") == [
-        ["mkdir", "-p", "-m", "0755", "/opt/specops/shared/cache", "/opt/specops/sglang"],
-        ["mkdir", "-p", "-m", "0700", folder],
-        ["chmod", "0700", folder],
-        ["ln", "-sfn", folder, "/opt/specops/sglang/cache.new"],
-        ["mv", "-Tf", "/opt/specops/sglang/cache.new", "/opt/specops/sglang/cache"],
-    ]
-    assert ["chown", "sglang:sglang", folder] in prepare_argvs(replace(HOST, run_as="sglang"), "k1")
+
+
+def _prepare(base: Path, key: str, run_as: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The deploy's cache command, run as the host runs it: one request (a plain sh, no login shell)."""
+    (argv,) = prepare_argvs(replace(HOST, base_dir=str(base), run_as=run_as), key)
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
+def test_one_command_makes_the_keyed_folder_0700_and_points_the_stable_link_at_it(tmp_path: Path) -> None:
+    for key in ("k1", "k2", "k1"):  # a host whose torch or GPUs change gets another folder; the link follows
+        assert _prepare(tmp_path, key, getpass.getuser()).returncode == 0
+        folder = tmp_path / "shared" / "cache" / key
+        assert os.readlink(tmp_path / "sglang" / "cache") == str(folder)
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert stat.S_IMODE((tmp_path / "shared" / "cache").stat().st_mode) == 0o755
+    assert not (tmp_path / "sglang" / "cache.new").exists()
+
+
+def test_a_step_that_fails_stops_the_command_with_its_error_and_moves_no_link(tmp_path: Path) -> None:
+    (tmp_path / "sglang").write_text("not a folder")
+    done = _prepare(tmp_path, "k1")
+    assert done.returncode != 0 and "sglang" in done.stderr
+    assert not (tmp_path / "shared" / "cache" / "k1").exists()
 
 
 def _release(release_id: str, seconds: float | None, current: bool = False, ok: bool = True) -> ReleaseInfo:

@@ -19,6 +19,8 @@ import pytest
 
 from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
+from specops.commands.cache import PREPARE_SCRIPT
+from specops.commands.guard import DISARM_SCRIPT
 from specops.commands.lock import LOCK_SCRIPT
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -62,6 +64,7 @@ class DeployScene:
     releases: list[dict[str, Any]] = field(default_factory=list)
     current: str | None = None
     unit: str | None = None  # the installed unit's text
+    boot: str | None = None  # the installed boot unit's text
     ready: list[bool] = field(default_factory=lambda: [True])  # each readiness wait in turn: ready or exited
     checks: Status = Status.PASS
     results: list[CheckResult] | None = None  # the doctor's results, when not the one check of `checks`
@@ -85,7 +88,8 @@ class DeployScene:
                            ("release", "state=released\nnow=1\n")):  # fmt: skip
             host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", op], reply(answer))
         host.script(release_cmd.session_argv(spec), reply(self._session_output()))
-        host.script(["cat", f"/etc/systemd/system/specops-boot-{spec.service}.service"], reply(exit_code=1))
+        host.script(["cat", f"/etc/systemd/system/specops-boot-{spec.service}.service"],
+                    reply(self.boot) if self.boot is not None else reply(exit_code=1))  # fmt: skip
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", probe_argv(PYTHON)), reply("{}\n"))
@@ -97,12 +101,12 @@ class DeployScene:
         host.script(["cat", "--"], reply(stderr="cat: manifest.json: No such file or directory\n", exit_code=1))
         self._script_release_ops(host, script)
         self._script_gates(host)
-        for prefix in (["mkdir"], ["rm"], ["touch"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
+        for prefix in (["sh", "-c", DISARM_SCRIPT], ["sh", "-c", PREPARE_SCRIPT], ["mkdir"], ["rm"], ["touch"], ["systemd-analyze"], ["systemctl", "daemon-reload"], ["systemctl", "enable"],
                        ["systemctl", "stop"], ["systemctl", "reset-failed"], [PYTHON, "-I", "-c"], [PYTHON, "-IS", "-c"],
                        ["chown"], ["chmod"], ["ln"], ["mv"]):  # fmt: skip
             host.script(prefix, reply())
         host.script(["systemctl", "show", spec.unit_name, "-p", "NeedDaemonReload"], reply("NeedDaemonReload=no\n"))
-        host.script(engine_state_argv(spec.unit_name), reply(self.engine))
+        host.script(engine_state_argv(spec), reply(self.engine))
         host.script(
             journal.last_entry_argv(spec.unit_name), reply("2026-12-02T07:01:02+00:00 gpu1 systemd[1]: Stopped\n")
         )
