@@ -15,7 +15,6 @@ from specops.commands import unit as unit_cmd
 from specops.commands.dist_port import dist_port_argv
 from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.planned import HostCommand, Times, run
-from specops.config.engine_spec import Rank
 from specops.config.inventory import HostSpec
 from specops.deploy.steps import Condition, Handler, Step
 from specops.engine import readiness_commands as readiness
@@ -101,29 +100,33 @@ def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
     ]  # fmt: skip
 
 
-def dist_port_commands(spec: HostSpec, rank: Rank) -> list[HostCommand]:
+def dist_port_commands(spec: HostSpec, rank: int, nnodes: int, dist_init_addr: str) -> list[HostCommand]:
     """One rank's side of the dist port test (specops/remote/distport.py), run by every rank at once once every
     rank passed its checks: rank 0 binds the port (or names who holds it), the others connect to it."""
-    if rank.rank == 0:
-        note = (f"binds port {rank.dist_init_addr.rpartition(':')[2]} for up to 20 s while the other ranks connect; "
+    if rank == 0:
+        note = (f"binds port {dist_init_addr.rpartition(':')[2]} for up to 20 s while the other ranks connect; "
                 f"a port held by {spec.unit_name} itself passes")  # fmt: skip
     else:
-        note = f"a real TCP connect to rank 0 at {rank.dist_init_addr} (retried for up to 15 s)"
-    return [run(dist_port_argv(spec.python, rank.rank, rank.nnodes, rank.dist_init_addr), note=note, role=DIST_PORT)]
+        note = f"a real TCP connect to rank 0 at {dist_init_addr} (retried for up to 15 s)"
+    return [run(dist_port_argv(spec.python, rank, nnodes, dist_init_addr), note=note, role=DIST_PORT)]
 
 
 DIST_CHECKS = ("engine.dist_port", "engine.dist_reach")  # the doctor's ids for rank 0's side and the workers'
 
 
-def dist_port_step(spec: HostSpec, rank: Rank, skipped: tuple[str, ...]) -> Step | None:
+def dist_port_step(
+    spec: HostSpec, rank: int, nnodes: int, dist_init_addr: str, skipped: tuple[str, ...]
+) -> Step | None:
     """After every rank passed its checks and before anything stops: the dist port test on every rank at once
-    (None when `--skip-check` names both of its checks). A problem stops the engine's deploy on every rank."""
+    (None when `--skip-check` names both of its checks). A problem stops the engine's deploy (or restart) on
+    every rank. `rank`: this host's index among the engine's `nnodes`; `dist_init_addr`: rank 0's ADDR:PORT."""
     left = [check for check in DIST_CHECKS if check not in skipped]
     if not left:
         return None
     waived = f"; skipped: {', '.join(c for c in DIST_CHECKS if c in skipped)}" if len(left) < len(DIST_CHECKS) else ""
     summary = (f"the dist port test ({', '.join(left)}), on every rank at once: rank 0 binds "
-               f"{rank.dist_init_addr}, every other rank connects to it; a problem on any rank stops every rank "
+               f"{dist_init_addr}, every other rank connects to it; a problem on any rank stops every rank "
                f"here, nothing stopped{waived}")  # fmt: skip
-    return Step("dist-port", summary, tuple(dist_port_commands(spec, rank)), Condition.CHECKS_PASS,
+    commands = dist_port_commands(spec, rank, nnodes, dist_init_addr)
+    return Step("dist-port", summary, tuple(commands), Condition.CHECKS_PASS,
                 handler=Handler.DIST_PORT)  # fmt: skip

@@ -55,6 +55,9 @@ def test_a_worker_that_cannot_reach_rank_0s_dist_port_stops_the_deploy_before_an
 
     text = scene.cli("deploy", ENGINE, "--build", str(UNPATCHED), "--patch", str(PATCH))
     assert text.code == 1 and lost in text.out + text.err, text.out + text.err
+    restarted = scene.cli("restart", ENGINE)  # a restart tests it before rank 0 drains, too
+    assert restarted.code == 1 and lost in restarted.out + restarted.err, restarted.out + restarted.err
+    assert [_invocation(host) for host in hosts] == runs
 
     dry = scene.cli("deploy", ENGINE, "--build", str(UNPATCHED), "--patch", str(PATCH), "--dry-run")  # its test
     assert dry.code == 0, dry.out + dry.err

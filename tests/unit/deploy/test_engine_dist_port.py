@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 import pytest
 
 from specops.commands.dist_port import dist_port_argv
-from specops.config.engine_spec import Rank
 from specops.config.inventory import HostSpec
 from specops.deploy.engine_commands import DIST_PORT, dist_port_step
 from specops.deploy.engine_run import EngineRun
@@ -29,10 +28,6 @@ UNREACHABLE = {"connected": False, "error": "ENETUNREACH: Network is unreachable
 
 def _spec(name: str) -> HostSpec:
     return HostSpec(name=name, ssh=name, python=PYTHON, model_path="/m")
-
-
-def _rank(index: int) -> Rank:
-    return Rank(engine="ds", rank=index, nnodes=2, dist_init_addr=ADDR, tp_size=2, pp_size=1)
 
 
 @dataclass
@@ -66,7 +61,7 @@ def _answers(rank0: dict[str, object], rank1: dict[str, object], **options: obje
     for index, said in enumerate((rank0, rank1)):
         host = RecordingHost(name=HOSTS[index]).script([PYTHON, "-I", "-S", "-c"], reply(json.dumps(said) + "\n"))
         ranks.append(_Rank(_Options(run, **options), host, _spec(HOSTS[index])))  # type: ignore[arg-type]
-    steps = [dist_port_step(rank.spec, _rank(index), ranks[index].options.skip_checks) for index, rank in
+    steps = [dist_port_step(rank.spec, index, 2, ADDR, ranks[index].options.skip_checks) for index, rank in
              enumerate(ranks)]  # fmt: skip
     threads = [threading.Thread(target=rank._dist_port, args=(step,)) for rank, step in zip(ranks, steps, strict=True)]
     for thread in threads:
@@ -80,7 +75,7 @@ def _answers(rank0: dict[str, object], rank1: dict[str, object], **options: obje
 
 
 def test_the_step_is_planned_after_the_checks_with_each_ranks_own_side() -> None:
-    listen, connect = (dist_port_step(_spec(host), _rank(index), ()) for index, host in enumerate(HOSTS))
+    listen, connect = (dist_port_step(_spec(host), index, 2, ADDR, ()) for index, host in enumerate(HOSTS))
     assert listen is not None and connect is not None
     assert (listen.handler, listen.when) == (Handler.DIST_PORT, Condition.CHECKS_PASS)
     assert listen.commands[0].argv == tuple(dist_port_argv(PYTHON, 0, 2, ADDR))
@@ -90,9 +85,9 @@ def test_the_step_is_planned_after_the_checks_with_each_ranks_own_side() -> None
 
 
 def test_skip_check_leaves_a_side_out_or_the_whole_step() -> None:
-    half = dist_port_step(_spec("ds-b"), _rank(1), ("engine.dist_reach",))
+    half = dist_port_step(_spec("ds-b"), 1, 2, ADDR, ("engine.dist_reach",))
     assert half is not None and half.summary.endswith("skipped: engine.dist_reach")
-    assert dist_port_step(_spec("ds-b"), _rank(1), ("engine.dist_port", "engine.dist_reach")) is None
+    assert dist_port_step(_spec("ds-b"), 1, 2, ADDR, ("engine.dist_port", "engine.dist_reach")) is None
 
 
 def test_a_worker_that_cannot_connect_fails_every_rank_naming_the_port_and_its_host() -> None:
