@@ -9,10 +9,9 @@ step_commands.py this is where a deploy calls the argv builders (tests/test_laye
 
 from __future__ import annotations
 
-from specops.commands import engine_stop, journal
+from specops.commands import dist_port, engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands import unit as unit_cmd
-from specops.commands.dist_port import dist_port_argv
 from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.planned import HostCommand, Times, run
 from specops.config.inventory import HostSpec
@@ -108,7 +107,7 @@ def dist_port_commands(spec: HostSpec, rank: int, nnodes: int, dist_init_addr: s
                 f"a port held by {spec.unit_name} itself passes")  # fmt: skip
     else:
         note = f"a real TCP connect to rank 0 at {dist_init_addr} (retried for up to 15 s)"
-    return [run(dist_port_argv(spec.python, rank, nnodes, dist_init_addr), note=note, role=DIST_PORT)]
+    return [run(dist_port.dist_port_argv(spec.python, rank, nnodes, dist_init_addr), note=note, role=DIST_PORT)]
 
 
 DIST_CHECKS = ("engine.dist_port", "engine.dist_reach")  # the doctor's ids for rank 0's side and the workers'
