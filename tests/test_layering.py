@@ -333,6 +333,8 @@ PLANLESS_FUNCTIONS = {
     ("specops/ops/cache.py", "measure"): "`specops status`: the compile cache's size, no plan",
     ("specops/probe/run.py", "planless_command"): "`specops doctor` (and its `--deep`): the probe without a plan; "
     "a deploy's preflight runs its planned command",
+    ("specops/probe/dist_port.py", "planless_command"): "`specops doctor ENGINE`'s dist port test: no plan; a "
+    "deploy's dist-port step runs its planned command",
     (
         "specops/engine/readiness_commands.py",
         "ReadinessCommands.built",

@@ -90,7 +90,9 @@ def deploy(
             plan = make_plan(config, names, profile, build, patch, Path(workdir))
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
-        ranks = EngineRun(engine, [h.name for h in plan.hosts], cancel) if engine is not None else None
+        first = plan.hosts[0].target.rank
+        ranks = (EngineRun(engine, [h.name for h in plan.hosts], cancel, first.dist_init_addr if first else "")
+                 if engine is not None else None)  # fmt: skip
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
                                 cancel=cancel, reap=reap, skip_checks=skip_checks, engine=ranks)  # fmt: skip
         if dry_run:
@@ -147,15 +149,16 @@ def _marked_bad(plan: DeployPlan) -> list[str]:
 def check_ids(values: list[str] | None) -> tuple[str, ...]:
     """The `--skip-check` ids (repeatable, comma-separated), each a known check: a typo would waive nothing."""
     from specops.config.waivers import CHECK_IDS, LIST_HINT, unknown_check_message
+    from specops.deploy.engine_commands import DIST_CHECKS
     from specops.errors import UsageError
 
     ids = [word.strip() for value in values or () for word in value.split(",")]
     if values and not any(ids):
         raise UsageError("--skip-check names no check", hint=LIST_HINT)
     for check_id in ids:
-        if check_id and check_id not in CHECK_IDS:
+        if check_id and check_id not in (*CHECK_IDS, *DIST_CHECKS):  # an engine's deploy runs its dist port test
             raise UsageError(f"--skip-check: {unknown_check_message(check_id)}",
-                             hint=f"known checks: {', '.join(CHECK_IDS)}; {LIST_HINT}")  # fmt: skip
+                             hint=f"known checks: {', '.join((*CHECK_IDS, *DIST_CHECKS))}; {LIST_HINT}")  # fmt: skip
     return tuple(dict.fromkeys(check_id for check_id in ids if check_id))
 
 

@@ -45,9 +45,10 @@ def doctor(
     as_json = app_state.wants_json(json_output)
     if list_checks:
         from specops.cli.doctor_view import print_check_list
+        from specops.doctor.engine_checks import ENGINE_CHECK_DESCRIPTIONS
         from specops.doctor.registry import all_checks
 
-        print_check_list(all_checks(), as_json)
+        print_check_list(all_checks(), as_json, ENGINE_CHECK_DESCRIPTIONS)
         return
     if since_verified and local:
         raise UsageError("--since-verified compares a host with its releases; it does not go with --local")

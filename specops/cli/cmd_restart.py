@@ -30,6 +30,10 @@ def restart(
     all_hosts: AllOpt = False,
     lock_wait: LockWaitOpt = 0.0,
     reap: ReapOpt = False,
+    skip_check: Annotated[
+        list[str] | None,
+        typer.Option("--skip-check", metavar="ID[,ID]", help="An engine: leave out these dist port checks."),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
     json_output: JsonOpt = False,
 ) -> None:
@@ -37,11 +41,12 @@ def restart(
 
     Under the host's lock, audited. A failure marks nothing bad: the release passed these gates before, so the
     host is the suspect; the outcome names the journal's cause. Several hosts: in parallel, one row each."""
-    from specops.cli.cmd_deploy import deploy_reporter, profile_resolver
+    from specops.cli.cmd_deploy import check_ids, deploy_reporter, profile_resolver, ssh_hostname
     from specops.deploy.restart import HostRestart, RestartOptions, preview, restart_host
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
+    skip_checks = check_ids(skip_check)  # a misspelt id is the first error: nothing is read or connected yet
     config = app_state.load_config()
     from specops.config.engine_spec import refuse_engine_ranks
     from specops.deploy.engine_plan import engine_named
@@ -53,9 +58,14 @@ def restart(
     else:
         specs = selected(config, names or [], all_hosts)
     refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs if engine is None], "restart")
-    ranks = EngineRun(engine, [spec.name for spec in specs]) if engine is not None else None
+    ranks = None
+    if engine is not None:  # the dist port test reads rank 0's address as the units were rendered with it
+        from specops.config.engine_targets import resolve_engine
+
+        first = resolve_engine(config, engine, None, ssh_hostname)[0].rank
+        ranks = EngineRun(engine, [spec.name for spec in specs], dist_init_addr=first.dist_init_addr if first else "")
     options = RestartOptions(lock_wait_s=lock_wait, reap=reap, command=shlex.join(["specops", *sys.argv[1:]]),
-                             engine=ranks)  # fmt: skip
+                             engine=ranks, skip_checks=skip_checks)  # fmt: skip
     if dry_run:
         from specops.cli.dry_run import show_readings
 

@@ -27,14 +27,16 @@ def load_renderer() -> None:
     import rich.markup  # noqa: F401
 
 
-def print_check_list(checks: list[CheckSpec], as_json: bool) -> None:
+def print_check_list(checks: list[CheckSpec], as_json: bool, engine: dict[str, str] | None = None) -> None:
+    """Every host check, then the engine checks (`engine`: id -> description) that `doctor ENGINE` adds."""
+    listed = [(spec.id, spec.description) for spec in checks] + list((engine or {}).items())
     if as_json:
-        print_json({"checks": [{"id": spec.id, "description": spec.description} for spec in checks]})
+        print_json({"checks": [{"id": check_id, "description": description} for check_id, description in listed]})
         return
     console = stdout_console()
-    width = max(len(spec.id) for spec in checks)
-    for spec in checks:
-        console.print(f"{spec.id:<{width}}  {spec.description}", markup=False)
+    width = max(len(check_id) for check_id, _ in listed)
+    for check_id, description in listed:
+        console.print(f"{check_id:<{width}}  {description}", markup=False)
 
 
 def print_reports(reports: dict[str, HostReport], verbose: int) -> None:

@@ -38,6 +38,10 @@ def deploy_steps(
     steps.append(Step("preflight", _preflight_summary(host_plan, options),
                       tuple(cmds.preflight_commands(spec, candidate, release_id)), phase="preflight",
                       handler=Handler.PREFLIGHT))  # fmt: skip
+    rank = host_plan.target.rank
+    if rank is not None:
+        dist = ecmds.dist_port_step(spec, rank.rank, rank.nnodes, rank.dist_init_addr, options.skip_checks)
+        steps += [dist] if dist is not None else []
     if spec.pre_stop:
         steps.append(pre_stop_step(spec, "the deploy here"))
     unit = f"write {spec.env_file} (0600)" + (f" and {spec.unit_name} (changed)" if choice.unit_changed

@@ -9,18 +9,20 @@ step_commands.py this is where a deploy calls the argv builders (tests/test_laye
 
 from __future__ import annotations
 
-from specops.commands import engine_stop, journal
+from specops.commands import dist_port, engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands import unit as unit_cmd
 from specops.commands.boot import boot_unit
 from specops.commands.kernel_log import gpu_fault_argv
 from specops.commands.planned import HostCommand, Times, run
 from specops.config.inventory import HostSpec
+from specops.deploy.steps import Condition, Handler, Step
 from specops.engine import readiness_commands as readiness
 from specops.ops import stop_commands as stopping
 from specops.ops import unit
 
 ENGINE_READ, LAST_ENTRY = "engine-read", "last-entry"  # whether the engine runs, and since when
+DIST_PORT = "dist-port"  # one rank's side of the dist port test
 
 ENGINE_PROPERTIES = ["ActiveState", "SubState", "InactiveEnterTimestamp", "UnitFileState"]
 
@@ -97,3 +99,35 @@ def stop_commands(spec: HostSpec, drain_s: int) -> list[HostCommand]:
         run(engine_stop.inspect_argv(unit, spec.run_as), times=Times.IF_NEEDED, role=stopping.INSPECT,
             note="after a reap, until the GPUs are free"),
     ]  # fmt: skip
+
+
+def dist_port_commands(spec: HostSpec, rank: int, nnodes: int, dist_init_addr: str) -> list[HostCommand]:
+    """One rank's side of the dist port test (specops/remote/distport.py), run by every rank at once once every
+    rank passed its checks: rank 0 binds the port (or names who holds it), the others connect to it."""
+    if rank == 0:
+        note = (f"binds port {dist_init_addr.rpartition(':')[2]} for up to 20 s while the other ranks connect; "
+                f"a port held by {spec.unit_name} itself passes")  # fmt: skip
+    else:
+        note = f"a real TCP connect to rank 0 at {dist_init_addr} (retried for up to 15 s)"
+    return [run(dist_port.dist_port_argv(spec.python, rank, nnodes, dist_init_addr), note=note, role=DIST_PORT)]
+
+
+DIST_CHECKS = ("engine.dist_port", "engine.dist_reach")  # the doctor's ids for rank 0's side and the workers'
+
+
+def dist_port_step(
+    spec: HostSpec, rank: int, nnodes: int, dist_init_addr: str, skipped: tuple[str, ...]
+) -> Step | None:
+    """After every rank passed its checks and before anything stops: the dist port test on every rank at once
+    (None when `--skip-check` names both of its checks). A problem stops the engine's deploy (or restart) on
+    every rank. `rank`: this host's index among the engine's `nnodes`; `dist_init_addr`: rank 0's ADDR:PORT."""
+    left = [check for check in DIST_CHECKS if check not in skipped]
+    if not left:
+        return None
+    waived = f"; skipped: {', '.join(c for c in DIST_CHECKS if c in skipped)}" if len(left) < len(DIST_CHECKS) else ""
+    summary = (f"the dist port test ({', '.join(left)}), on every rank at once: rank 0 binds "
+               f"{dist_init_addr}, every other rank connects to it; a problem on any rank stops every rank "
+               f"here, nothing stopped{waived}")  # fmt: skip
+    commands = dist_port_commands(spec, rank, nnodes, dist_init_addr)
+    return Step("dist-port", summary, tuple(commands), Condition.CHECKS_PASS,
+                handler=Handler.DIST_PORT)  # fmt: skip

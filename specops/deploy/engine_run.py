@@ -5,6 +5,8 @@ and meet here at the points where the engine must act together.
   deadlock (the second waits on rank 0's lock, or exits 6 as for a locked host, holding nothing);
 - planned: every rank plans the same action and release id, or none goes on (nothing changed yet);
 - checks: every rank's preflight passed, or none stops its engine (a failure leaves every rank untouched);
+- dist-port: once every rank passed, each runs its side of the dist port test at once (rank 0 binds it, the
+  others connect); a problem on any rank stops every rank, nothing stopped;
 - stop: rank 0 drains first (it holds the requests in flight), the workers stop after it;
 - gates: rank 0 proves the engine (readiness, smoke); each worker waits on its own journal meanwhile
   (specops/engine/rank_gates.py), so a worker that dies is named with its own cause.
@@ -84,6 +86,7 @@ class EngineRun:
     engine: str
     hosts: list[str]
     cancel: threading.Event | None = None
+    dist_init_addr: str = ""  # rank 0's ADDR:PORT, as the other ranks reach it (the dist port test's)
     _arrived: dict[tuple[str, int], Arrival] = field(default_factory=dict)
     _gone: dict[int, str] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from specops.deploy.engine_commands import DIST_PORT
 from specops.deploy.engine_run import Arrival, EngineRun, EngineStopped, GateFn, ranks_disagree
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.engine.gates import restart_and_gate
 from specops.errors import ExitCode
+from specops.events import Event, Reporter
+from specops.probe.dist_port import DistPortReport, RankAnswer, run_rank, split_dist_addr
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
     from specops.deploy.steps import HostSteps, Step
+    from specops.host.base import Host
     from specops.ops.engine_stop import Confirm
 
 NOT_STOPPED = "nothing was stopped on any rank: every rank serves as before"
@@ -35,6 +39,8 @@ class EngineSteps:
     """The meeting points of one rank; the deploy's own state (checks_ok, outcome) is what they read and set."""
 
     options: RankOptions
+    host: Host
+    reporter: Reporter
     spec: HostSpec
     steps: HostSteps
     outcome: HostOutcome
@@ -106,6 +112,33 @@ class EngineSteps:
         self.outcome.cause = f"{run.failed_line(others, 'failed its preflight')}; {NOT_STOPPED}"
         self.outcome.hint = f"fix {', '.join(run.hosts[rank] for rank, _ in others)}, then deploy {run.engine} again"
 
+    def _dist_port(self, step: Step) -> None:
+        """Every rank runs its side of the dist port test at once (they have just met at the checks), then reads
+        every rank's answer: a problem fails every rank, naming the port, the ranks and their hosts, before
+        anything stops (`--skip-check engine.dist_port` / `engine.dist_reach` leaves a side out; `--force` goes on
+        past it, naming it)."""
+        run = self.options.engine
+        assert run is not None
+        (command,) = step.part(DIST_PORT)
+        self.reporter.event(Event(self.spec.name, "preflight", f"testing the dist port {run.dist_init_addr} "
+                                  f"({'binding it' if self._rank == 0 else 'connecting to rank 0'})"))  # fmt: skip
+        answer = run_rank(self.host, self.spec.name, self._rank, command)
+        run.arrive("dist-port", self._rank, Arrival(True, value=(answer, self.spec.unit_name)))
+        problems = dist_report(run, run.wait_for("dist-port", range(len(run.hosts)))).problems(
+            getattr(self.options, "skip_checks", ())
+        )
+        if not problems:
+            return
+        if getattr(self.options, "force", False):
+            for line in problems:
+                self.reporter.event(Event(self.spec.name, "preflight", f"--force: {line}", level="warn"))
+            return
+        self.checks_ok = False
+        self.outcome.outcome, self.outcome.exit_code = Outcome.PREFLIGHT_FAILED, ExitCode.CHECKS_FAILED
+        self.outcome.cause = f"engine {run.engine}: {'; '.join(problems)}; {NOT_STOPPED}"
+        self.outcome.hint = (f"`specops doctor {run.engine}` shows the dist port test; free the port on rank 0 or "
+                             f"open it to the other ranks, then {self.steps.action} {run.engine} again")  # fmt: skip
+
     def _rollback_confirm(self, confirm: Confirm) -> Confirm:
         """The lock's check; for a rank, also the wait until every rank stopped before the rollback restarts."""
         run = self.options.engine
@@ -115,3 +148,18 @@ class EngineSteps:
         """restart_and_gate for a host; for a rank, the engine's gate at `point` ("gates", "rollback")."""
         run = self.options.engine
         return restart_and_gate if run is None else run.gate(self.spec.name, point)
+
+
+def dist_report(run: EngineRun, seen: dict[int, Arrival]) -> DistPortReport:
+    """Every rank's answer at the dist-port point as one report (a rank gone before it answered could not test);
+    the engine's own unit is rank 0's."""
+    answers: list[RankAnswer] = []
+    unit = ""
+    for rank, arrival in sorted(seen.items()):
+        if isinstance(arrival.value, tuple) and isinstance(arrival.value[0], RankAnswer):
+            answers.append(arrival.value[0])
+            unit = unit or str(arrival.value[1])
+        else:
+            answers.append(RankAnswer(rank, run.hosts[rank], None, arrival.note or "stopped"))
+    address, port = split_dist_addr(run.dist_init_addr)
+    return DistPortReport(address, port, unit, answers)

@@ -226,7 +226,7 @@ class _HostDeploy(FixedSteps, PreflightStep, EngineSteps):
             Handler.FAILED: self._failed, Handler.ROLLBACK: self._rollback, Handler.DISARM: self._disarm,
             Handler.WATCH: self._watch, Handler.PRE_STOP: self._pre_stop, Handler.STOP: self._stop,
             Handler.POST_START: self._post_start, Handler.ENV: self._env, Handler.STARTED: self._started,
-            Handler.START_FAILED: self._start_failed,
+            Handler.START_FAILED: self._start_failed, Handler.DIST_PORT: self._dist_port,
         }  # fmt: skip
 
     def _start_failed(self, _step: Step) -> None:

@@ -50,6 +50,7 @@ class RestartOptions:
     reap: bool = False  # stop orphans of the old engine that still hold the unit's GPUs
     command: str | None = None  # what the lock's holder record shows (default: this process's command line)
     engine: EngineRun | None = None  # a multi-node engine's meeting points: its ranks restart as one
+    skip_checks: tuple[str, ...] = ()  # `--skip-check` ids: the engine's dist port test leaves these out
 
 
 @dataclass
@@ -90,7 +91,7 @@ def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engi
     profile = profile_for(current.profile)
     lock_step, unlock = locking or lock_steps(spec, token, options.lock_wait_s)
     read = read or read_step(spec)
-    middle = engine_start.start_steps(spec, profile, current.id, engine, options.reap)
+    middle = [*_dist_port(spec, options), *engine_start.start_steps(spec, profile, current.id, engine, options.reap)]
     record = Step("record", f"append the outcome (action restart) to {spec.service_dir}/audit.jsonl and the local "
                   "audit log", tuple(cmds.record_commands(spec)))  # fmt: skip
     serving = cmds.serving_step(spec)
@@ -101,6 +102,15 @@ def restart_plan(spec: HostSpec, profile_for: ProfileFor, listing: Listing, engi
                      current=listing.current, release=current.id, rollback_to=None, guard=False, push=None,
                      unit_changed=False, unit_diff="",
                      steps=(lock_step, read, *middle, record, serving, unlock))  # fmt: skip
+
+
+def _dist_port(spec: HostSpec, options: RestartOptions) -> list[Step]:
+    """A rank of an engine: the dist port test on every rank at once before any rank stops (engine_steps.py)."""
+    run = options.engine
+    if run is None or not run.dist_init_addr:
+        return []
+    step = ecmds.dist_port_step(spec, run.rank(spec.name), len(run.hosts), run.dist_init_addr, options.skip_checks)
+    return [step] if step is not None else []
 
 
 def preview(host: Host, spec: HostSpec, profile_for: ProfileFor, options: RestartOptions) -> HostSteps:
@@ -202,6 +212,7 @@ class _Restart(EngineSteps):
         handlers: dict[Handler, Callable[[Step], None]] = {
             Handler.PRE_STOP: self._pre_stop, Handler.STOP: self._stop, Handler.GATES: self._gates,
             Handler.STARTED: self._started, Handler.START_FAILED: self._failed, Handler.POST_START: self._post_start,
+            Handler.DIST_PORT: self._dist_port,
         }  # fmt: skip
         self._engine_planned()  # a rank: every rank restarts the same release
         for step in self.steps.steps:

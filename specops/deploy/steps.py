@@ -62,6 +62,7 @@ class Handler(StrEnum):
     OUTSIDE = "outside"
     PUSH = "push"
     PREFLIGHT = "preflight"
+    DIST_PORT = "dist_port"  # a rank of a multi-node engine: the dist port test, every rank at once
     PRE_STOP = "pre_stop"
     ENV = "env"
     UNIT = "unit"

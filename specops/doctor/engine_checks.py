@@ -177,6 +177,17 @@ def infiniband(engine: EngineFacts) -> CheckResult:
 ENGINE_CHECK_IDS = (*(entry[0] for entry in SAME), "engine.gpu_count", "engine.dist_port", "engine.dist_reach",
                     "engine.infiniband")  # fmt: skip
 
+# what `specops doctor --list` says of each (run by `specops doctor ENGINE`, over all its ranks at once)
+ENGINE_CHECK_DESCRIPTIONS = {
+    **{check_id: f"a multi-node engine: {what} the same on every rank" for check_id, what, _read, _hint in SAME},
+    "engine.gpu_count": "a multi-node engine: GPUs per rank × ranks = the engine's tp_size × pp_size",
+    "engine.dist_port": "a multi-node engine: the dist port free on rank 0, or held by the engine itself "
+    "(also before any stop in `deploy`/`restart ENGINE`)",
+    "engine.dist_reach": "a multi-node engine: every other rank connects to rank 0's dist port (a real TCP "
+    "connect; also before any stop in `deploy`/`restart ENGINE`)",
+    "engine.infiniband": "a multi-node engine with RDMA devices: every rank has them and nvidia_peermem",
+}
+
 
 def engine_checks(engine: EngineFacts, only: Collection[str] | None = None) -> list[CheckResult]:
     """Every engine check (or those `only` names: ids, or `engine` for all), in the order the doctor shows them."""

@@ -18,22 +18,21 @@ tested through the engine's listener instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from specops.commands.dist_port import LISTEN_S, dist_port_argv
+from specops.commands.dist_port import split_dist_addr as split_dist_addr  # re-exported for the doctor
+from specops.commands.planned import HostCommand, run
 from specops.errors import SpecopsError
 from specops.host.base import Host
-from specops.remote.bundle import distport_script
 
 if TYPE_CHECKING:
     from specops.config.loader import Target
 
-LISTEN_S = 20.0  # rank 0's listener stays up this long at most (it ends once every rank connected)
-# each worker retries a refused connect this long: rank 0's own connection (and its listener) may come up
-# seconds later, through a jump host or on a loaded machine
-CONNECT_S = 15.0
+PORT_CHECK, REACH_CHECK = "engine.dist_port", "engine.dist_reach"  # the doctor's ids (docs/checks.md)
 
 
 @dataclass(frozen=True)
@@ -79,35 +78,33 @@ class DistPortReport:
         """The workers that could not connect to rank 0's dist port."""
         return [answer for answer in self.ranks[1:] if not answer.ok]
 
-    def problems(self) -> list[str]:
-        """One line per problem, each naming the port and the ranks; [] when every rank can rendezvous."""
-        lines = [problem] if (problem := self.port_problem()) else []
-        for answer in self.unreachable():
-            lines.append(f"rank {answer.rank} ({answer.host}) cannot connect to rank 0 ({self.ranks[0].host}) at "
-                         f"{self.address}:{self.port}: {answer.error or 'no answer'}")  # fmt: skip
-        return lines
+    def reach_problems(self) -> list[str]:
+        """One line per worker that could not connect, naming it, rank 0 and the port."""
+        first = self.ranks[0].host
+        return [f"rank {answer.rank} ({answer.host}) cannot connect to rank 0 ({first}) at {self.address}:"
+                f"{self.port}: {answer.error or 'no answer'}" for answer in self.unreachable()]  # fmt: skip
+
+    def problems(self, skipped: Collection[str] = ()) -> list[str]:
+        """One line per problem, each naming the port and the ranks; [] when every rank can rendezvous.
+        `skipped`: check ids left out (`engine.dist_port`: rank 0's side, `engine.dist_reach`: the workers')."""
+        port = self.port_problem() if PORT_CHECK not in skipped else None
+        return ([port] if port else []) + (self.reach_problems() if REACH_CHECK not in skipped else [])
 
 
-def split_dist_addr(dist_init_addr: str) -> tuple[str, int]:
-    """'10.1.0.11:5000' -> ('10.1.0.11', 5000); '[fd00::1]:5000' -> ('fd00::1', 5000)."""
-    host, _, port = dist_init_addr.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def rank_argv(python: str, rank: int, nnodes: int, dist_init_addr: str) -> list[str]:
-    """Rank 0 listens (for nnodes - 1 connects), the others connect: the host's Python, no site, no user path."""
-    address, port = split_dist_addr(dist_init_addr)
-    if rank == 0:
-        args = ["listen", str(port), str(LISTEN_S), str(nnodes - 1)]
-    else:
-        args = ["connect", address, str(port), str(CONNECT_S)]
-    return [python, "-I", "-S", "-c", distport_script(), *args]
+def planless_command(python: str, rank: int, nnodes: int, dist_init_addr: str) -> HostCommand:
+    """`specops doctor ENGINE`'s command for one rank (it has no plan); a deploy runs its planned one."""
+    return run(dist_port_argv(python, rank, nnodes, dist_init_addr))
 
 
 def ask_rank(host: Host, name: str, python: str, rank: int, nnodes: int, dist_init_addr: str) -> RankAnswer:
     """Run one rank's side of the test; a failure to run it is an answer (ok=None), never an exception."""
+    return run_rank(host, name, rank, planless_command(python, rank, nnodes, dist_init_addr))
+
+
+def run_rank(host: Host, name: str, rank: int, command: HostCommand) -> RankAnswer:
+    """Run one rank's side with `command` (a deploy's planned one, or the doctor's); never raises."""
     try:
-        result = host.run(rank_argv(python, rank, nnodes, dist_init_addr), timeout=LISTEN_S + 20, check=False)
+        result = host.run(list(command.argv), timeout=LISTEN_S + 20, check=False)
     except SpecopsError as error:
         return RankAnswer(rank, name, None, error.message)
     return parse_answer(rank, name, result.stdout, result.stderr)

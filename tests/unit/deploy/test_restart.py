@@ -12,6 +12,7 @@ import pytest
 from specops.commands.release import Listing, ReleaseInfo
 from specops.config.loader import load_config
 from specops.config.profile import Profile
+from specops.deploy.engine_run import EngineRun
 from specops.deploy.engine_start import EngineState
 from specops.deploy.restart import RestartOptions, restart_plan
 from specops.errors import ChecksFailed
@@ -48,6 +49,23 @@ def test_the_plan_drains_a_running_engine_and_starts_a_stopped_one(world: World)
     stopped = _plan(world, listing, EngineState("inactive", "dead", "Wed 2026-12-02 07:01:02 UTC"))
     assert stopped[0].startswith("sglang.service is inactive/dead since Wed 2026-12-02 07:01:02 UTC: start release")
     assert "stop: sglang.service is inactive/dead: nothing to drain" in stopped[3]
+
+
+def test_a_rank_of_an_engine_tests_the_dist_port_before_anything_stops(world: World) -> None:
+    """A restart of an engine: every rank runs its side of the dist port test before the drain (engine_steps.py);
+    `--skip-check engine.dist_port,engine.dist_reach` leaves the whole test out."""
+    config = load_config(world.folder / "specops.toml", world.folder)
+    listing = Listing(CURRENT, [ReleaseInfo(id=CURRENT, complete=True, verified=True, is_current=True)])
+
+    def steps(*skipped: str) -> list[str]:
+        run = EngineRun("ds", ["other", HOST], dist_init_addr="10.1.0.11:5000")
+        options = RestartOptions(engine=run, skip_checks=skipped)
+        plan = restart_plan(config.host(HOST), lambda name: config.resolve(HOST, name).profile, listing,
+                            EngineState(), options, "token")  # fmt: skip
+        return [step.name for step in plan.steps]
+
+    assert steps() == ["lock", "read", "dist-port", *STEPS[2:]]
+    assert steps("engine.dist_port", "engine.dist_reach") == STEPS
 
 
 def test_the_plan_refuses_a_host_without_a_current_release(world: World) -> None:
