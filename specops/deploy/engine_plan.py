@@ -7,14 +7,15 @@ every rank's unit and env file together: a change on any rank is a new release o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 
+from specops.build.stage import StagedBuild
 from specops.config.engine_targets import resolve_engine
 from specops.config.inventory import HostSpec
-from specops.config.loader import Config
-from specops.deploy.plan import DeployPlan, plan_target, stage_for
+from specops.config.loader import Config, Target
+from specops.deploy.plan import DeployPlan, HostPlan, plan_target, stage_for
 from specops.errors import UsageError
 
 
@@ -38,10 +39,16 @@ def make_engine_plan(config: Config, name: str, profile: str | None, build: Path
     targets = resolve_engine(config, name, profile, address_of)
     specs = [target.host for target in targets]
     staged, choice, build_flags = stage_for(config, specs, build, patches, workdir)
+    return DeployPlan(staged=staged, hosts=rank_plans(config, targets, staged, build_flags), build=choice)
+
+
+def rank_plans(config: Config, targets: list[Target], staged: StagedBuild,
+               build_flags: Collection[str] | None) -> list[HostPlan]:  # fmt: skip
+    """Each rank's plan, all with the engine's one release id (derived from every rank's unit and env)."""
     ranks = [plan_target(config, target, build_flags) for target in targets]
     release_id = staged.release_id(ranks[0].target.profile.name, "".join(r.unit_text for r in ranks),
                                    "".join(r.env_shown for r in ranks))  # fmt: skip
-    return DeployPlan(staged=staged, hosts=[replace(r, release_id=release_id) for r in ranks], build=choice)
+    return [replace(r, release_id=release_id) for r in ranks]
 
 
 def engine_lines(plan: DeployPlan) -> list[str]:
