@@ -29,9 +29,7 @@ if TYPE_CHECKING:
 
 def deploy(
     ctx: typer.Context,
-    names: Annotated[
-        list[str], typer.Argument(metavar="HOST|GROUP", help="Hosts or groups, or one multi-node engine.")
-    ],
+    names: Annotated[list[str], typer.Argument(metavar="HOST|GROUP", help="Hosts, groups and multi-node engines.")],
     build: Annotated[
         Path | None,
         typer.Option(
