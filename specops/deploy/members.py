@@ -42,11 +42,12 @@ def engines_in(config: Config, names: list[str]) -> list[str]:
     return [engine for engine in inventory.engines if engine in found]
 
 
-def hosts_in(config: Config, names: list[str], engines: Collection[str]) -> list[HostSpec]:
+def hosts_in(config: Config, names: list[str], engines: Collection[str], action: str = "deploy") -> list[HostSpec]:
     """The plain hosts the names hold (groups opened, the engines left out), in inventory order, each once.
 
     A host that is a rank of an engine the names also hold would be deployed twice (alone and as a rank): refused
-    (exit 2) naming both. A rank named without its engine is refused as for a deploy of one rank."""
+    (exit 2) naming both. A rank named without its engine is refused as for a deploy of one rank. `action`:
+    "deploy" or "restart", as the refusals say it."""
     inventory, wanted = config.inventory, set[str]()
     for name in names:
         if name in inventory.groups:
@@ -59,10 +60,10 @@ def hosts_in(config: Config, names: list[str], engines: Collection[str]) -> list
             if host in wanted:
                 raise UsageError(
                     f"host {host!r} is rank {rank} of engine {engine!r} ({', '.join(spec.hosts)}), which is named "
-                    f"too: it would be deployed twice",
-                    hint=f"name the engine {engine!r} alone; its ranks are deployed with it",
+                    f"too: it would be {action}ed twice",
+                    hint=f"name the engine {engine!r} alone; its ranks are {action}ed with it",
                 )
-    refuse_engine_ranks(inventory.engines, sorted(wanted), "deploy")
+    refuse_engine_ranks(inventory.engines, sorted(wanted), action)
     return [spec for name, spec in inventory.hosts.items() if name in wanted]
 
 

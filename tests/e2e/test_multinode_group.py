@@ -1,5 +1,5 @@
-"""A group holding a multi-node engine and a plain host, deployed with one command on three real test hosts:
-the engine's two ranks (peered) deploy together as one member, the plain host as another."""
+"""A group holding a multi-node engine and a plain host, deployed (and restarted) with one command on three real
+test hosts: the engine's two ranks (peered) deploy together as one member, the plain host as another."""
 
 from __future__ import annotations
 
@@ -44,3 +44,7 @@ def test_a_group_of_an_engine_and_a_host_deploys_both_members_verified(
     release = outcomes[hosts[0].name]["release"]
     assert engine["release"] == release == outcomes[hosts[1].name]["release"] == _current(hosts[1])
     assert _current(solo) == outcomes[solo.name]["release"] != release  # the plain host: its own release
+
+    restarted = scene.cli("restart", "fleet", "--json")  # the engine's ranks as one, the host beside it
+    assert restarted.code == 0, restarted.out + restarted.err
+    assert list(json.loads(restarted.out)["hosts"]) == [host.name for host in hosts]

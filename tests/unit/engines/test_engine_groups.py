@@ -23,3 +23,22 @@ def test_lock_status_of_a_group_holding_an_engine_has_a_row_per_host_and_rank(
     result = run_cli(capsys, "lock", "status", "fleet", "--json")
     assert result.code == 4, result  # unreachable hosts: read, not refused
     assert list(json.loads(result.out)["hosts"]) == ["ds-a", "ds-b", "solo"]
+
+
+@pytest.mark.parametrize("names", [["fleet"], ["ds", "solo"], ["--all"]])
+def test_restart_of_a_group_holding_an_engine_asks_every_host_and_rank(
+    config_dir: Path, capsys: pytest.CaptureFixture[str], names: list[str]
+) -> None:
+    (config_dir / "specops.toml").write_text(UNREACHABLE + ENGINE + GROUPS)
+    result = run_cli(capsys, "restart", *names, "--json")
+    assert result.code == 4, result  # every host unreachable: each says so; no rank waits for another forever
+    assert list(json.loads(result.out)["hosts"]) == ["ds-a", "ds-b", "solo"]
+
+
+def test_a_rank_restarted_with_its_own_engine_is_refused(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (config_dir / "specops.toml").write_text(UNREACHABLE + ENGINE + GROUPS)
+    result = run_cli(capsys, "restart", "fleet", "ds-b")
+    assert result.code == 2, result
+    assert "host 'ds-b' is rank 1 of engine 'ds' (ds-a, ds-b), which is named too: it would be restarted twice" in (
+        result.err
+    )
