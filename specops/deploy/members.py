@@ -21,6 +21,8 @@ from specops.deploy.engine_plan import rank_plans
 from specops.deploy.plan import DeployPlan, HostPlan, plan_host, stage_for
 from specops.errors import UsageError
 
+_DONE = {"deploy": "deployed", "restart": "restarted", "roll back": "rolled back"}
+
 
 @dataclass(frozen=True)
 class Member:
@@ -47,7 +49,7 @@ def hosts_in(config: Config, names: list[str], engines: Collection[str], action:
 
     A host that is a rank of an engine the names also hold would be deployed twice (alone and as a rank): refused
     (exit 2) naming both. A rank named without its engine is refused as for a deploy of one rank. `action`:
-    "deploy" or "restart", as the refusals say it."""
+    "deploy", "restart" or "roll back", as the refusals say it."""
     inventory, wanted = config.inventory, set[str]()
     for name in names:
         if name in inventory.groups:
@@ -60,8 +62,8 @@ def hosts_in(config: Config, names: list[str], engines: Collection[str], action:
             if host in wanted:
                 raise UsageError(
                     f"host {host!r} is rank {rank} of engine {engine!r} ({', '.join(spec.hosts)}), which is named "
-                    f"too: it would be {action}ed twice",
-                    hint=f"name the engine {engine!r} alone; its ranks are {action}ed with it",
+                    f"too: it would be {_DONE[action]} twice",
+                    hint=f"name the engine {engine!r} alone; its ranks are {_DONE[action]} with it",
                 )
     refuse_engine_ranks(inventory.engines, sorted(wanted), action)
     return [spec for name, spec in inventory.hosts.items() if name in wanted]

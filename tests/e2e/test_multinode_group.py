@@ -1,5 +1,5 @@
-"""A group holding a multi-node engine and a plain host, deployed (and restarted) with one command on three real
-test hosts: the engine's two ranks (peered) deploy together as one member, the plain host as another."""
+"""A group holding a multi-node engine and a plain host, deployed, restarted and rolled back with one command each,
+on three real test hosts: the engine's two ranks (peered) act together as one member, the plain host as another."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def test_a_group_of_an_engine_and_a_host_deploys_both_members_verified(
         assert f"--node-rank {rank}" in unit
     assert "--node-rank" not in solo.exec(["cat", "/etc/systemd/system/sglang.service"]).stdout.decode()
 
+    first = [_current(host) for host in hosts]
     _change(scene)  # a new release on every host: the second deploy, in JSON, changes all three
     deployed = scene.cli("deploy", "fleet", "--build", str(UNPATCHED), "--patch", str(PATCH), "--json")
     assert deployed.code == 0, deployed.out + deployed.err
@@ -48,3 +49,8 @@ def test_a_group_of_an_engine_and_a_host_deploys_both_members_verified(
     restarted = scene.cli("restart", "fleet", "--json")  # the engine's ranks as one, the host beside it
     assert restarted.code == 0, restarted.out + restarted.err
     assert list(json.loads(restarted.out)["hosts"]) == [host.name for host in hosts]
+
+    back = scene.cli("rollback", "fleet", "--json")  # every member to its last verified release, the engine as one
+    assert back.code == 0, back.out + back.err
+    assert [_current(host) for host in hosts] == first
+    assert json.loads(back.out)["engines"] == {ENGINE: {"ranks": [hosts[0].name, hosts[1].name]}}

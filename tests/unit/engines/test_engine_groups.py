@@ -42,3 +42,14 @@ def test_a_rank_restarted_with_its_own_engine_is_refused(config_dir: Path, capsy
     assert "host 'ds-b' is rank 1 of engine 'ds' (ds-a, ds-b), which is named too: it would be restarted twice" in (
         result.err
     )
+
+
+def test_a_rank_rolled_back_with_its_own_engine_is_refused(
+    config_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (config_dir / "specops.toml").write_text(UNREACHABLE + ENGINE + '\n[groups]\nboth = ["ds", "ds-b", "solo"]\n')
+    result = run_cli(capsys, "rollback", "both")
+    assert result.code == 2, result
+    assert "host 'ds-b' is rank 1 of engine 'ds' (ds-a, ds-b), which is named too: it would be rolled back twice" in (
+        result.err
+    )
