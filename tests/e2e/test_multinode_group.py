@@ -24,6 +24,10 @@ def test_a_group_of_an_engine_and_a_host_deploys_both_members_verified(
     toml = scene.folder / "specops.toml"
     toml.write_text(toml.read_text().replace("\n[groups]\n", f'\n[groups]\nfleet = ["{ENGINE}", "{solo.name}"]\n'))
 
+    dry = scene.cli("deploy", "fleet", "--build", str(UNPATCHED), "--patch", str(PATCH), "--dry-run")
+    assert dry.code == 0, dry.out + dry.err
+    assert f"engine {ENGINE}: 2 ranks (rank 0: {hosts[0].name}, rank 1: {hosts[1].name})" in dry.out
+
     shown = scene.cli("deploy", "fleet", "--build", str(UNPATCHED), "--patch", str(PATCH))  # the text summary
     assert shown.code == 0, shown.out + shown.err
     rows = [line.split()[:2] for line in shown.out.splitlines() if line.split()]

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from specops.config.loader import load_config
+from specops.deploy.engine_plan import engine_lines
 from specops.deploy.engine_run import EngineRun
 from specops.deploy.fleet import FleetOptions, fleet_exit_code
 from specops.deploy.fleet_members import MemberFleet
 from specops.deploy.members import Member, make_member_plan
 from specops.deploy.outcome import HostOutcome, Outcome
-from specops.deploy.plan import HostPlan
+from specops.deploy.plan import DeployPlan, HostPlan
 from specops.errors import ExitCode
 from tests.testbed.engine import BUILD_PYTHON
 from tests.unit.engines.test_engine_config import BASE, ENGINE
@@ -23,15 +24,23 @@ SPARE = '\n[hosts.spare]\nssh = "root@spare"\n'
 GROUPS = '\n[groups]\nfleet = ["spare", "ds", "solo"]\n'
 
 
-@pytest.fixture
-def members(config_dir: Path) -> list[Member]:
+def _plan(config_dir: Path) -> tuple[DeployPlan, list[Member]]:
     (config_dir / "specops.toml").write_text(BASE + SPARE + ENGINE + GROUPS)
     config = load_config(config_dir / "specops.toml", config_dir)
-    plan, found = make_member_plan(
-        config, ["fleet"], None, BUILD_PYTHON, [], config_dir / "work", lambda _: "10.1.0.11"
-    )
+    return make_member_plan(config, ["fleet"], None, BUILD_PYTHON, [], config_dir / "work", lambda _: "10.1.0.11")
+
+
+@pytest.fixture
+def members(config_dir: Path) -> list[Member]:
+    plan, found = _plan(config_dir)
     assert [host.name for host in plan.hosts] == ["ds-a", "ds-b", "solo", "spare"]
     return found
+
+
+def test_the_dry_run_names_the_engine_and_its_ranks_among_the_hosts(config_dir: Path) -> None:
+    plan, _ = _plan(config_dir)
+    release = plan.hosts[0].release_id
+    assert engine_lines(plan)[0] == f"engine ds: 2 ranks (rank 0: ds-a, rank 1: ds-b), release {release} on every rank"
 
 
 class Runs:
