@@ -8,6 +8,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -28,9 +29,7 @@ if TYPE_CHECKING:
 
 def deploy(
     ctx: typer.Context,
-    names: Annotated[
-        list[str], typer.Argument(metavar="HOST|GROUP", help="Hosts or groups, or one multi-node engine.")
-    ],
+    names: Annotated[list[str], typer.Argument(metavar="HOST|GROUP", help="Hosts, groups and multi-node engines.")],
     build: Annotated[
         Path | None,
         typer.Option(
@@ -71,10 +70,12 @@ def deploy(
 ) -> None:
     """Deploy a build (with patches) to hosts: push, preflight, switch, prove generation, or roll back."""
     from specops.deploy.connections import connect_all
-    from specops.deploy.engine_plan import engine_named, make_engine_plan
+    from specops.deploy.engine_plan import make_engine_plan
     from specops.deploy.engine_run import EngineRun
     from specops.deploy.execute import deploy_host
     from specops.deploy.fleet import FleetOptions, fleet_exit_code, run_fleet
+    from specops.deploy.fleet_members import MemberFleet
+    from specops.deploy.members import Member, engines_in, make_member_plan
     from specops.deploy.notify_events import send_deploy_events
     from specops.deploy.plan import DeployOptions, make_plan
 
@@ -82,10 +83,14 @@ def deploy(
     as_json = app_state.wants_json(json_output)
     skip_checks = check_ids(skip_check)  # a misspelt id is the first error: nothing is read or connected yet
     config = app_state.load_config()
-    engine = engine_named(config, names)
+    engines = engines_in(config, names)
+    engine = engines[0] if names == engines[:1] else None  # one engine alone: its ranks' rows, as before
+    members: list[Member] | None = None  # engines with hosts: each engine one member (deploy/members.py)
     with tempfile.TemporaryDirectory(prefix="specops-stage-") as workdir:
         if engine is not None:
             plan = make_engine_plan(config, engine, profile, build, patch, Path(workdir), ssh_hostname)
+        elif engines:
+            plan, members = make_member_plan(config, names, profile, build, patch, Path(workdir), ssh_hostname)
         else:
             plan = make_plan(config, names, profile, build, patch, Path(workdir))
         command = shlex.join(["specops", *sys.argv[1:]])
@@ -116,14 +121,20 @@ def deploy(
             connect_all(specs, app_state.opener, early) as opened,
         ):
 
-            def run_host(host_plan: HostPlan) -> HostOutcome:
+            def run_host(host_plan: HostPlan, engine_run: EngineRun | None = ranks) -> HostOutcome:
                 spec = host_plan.target.host
                 profile_for = profile_resolver(config, spec.name, profile)
                 open_host = opened.opener(spec, app_state.opener(spec))
-                return deploy_host(plan, host_plan, options, reporter, open_host, profile_for)
+                return deploy_host(plan, host_plan, replace(options, engine=engine_run), reporter, open_host,
+                                   profile_for)  # fmt: skip
 
-            results = run_fleet(plan.hosts, run_host, fleet, cancel, not_connected=opened.not_connected)
-    _report(results, as_json)
+            if members is None:
+                results, rows = run_fleet(plan.hosts, run_host, fleet, cancel, opened.not_connected), None
+            else:
+                member_fleet = MemberFleet(members, run_host, cancel)
+                results = member_fleet.run(fleet, opened.not_connected)
+                rows = member_fleet.members
+    _report(results, as_json, rows, member_fleet.engines() if members is not None else {})
     send_deploy_events(results, {host_plan.name: host_plan.target.profile.name for host_plan in plan.hosts})
     raise typer.Exit(int(fleet_exit_code(results)))
 
@@ -205,10 +216,16 @@ def _summary_when_interrupted(fleet: bool) -> Iterator[None]:
         raise
 
 
-def _report(results: dict[str, HostOutcome], as_json: bool) -> None:
+def _report(results: dict[str, HostOutcome], as_json: bool, rows: dict[str, HostOutcome] | None = None,
+            engines: dict[str, list[str]] | None = None) -> None:  # fmt: skip
+    """`rows`: the summary's rows when they are not the hosts' (an engine deployed as one member of a group);
+    `engines`: each such engine's ranks' hosts, rank 0 first."""
     from specops.cli.deploy_view import print_summary
 
     if as_json:
-        print_json({"hosts": {name: outcome.to_json() for name, outcome in results.items()}})
+        document: dict[str, object] = {"hosts": {name: outcome.to_json() for name, outcome in results.items()}}
+        if engines and rows is not None:
+            document["engines"] = {name: {**rows[name].to_json(), "ranks": hosts} for name, hosts in engines.items()}
+        print_json(document)
     else:
-        print_summary(results)
+        print_summary(results, rows)

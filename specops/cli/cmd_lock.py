@@ -108,9 +108,17 @@ def lock_release(
 
 
 def ranks_of(config: Config, names: list[str]) -> list[str]:
-    """The names with each multi-node engine replaced by its hosts, rank 0 first (a deploy locks them so)."""
-    engines = config.inventory.engines
-    return [host for name in names for host in (engines[name].hosts if name in engines else [name])]
+    """The names with each multi-node engine replaced by its hosts, rank 0 first (a deploy locks them so); a group
+    holding an engine is opened (its hosts, and each engine's ranks)."""
+    inventory, engines = config.inventory, config.inventory.engines
+    opened = [member for name in names
+              for member in (sorted(inventory.members(name)) if _holds_engine(config, name) else [name])]  # fmt: skip
+    return [host for name in opened for host in (engines[name].hosts if name in engines else [name])]
+
+
+def _holds_engine(config: Config, name: str) -> bool:
+    inventory = config.inventory
+    return name in inventory.groups and any(member in inventory.engines for member in inventory.members(name))
 
 
 def _release(app_state: AppState, spec: HostSpec, force: bool, stale_after: float, json_output: bool) -> None:

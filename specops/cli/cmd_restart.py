@@ -6,19 +6,24 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specops.cli.fleet_view import ask_fleet, finish, selected
+from specops.cli.fleet_view import finish, selected
 from specops.cli.options import AllOpt, JsonOpt, LockWaitOpt, ReapOpt, TargetsArg
 from specops.cli.state import state
 from specops.errors import ExitCode
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
+    from specops.config.loader import Config
+    from specops.deploy.engine_run import EngineRun
+    from specops.deploy.member_survey import Batch
     from specops.deploy.restart import HostRestart
     from specops.deploy.steps import HostSteps
+    from specops.deploy.survey import Question
     from specops.host.base import Host
 
 COLUMNS = ("OUTCOME", "SERVING", "ENGINE BEFORE", "TOK/S", "ACCEPT", "SECONDS")
@@ -41,47 +46,72 @@ def restart(
 
     Under the host's lock, audited. A failure marks nothing bad: the release passed these gates before, so the
     host is the suspect; the outcome names the journal's cause. Several hosts: in parallel, one row each."""
-    from specops.cli.cmd_deploy import check_ids, deploy_reporter, profile_resolver, ssh_hostname
+    from specops.cli.cmd_deploy import check_ids, deploy_reporter, profile_resolver
+    from specops.deploy.member_survey import ask_members
     from specops.deploy.restart import HostRestart, RestartOptions, preview, restart_host
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     skip_checks = check_ids(skip_check)  # a misspelt id is the first error: nothing is read or connected yet
     config = app_state.load_config()
-    from specops.config.engine_spec import refuse_engine_ranks
-    from specops.deploy.engine_plan import engine_named
-    from specops.deploy.engine_run import EngineRun
-
-    engine = None if all_hosts else engine_named(config, names or [], "restarted")
-    if engine is not None:  # every rank at once, rank 0 drained first and gated (deploy/engine_run.py)
-        specs = [config.inventory.hosts[host] for host in config.inventory.engines[engine].hosts]
-    else:
-        specs = selected(config, names or [], all_hosts)
-    refuse_engine_ranks(config.inventory.engines, [spec.name for spec in specs if engine is None], "restart")
-    ranks = None
-    if engine is not None:  # the dist port test reads rank 0's address as the units were rendered with it
-        from specops.config.engine_targets import resolve_engine
-
-        first = resolve_engine(config, engine, None, ssh_hostname)[0].rank
-        ranks = EngineRun(engine, [spec.name for spec in specs], dist_init_addr=first.dist_init_addr if first else "")
+    batches = _batches(config, names or [], all_hosts)
     options = RestartOptions(lock_wait_s=lock_wait, reap=reap, command=shlex.join(["specops", *sys.argv[1:]]),
-                             engine=ranks, skip_checks=skip_checks)  # fmt: skip
+                             skip_checks=skip_checks)  # fmt: skip
+    order = list(config.inventory.hosts)
     if dry_run:
         from specops.cli.dry_run import show_readings
 
-        def read(host: Host, spec: HostSpec) -> tuple[HostSteps, ExitCode]:
-            return preview(host, spec, profile_resolver(config, spec.name, None), options), ExitCode.OK
+        def read_for(run: EngineRun | None) -> Question[HostSteps]:
+            def read(host: Host, spec: HostSpec) -> tuple[HostSteps, ExitCode]:
+                steps = preview(host, spec, profile_resolver(config, spec.name, None), replace(options, engine=run))
+                return steps, ExitCode.OK
 
-        show_readings(ask_fleet(app_state, specs, read), as_json, lambda steps: steps.to_json())
+            return read
+
+        show_readings(ask_members(batches, app_state.opener, read_for, order), as_json, lambda s: s.to_json())
         return
     with deploy_reporter(as_json, app_state.verbose) as reporter:
 
-        def run(host: Host, spec: HostSpec) -> tuple[HostRestart, ExitCode]:
-            done = restart_host(host, spec, profile_resolver(config, spec.name, None), reporter, options)
-            return done, done.outcome.exit_code
+        def run_for(engine: EngineRun | None) -> Question[HostRestart]:
+            def run(host: Host, spec: HostSpec) -> tuple[HostRestart, ExitCode]:
+                done = restart_host(host, spec, profile_resolver(config, spec.name, None), reporter,
+                                    replace(options, engine=engine))  # fmt: skip
+                return done, done.outcome.exit_code
 
-        readings = ask_fleet(app_state, specs, run)
+            return run
+
+        readings = ask_members(batches, app_state.opener, run_for, order)
     finish(readings, as_json, HostRestart.to_json, COLUMNS, _row, _notes)
+
+
+def _batches(config: Config, names: list[str], all_hosts: bool) -> list[Batch]:
+    """The plain hosts, and each multi-node engine's ranks with its run (named, in a group, or `--all`): every
+    engine restarts as one, rank 0 drained first and gated (deploy/engine_run.py). A rank named alone, or with
+    its own engine, is refused (exit 2)."""
+    from specops.deploy.engine_run import EngineRun
+    from specops.deploy.members import engines_in, hosts_in
+
+    inventory = config.inventory
+    if all_hosts:
+        selected(config, names, all_hosts)  # no hosts at all: its error
+        ranks = {host for engine in inventory.engines.values() for host in engine.hosts}
+        names = [*inventory.engines, *(name for name in inventory.hosts if name not in ranks)]
+    elif not names:
+        selected(config, names, all_hosts)  # its usage error
+    engines = engines_in(config, names)
+    hosts = hosts_in(config, names, engines, "restart")
+    runs = [EngineRun(name, list(inventory.engines[name].hosts), dist_init_addr=_dist_init_addr(config, name))
+            for name in engines]  # fmt: skip
+    return [(hosts, None), *(([inventory.hosts[host] for host in run.hosts], run) for run in runs)]
+
+
+def _dist_init_addr(config: Config, engine: str) -> str:
+    """Rank 0's ADDR:PORT as the units were rendered with it: the dist port test before the stop reads it."""
+    from specops.cli.cmd_deploy import ssh_hostname
+    from specops.config.engine_targets import resolve_engine
+
+    first = resolve_engine(config, engine, None, ssh_hostname)[0].rank
+    return first.dist_init_addr if first else ""
 
 
 def _row(done: HostRestart) -> list[str]:

@@ -53,6 +53,13 @@ def rollback(
 
         rollback_engine(app_state, host, to, force, dry_run, (lock_wait, reap), as_json)
         return
+    from specops.deploy.members import engines_in
+
+    if host in config.inventory.groups and engines_in(config, [host]):  # engines and hosts: each engine as one
+        from specops.cli.rollback_members import rollback_members
+
+        rollback_members(app_state, host, to, force, dry_run, (lock_wait, reap), as_json)
+        return
     from specops.config.engine_spec import refuse_engine_ranks
 
     specs = config.inventory.select([host]) if host in config.inventory.groups else [config.host(host)]

@@ -197,7 +197,8 @@ def _bar(row: _Row) -> RenderableType:
     return grid
 
 
-def print_summary(results: dict[str, HostOutcome]) -> None:
+def print_summary(results: dict[str, HostOutcome], rows: dict[str, HostOutcome] | None = None) -> None:
+    """A row per host (per member of a group holding engines: `rows`), then each host's notes (each rank's)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -205,7 +206,7 @@ def print_summary(results: dict[str, HostOutcome]) -> None:
     table = Table(box=None, pad_edge=False)
     for column in ("HOST", "OUTCOME", "SERVING", "ATTEMPTED", "TOK/S", "ACCEPT", "TTFT P50/P99", "SECONDS"):
         table.add_column(column)
-    for name, outcome in results.items():
+    for name, outcome in (results if rows is None else rows).items():
         figures = outcome.gates.smoke.figures if outcome.gates and outcome.gates.smoke else {}
         color = _COLORS.get(outcome.outcome, "red")
         table.add_row(

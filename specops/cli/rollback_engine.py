@@ -30,11 +30,11 @@ def rollback_engine(app_state: AppState, name: str, to: str | None, force: bool,
     """`lock`: (--lock-wait seconds, --reap). Exit 0 when the engine's rollback was verified on every rank."""
     config = app_state.load_config()
     specs = [config.inventory.hosts[host] for host in config.inventory.engines[name].hosts]
-    plans = _plans(app_state, specs, to, force)
+    plans = plan_ranks(app_state, specs, to, force)
     if dry_run:
         _show(name, plans, as_json)
         return
-    results = _roll_back(app_state, name, specs, plans, (*lock, force), as_json)
+    results = roll_back_ranks(app_state, name, specs, plans, (*lock, force), as_json)
     if as_json:
         print_json({"engine": name, "hosts": {host: result.to_json() for host, result in results.items()}})
     else:
@@ -44,7 +44,7 @@ def rollback_engine(app_state: AppState, name: str, to: str | None, force: bool,
     raise typer.Exit(int(code))
 
 
-def _roll_back(app_state: AppState, name: str, specs: list[HostSpec], plans: dict[str, RollbackPlan],
+def roll_back_ranks(app_state: AppState, name: str, specs: list[HostSpec], plans: dict[str, RollbackPlan],
                options: tuple[float, bool, bool], as_json: bool) -> dict[str, RollbackResult]:  # fmt: skip
     """`options`: (--lock-wait seconds, --reap, --force)."""
     from specops.deploy.engine_run import EngineRun
@@ -72,7 +72,7 @@ def _roll_back(app_state: AppState, name: str, specs: list[HostSpec], plans: dic
     return {spec.name: result for spec, result in zip(specs, done, strict=True)}
 
 
-def _plans(app_state: AppState, specs: list[HostSpec], to: str | None, force: bool) -> dict[str, RollbackPlan]:
+def plan_ranks(app_state: AppState, specs: list[HostSpec], to: str | None, force: bool) -> dict[str, RollbackPlan]:
     """Rank 0's plan, then every other rank's to the same release id; the first refusal (naming its host)
     propagates before any rank was changed."""
     from specops.deploy.manual_rollback import plan_manual_rollback

@@ -27,14 +27,24 @@ if TYPE_CHECKING:
 def rollback_group(app_state: AppState, specs: list[HostSpec], to: str | None, force: bool, dry_run: bool,
                    lock: tuple[float, bool], as_json: bool) -> None:  # fmt: skip
     """`lock`: (--lock-wait seconds, --reap). Exit 0 when every host's rollback was verified, else 1."""
-    from specops.deploy.manual_rollback import manual_rollback
-
-    config = app_state.load_config()
-    plans = _plans(app_state, specs, to, force)
+    plans = plan_hosts(app_state, specs, to, force)
     if dry_run:
         _show(plans, as_json)
         return
-    lock_wait, reap = lock
+    results = roll_back_hosts(app_state, specs, plans, (*lock, force), as_json)
+    if as_json:
+        print_json({"hosts": {name: result.to_json() for name, result in results.items()}})
+    else:
+        print_raw("".join(f"{name}: {result.summary}\n" for name, result in results.items()))
+    raise typer.Exit(int(ExitCode.OK if all(r.ok for r in results.values()) else ExitCode.CHECKS_FAILED))
+
+
+def roll_back_hosts(app_state: AppState, specs: list[HostSpec], plans: dict[str, RollbackPlan],
+                    options: tuple[float, bool, bool], as_json: bool) -> dict[str, RollbackResult]:  # fmt: skip
+    """The hosts one after another, each to its plan's release; `options`: (--lock-wait, --reap, --force)."""
+    from specops.deploy.manual_rollback import manual_rollback
+
+    config, (lock_wait, reap, force) = app_state.load_config(), options
     results: dict[str, RollbackResult] = {}
     with deploy_reporter(as_json, app_state.verbose) as reporter:
         for spec in specs:
@@ -43,14 +53,10 @@ def rollback_group(app_state: AppState, specs: list[HostSpec], to: str | None, f
                 results[spec.name] = manual_rollback(connection, spec, profile_resolver(config, spec.name, None),
                                                      target, reporter, lock_wait_s=lock_wait, force=force,
                                                      reap=reap)  # fmt: skip
-    if as_json:
-        print_json({"hosts": {name: result.to_json() for name, result in results.items()}})
-    else:
-        print_raw("".join(f"{name}: {result.summary}\n" for name, result in results.items()))
-    raise typer.Exit(int(ExitCode.OK if all(r.ok for r in results.values()) else ExitCode.CHECKS_FAILED))
+    return results
 
 
-def _plans(app_state: AppState, specs: list[HostSpec], to: str | None, force: bool) -> dict[str, RollbackPlan]:
+def plan_hosts(app_state: AppState, specs: list[HostSpec], to: str | None, force: bool) -> dict[str, RollbackPlan]:
     """Every host's plan, read without a lock; the first refusal (RollbackRefused, naming its host) propagates
     before any host was changed."""
     from specops.deploy.manual_rollback import plan_manual_rollback

@@ -7,29 +7,15 @@ every rank's unit and env file together: a change on any rank is a new release o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 
+from specops.build.stage import StagedBuild
 from specops.config.engine_targets import resolve_engine
 from specops.config.inventory import HostSpec
-from specops.config.loader import Config
-from specops.deploy.plan import DeployPlan, plan_target, stage_for
-from specops.errors import UsageError
-
-
-def engine_named(config: Config, names: list[str], done: str = "deployed") -> str | None:
-    """The engine a deploy (a restart: `done` "restarted") names, or None; an engine goes alone (its ranks act
-    together, hosts one by one)."""
-    engines = [name for name in names if name in config.inventory.engines]
-    if not engines:
-        return None
-    if len(names) > 1:
-        others = ", ".join(name for name in names if name != engines[0])
-        command = "deploy" if done == "deployed" else "restart"
-        raise UsageError(f"engine {engines[0]!r} is {done} alone, not with {others}",
-                         hint=f"run `specops {command} {engines[0]}` and the others as separate commands")  # fmt: skip
-    return engines[0]
+from specops.config.loader import Config, Target
+from specops.deploy.plan import DeployPlan, HostPlan, plan_target, stage_for
 
 
 def make_engine_plan(config: Config, name: str, profile: str | None, build: Path | None, patches: list[Path] | None,
@@ -38,21 +24,33 @@ def make_engine_plan(config: Config, name: str, profile: str | None, build: Path
     targets = resolve_engine(config, name, profile, address_of)
     specs = [target.host for target in targets]
     staged, choice, build_flags = stage_for(config, specs, build, patches, workdir)
+    return DeployPlan(staged=staged, hosts=rank_plans(config, targets, staged, build_flags), build=choice)
+
+
+def rank_plans(config: Config, targets: list[Target], staged: StagedBuild,
+               build_flags: Collection[str] | None) -> list[HostPlan]:  # fmt: skip
+    """Each rank's plan, all with the engine's one release id (derived from every rank's unit and env)."""
     ranks = [plan_target(config, target, build_flags) for target in targets]
     release_id = staged.release_id(ranks[0].target.profile.name, "".join(r.unit_text for r in ranks),
                                    "".join(r.env_shown for r in ranks))  # fmt: skip
-    return DeployPlan(staged=staged, hosts=[replace(r, release_id=release_id) for r in ranks], build=choice)
+    return [replace(r, release_id=release_id) for r in ranks]
 
 
 def engine_lines(plan: DeployPlan) -> list[str]:
-    """What a dry run says of the engine before each rank's plan: the ranks and the order they act in."""
-    first = plan.hosts[0].target.rank
-    if first is None:
-        return []
-    hosts = ", ".join(f"rank {i}: {h.name}" for i, h in enumerate(plan.hosts))
-    return [
-        f"engine {first.engine}: {first.nnodes} ranks ({hosts}), release {plan.hosts[0].release_id} on every rank",
-        "  order: lock every rank (rank order); push and preflight on every rank in parallel; if any rank fails,",
-        "  no rank is stopped; drain rank 0, then the workers; start every rank; readiness and smoke on rank 0;",
-        "  a failed gate rolls every rank back to the same release",
-    ]
+    """What a dry run says of each engine before the plans: its ranks, and the order they act in."""
+    engines: dict[str, list[HostPlan]] = {}
+    for host_plan in plan.hosts:
+        if host_plan.target.rank is not None:
+            engines.setdefault(host_plan.target.rank.engine, []).append(host_plan)
+    lines = []
+    for name, ranks in engines.items():
+        hosts = ", ".join(f"rank {i}: {h.name}" for i, h in enumerate(ranks))
+        lines.append(f"engine {name}: {len(ranks)} ranks ({hosts}), release {ranks[0].release_id} on every rank")
+    return [*lines, *ORDER] if lines else []
+
+
+ORDER = [
+    "  order: lock every rank (rank order); push and preflight on every rank in parallel; if any rank fails,",
+    "  no rank is stopped; drain rank 0, then the workers; start every rank; readiness and smoke on rank 0;",
+    "  a failed gate rolls every rank back to the same release",
+]

@@ -8,9 +8,10 @@ outcomes with the documented exit codes, so one bad host never hides the others.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from specops.deploy.execute import PARTIAL_OUTCOME, LockLost
 from specops.deploy.outcome import HostOutcome, Outcome
@@ -22,6 +23,15 @@ from specops.ops import interrupts
 SEVERITY = [ExitCode.INTERNAL, ExitCode.ROLLBACK_FAILED, ExitCode.REMOTE_FAILED, ExitCode.UNREACHABLE,
             ExitCode.LOCK_HELD, ExitCode.CHECKS_FAILED, ExitCode.OK]  # fmt: skip
 
+
+class Named(Protocol):
+    """A member of a fleet: a host's plan, or a multi-node engine deployed as one (deploy/members.py)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+M = TypeVar("M", bound=Named)
 HostRunner = Callable[[HostPlan], HostOutcome]
 FLEET_OUTCOMES = "fleet_outcomes"  # on the KeyboardInterrupt that ended a fleet deploy: each host's outcome so far
 
@@ -33,7 +43,8 @@ class FleetOptions:
     max_fail_percent: float = 0.0
 
 
-def guarded(run: HostRunner, host_plan: HostPlan, settled: dict[str, HostOutcome] | None = None) -> HostOutcome:
+def guarded(run: Callable[[M], HostOutcome], host_plan: M,
+            settled: dict[str, HostOutcome] | None = None) -> HostOutcome:  # fmt: skip
     """One host, with its errors turned into an outcome. KeyboardInterrupt still stops everything; the host's
     outcome so far is put in `settled` first (`interrupted`), so the fleet's summary can still show it."""
     name = host_plan.name
@@ -77,8 +88,8 @@ def _interrupted(name: str, interruption: KeyboardInterrupt) -> HostOutcome:
 
 
 def run_fleet(
-    all_hosts: list[HostPlan],
-    run: HostRunner,
+    all_hosts: Sequence[M],
+    run: Callable[[M], HostOutcome],
     options: FleetOptions,
     cancel: threading.Event | None = None,
     not_connected: Collection[str] = (),
@@ -98,14 +109,14 @@ def run_fleet(
         _rollout(hosts, run, options, cancel, deployed)
     except KeyboardInterrupt as interruption:  # the summary so far rides on it (FLEET_OUTCOMES), in host order
         never = "interrupted before it started"
-        so_far = {h.name: results.get(h.name) or deployed.get(h.name) or _never_started(h.name, never)
+        so_far = {h.name: results.get(h.name) or deployed.get(h.name) or never_started(h.name, never)
                   for h in all_hosts}  # fmt: skip
         setattr(interruption, FLEET_OUTCOMES, so_far)
         raise
     return {h.name: results.get(h.name) or deployed[h.name] for h in all_hosts}
 
 
-def _rollout(hosts: list[HostPlan], run: HostRunner, options: FleetOptions, cancel: threading.Event | None,
+def _rollout(hosts: list[M], run: Callable[[M], HostOutcome], options: FleetOptions, cancel: threading.Event | None,
              results: dict[str, HostOutcome]) -> None:  # fmt: skip
     """Fills `results` as hosts finish: an interruption leaves in it every outcome so far."""
     rest = _canaries(hosts, run, options.canary, results)
@@ -114,14 +125,15 @@ def _rollout(hosts: list[HostPlan], run: HostRunner, options: FleetOptions, canc
         return
     for start in range(0, len(rest), max(1, options.parallel)):
         batch = rest[start : start + max(1, options.parallel)]
-        for host_plan, outcome in zip(batch, _run_batch(batch, run, cancel, results), strict=True):
+        for host_plan, outcome in zip(batch, run_batch(batch, run, cancel, results), strict=True):
             results[host_plan.name] = outcome
         if _over_budget(results, len(hosts), options.max_fail_percent):
             _skip(results, rest[start + len(batch) :], "too many hosts failed (--max-fail-percent)")
             return
 
 
-def _canaries(hosts: list[HostPlan], run: HostRunner, count: int, results: dict[str, HostOutcome]) -> list[HostPlan]:
+def _canaries(hosts: list[M], run: Callable[[M], HostOutcome], count: int,
+              results: dict[str, HostOutcome]) -> list[M]:  # fmt: skip
     """Deploy `count` canaries one by one; a host locked by another deploy (after --lock-wait, if given) is
     `locked`, not a failed canary: the next host is the canary in its place, and the summary says so. Stops at the
     first failed canary. The hosts left for the rollout."""
@@ -139,7 +151,7 @@ def _canaries(hosts: list[HostPlan], run: HostRunner, count: int, results: dict[
     return queue
 
 
-def _run_batch(batch: list[HostPlan], run: HostRunner, cancel: threading.Event | None,
+def run_batch(batch: Sequence[M], run: Callable[[M], HostOutcome], cancel: threading.Event | None,
                settled: dict[str, HostOutcome]) -> list[HostOutcome]:  # fmt: skip
     if len(batch) == 1:
         return [guarded(run, batch[0], settled)]
@@ -163,12 +175,12 @@ def _over_budget(results: dict[str, HostOutcome], total: int, max_fail_percent: 
     return failed > 0 and 100.0 * failed / total > max_fail_percent
 
 
-def _skip(results: dict[str, HostOutcome], hosts: list[HostPlan], why: str) -> None:
+def _skip(results: dict[str, HostOutcome], hosts: Sequence[Named], why: str) -> None:
     for host_plan in hosts:
-        results[host_plan.name] = _never_started(host_plan.name, why)
+        results[host_plan.name] = never_started(host_plan.name, why)
 
 
-def _never_started(name: str, why: str) -> HostOutcome:
+def never_started(name: str, why: str) -> HostOutcome:
     return HostOutcome(name, Outcome.SKIPPED, ExitCode.CHECKS_FAILED, cause=why)
 
 

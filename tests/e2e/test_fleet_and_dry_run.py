@@ -41,18 +41,18 @@ FAIL = ("always", "checks-pass", "gates-fail")
 
 def _fleet(hosts: list[TestHost], venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
            monkeypatch: pytest.MonkeyPatch) -> Scene:  # fmt: skip
+    """hosts[0] is the scene's host; every other host is added to the operator's files; group `gpu` holds all."""
     scene = make_scene(hosts[0], venv, tmp_path, capsys, monkeypatch)
-    other = hosts[1]
-    install_models(other, tmp_path / "other")
-    drift.install_nvidia_smi(other, "h100x8-580")
-    drift.set_torch_cuda_tag(other, venv, version="2.13.0+cu130", cuda="13.0")
-    ssh_config = tmp_path / "home" / ".ssh" / "config"
-    ssh_config.write_text(ssh_config.read_text() + other.ssh_config_block(other.name))
-    toml = inventory_toml(other, venv / "bin" / "python").replace('listen = "0.0.0.0"', 'listen = "127.0.0.1"')
-    names = json.dumps([hosts[0].name, other.name])
-    (tmp_path / "specops.toml").write_text(
-        (tmp_path / "specops.toml").read_text() + toml + f"\n[groups]\ngpu = {names}\n"
-    )
+    for index, other in enumerate(hosts[1:]):
+        install_models(other, tmp_path / ("other" if index == 0 else f"other{index}"))
+        drift.install_nvidia_smi(other, "h100x8-580")
+        drift.set_torch_cuda_tag(other, venv, version="2.13.0+cu130", cuda="13.0")
+        ssh_config = tmp_path / "home" / ".ssh" / "config"
+        ssh_config.write_text(ssh_config.read_text() + other.ssh_config_block(other.name))
+        toml = inventory_toml(other, venv / "bin" / "python").replace('listen = "0.0.0.0"', 'listen = "127.0.0.1"')
+        (tmp_path / "specops.toml").write_text((tmp_path / "specops.toml").read_text() + toml)
+    names = json.dumps([host.name for host in hosts])
+    (tmp_path / "specops.toml").write_text((tmp_path / "specops.toml").read_text() + f"\n[groups]\ngpu = {names}\n")
     return scene
 
 

@@ -29,11 +29,12 @@ SERVICE_DIR = "/opt/specops/sglang"
 
 
 def _engine(hosts: list[TestHost], venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-            monkeypatch: pytest.MonkeyPatch) -> Scene:  # fmt: skip
-    """Rank 0 on hosts[0], rank 1 on hosts[1], peered; the operator's files name both and the engine."""
-    peer(hosts)
+            monkeypatch: pytest.MonkeyPatch, ranks: int = 2) -> Scene:  # fmt: skip
+    """Rank 0 on hosts[0], rank 1 on hosts[1], peered; the operator's files name every host and the engine (of the
+    first `ranks` hosts: the others are plain hosts)."""
+    peer(hosts[:ranks])
     scene = _fleet(hosts, venv, tmp_path, capsys, monkeypatch)
-    names = json.dumps([host.name for host in hosts])
+    names = json.dumps([host.name for host in hosts[:ranks]])
     engine = f'\n[engines.{ENGINE}]\nhosts = {names}\ndist_addr = "{hosts[0].ip}"\ntp_size = 2\n'
     (tmp_path / "specops.toml").write_text((tmp_path / "specops.toml").read_text() + engine)
     return scene

@@ -1,5 +1,5 @@
 """`specops deploy ENGINE`'s plan: every rank's unit with its rank, one release id for the whole engine, and the
-engine deployed alone (its ranks act together; hosts and groups deploy one by one)."""
+engine's ranks never deployed a second time as hosts of their own."""
 
 from __future__ import annotations
 
@@ -41,8 +41,18 @@ def test_a_change_on_the_worker_alone_is_a_new_release_of_the_whole_engine(confi
     assert after[0].release_id == after[1].release_id != before
 
 
-def test_an_engine_is_deployed_alone(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (config_dir / "specops.toml").write_text(BASE + ENGINE)
-    result = run_cli(capsys, "deploy", "ds", "solo", "--build", str(BUILD_PYTHON), "--dry-run")
+@pytest.mark.parametrize(
+    ("names", "host", "rank"),
+    [(["ds", "ds-a"], "ds-a", 0), (["both"], "ds-b", 1), (["ds-b", "fleet"], "ds-b", 1)],
+)
+def test_a_rank_named_with_its_own_engine_is_refused_not_deployed_twice(
+    config_dir: Path, capsys: pytest.CaptureFixture[str], names: list[str], host: str, rank: int
+) -> None:
+    groups = '\n[groups]\nboth = ["ds", "ds-b"]\nfleet = ["ds", "solo"]\n'
+    (config_dir / "specops.toml").write_text(BASE + ENGINE + groups)
+    result = run_cli(capsys, "deploy", *names, "--build", str(BUILD_PYTHON), "--dry-run")
     assert result.code == 2, result
-    assert "error: engine 'ds' is deployed alone, not with solo" in result.err
+    assert (
+        f"error: host '{host}' is rank {rank} of engine 'ds' (ds-a, ds-b), which is named too: it would be "
+        "deployed twice"
+    ) in result.err
