@@ -70,12 +70,19 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     engine = read_engine_state(host, spec, ask_http=False,
                                planned=(*read.part(ecmds.ENGINE_READ), *read.part(ecmds.LAST_ENTRY)))  # fmt: skip
     choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)
-    if choice.action is Action.UNCHANGED:  # only then does it matter whether the engine answers: ask it now
+    if choice.action is Action.UNCHANGED and _serves_http(host_plan):  # only then does answering matter: ask now
         engine = replace(engine, answering=engine_answers(host, spec))
         choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)
     pushes = choice.action is Action.DEPLOY and choice.reuse is None and choice.base is not None
     base_files = session.base_files(choice.base) if pushes and choice.base is not None else None
     return HostState(listing, unit_text, new_id, base_files, engine, env_text, read)
+
+
+def _serves_http(host_plan: HostPlan) -> bool:
+    """A worker rank of a multi-node engine serves no HTTP (rank 0 does): its active unit is all it shows, so
+    asking it would plan a start of an engine that runs (and the ranks would then disagree on the plan)."""
+    rank = host_plan.target.rank
+    return rank is None or rank.serves_http
 
 
 def preview(host: Host, staged: StagedBuild, host_plan: HostPlan, options: DeployOptions) -> HostSteps:

@@ -109,6 +109,12 @@ def test_two_ranks_deploy_verified_each_unit_has_its_rank_and_smoke_answers_thro
     assert smoke.code == 0, smoke.out + smoke.err
 
     runs = [_invocation(host) for host in hosts]
+    again, outcomes = _deploy(scene)  # nothing changed: the worker, which serves no HTTP, is unchanged too
+    assert again.code == 0, again.out + again.err
+    assert [outcomes[host.name]["outcome"] for host in hosts] == ["unchanged", "unchanged"]
+    assert [_invocation(host) for host in hosts] == runs
+
+    runs = [_invocation(host) for host in hosts]
     restarted = scene.cli("restart", ENGINE)  # both ranks, rank 0 drained first and gated
     assert restarted.code == 0, restarted.out + restarted.err
     assert all(_invocation(host) != run for host, run in zip(hosts, runs, strict=True))
