@@ -75,13 +75,15 @@ def daemon_reload_argv() -> list[str]:
     return ["systemctl", "daemon-reload"]
 
 
-def enable_argv(*unit_names: str, reload: bool = True) -> list[str]:
+def enable_argv(*unit_names: str) -> list[str]:
     """Enable the units (their [Install] WantedBy=multi-user.target): a reboot starts the engine again.
 
     Idempotent, and kept by a rollback: the link in multi-user.target.wants/ names the unit's path, whose
     text a rollback rewrites in place. systemd reloads itself after every enable, links new or not (about as
-    long as a daemon-reload); `reload=False` (`--no-reload`) where a daemon-reload has just loaded the units."""
-    return ["systemctl", "enable", *([] if reload else ["--no-reload"]), *unit_names]
+    long as a daemon-reload), and that reload is needed: with `--no-reload` systemd would not know the target
+    wants the unit, and would unload it once stopped (its InvocationID gone), so the deploy skips the enable
+    only where both units are enabled already."""
+    return ["systemctl", "enable", *unit_names]
 
 
 def reset_failed_argv(unit_name: str) -> list[str]:

@@ -166,14 +166,15 @@ def unit_commands(spec: HostSpec, release_id: str, unit_changed: bool, env_lines
             run(unit_cmd.show_argv(spec.unit_name, ["NeedDaemonReload"]), role=unit.UNIT),
             run(unit_cmd.daemon_reload_argv(), role=unit.UNIT),
         ]  # fmt: skip
-    commands.append(_enable_command(spec.unit_name, boot, unit_changed, enabled))
+    commands.append(_enable_command(spec.unit_name, boot, enabled))
     changes = '{"unit": ..., "env_file": ..., "profile": ..., "compile_cache": ...}'
     return [*commands, manifest_update(spec, release_id, changes)]
 
 
-def _enable_command(unit_name: str, boot: str, unit_changed: bool, enabled: bool) -> HostCommand:
-    """Enabled already: only the reload a rewritten boot unit needs (links in place); else enable, without the
-    reload systemd would add when the unit's own daemon-reload has just loaded both units."""
+def _enable_command(unit_name: str, boot: str, enabled: bool) -> HostCommand:
+    """Enabled already: only the reload a rewritten boot unit needs (links in place); else enable, with systemd's
+    own reload: without it systemd would not know multi-user.target now wants the unit, and would unload the
+    unit once stopped (its InvocationID and last run's state gone: an orphan of that run could not be told)."""
     if enabled:
         return run(
             unit_cmd.daemon_reload_argv(),
@@ -181,7 +182,7 @@ def _enable_command(unit_name: str, boot: str, unit_changed: bool, enabled: bool
             role=unit.ENABLE,
             note="both units are enabled already; only when the boot unit was rewritten and not reloaded yet",
         )
-    return run(unit_cmd.enable_argv(unit_name, boot, reload=not unit_changed), role=unit.ENABLE,
+    return run(unit_cmd.enable_argv(unit_name, boot), role=unit.ENABLE,
                note="a reboot starts the engine on `current`")  # fmt: skip
 
 
