@@ -95,9 +95,7 @@ def deploy(
             plan = make_plan(config, names, profile, build, patch, Path(workdir))
         command = shlex.join(["specops", *sys.argv[1:]])
         cancel = threading.Event()
-        first = plan.hosts[0].target.rank
-        ranks = (EngineRun(engine, [h.name for h in plan.hosts], cancel, first.dist_init_addr if first else "")
-                 if engine is not None else None)  # fmt: skip
+        ranks = EngineRun.of(engine, [h.target for h in plan.hosts], cancel) if engine is not None else None
         options = DeployOptions(force=force, no_rollback=no_rollback, lock_wait_s=lock_wait, command=command,
                                 cancel=cancel, reap=reap, skip_checks=skip_checks, engine=ranks)  # fmt: skip
         if dry_run:

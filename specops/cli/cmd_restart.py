@@ -18,7 +18,7 @@ from specops.errors import ExitCode
 
 if TYPE_CHECKING:
     from specops.config.inventory import HostSpec
-    from specops.config.loader import Config
+    from specops.config.loader import Config, Target
     from specops.deploy.engine_run import EngineRun
     from specops.deploy.member_survey import Batch
     from specops.deploy.restart import HostRestart
@@ -100,18 +100,16 @@ def _batches(config: Config, names: list[str], all_hosts: bool) -> list[Batch]:
         selected(config, names, all_hosts)  # its usage error
     engines = engines_in(config, names)
     hosts = hosts_in(config, names, engines, "restart")
-    runs = [EngineRun(name, list(inventory.engines[name].hosts), dist_init_addr=_dist_init_addr(config, name))
-            for name in engines]  # fmt: skip
+    runs = [EngineRun.of(name, _ranks(config, name)) for name in engines]
     return [(hosts, None), *(([inventory.hosts[host] for host in run.hosts], run) for run in runs)]
 
 
-def _dist_init_addr(config: Config, engine: str) -> str:
-    """Rank 0's ADDR:PORT as the units were rendered with it: the dist port test before the stop reads it."""
+def _ranks(config: Config, engine: str) -> list[Target]:
+    """The engine's ranks as its units were rendered: rank 0's ADDR:PORT is what the dist port test reads."""
     from specops.cli.cmd_deploy import ssh_hostname
     from specops.config.engine_targets import resolve_engine
 
-    first = resolve_engine(config, engine, None, ssh_hostname)[0].rank
-    return first.dist_init_addr if first else ""
+    return resolve_engine(config, engine, None, ssh_hostname)
 
 
 def _row(done: HostRestart) -> list[str]:

@@ -18,8 +18,10 @@ failed, so the other ranks never wait for it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from specops.commands.manifest import Figures
 from specops.commands.planned import HostCommand
@@ -28,6 +30,9 @@ from specops.config.profile import Profile
 from specops.deploy.rollback import SWITCHING
 from specops.engine.gates import GateResult, restart_and_gate
 from specops.engine.rank_gates import worker_gate
+
+if TYPE_CHECKING:
+    from specops.config.loader import Target
 from specops.engine.readiness import journal_position
 from specops.engine.readiness_commands import ReadinessCommands
 from specops.errors import ExitCode, LockHeld, SpecopsError
@@ -91,8 +96,25 @@ class EngineRun:
     _gone: dict[int, str] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
+    @classmethod
+    def of(cls, engine: str, ranks: Sequence[Target], cancel: threading.Event | None = None) -> EngineRun:
+        """The run of an engine's resolved ranks (rank 0 first), rank 0's ADDR:PORT as its units render it: the
+        one the dist port test binds and the other ranks connect to, whichever command (deploy, a group's member,
+        restart) runs the engine."""
+        first = ranks[0].rank if ranks else None
+        return cls(engine, [target.host.name for target in ranks], cancel, first.dist_init_addr if first else "")
+
     def rank(self, host: str) -> int:
         return self.hosts.index(host)
+
+    @contextmanager
+    def present(self, host: str, why: str) -> Iterator[None]:
+        """The block is this host's rank at work; however it ends (an error, a connection that never opened),
+        the other ranks stop waiting for it."""
+        try:
+            yield
+        finally:
+            self.leave(self.rank(host), why)
 
     def label(self, rank: int) -> str:
         return f"rank {rank} ({self.hosts[rank]})"

@@ -56,15 +56,11 @@ class MemberFleet:
     def _one(self, member: Member) -> HostOutcome:
         if not member.engine:
             return self.run_rank(member.hosts[0], None)
-        first = member.hosts[0].target.rank  # rank 0's ADDR:PORT as its units render it: the dist port test's
-        engine = EngineRun(member.name, [host.name for host in member.hosts], self.cancel,
-                           first.dist_init_addr if first else "")  # fmt: skip
+        engine = EngineRun.of(member.name, [host.target for host in member.hosts], self.cancel)
 
         def rank(host_plan: HostPlan) -> HostOutcome:
-            try:
+            with engine.present(host_plan.name, "its deploy ended"):
                 return self.run_rank(host_plan, engine)
-            finally:  # however it ended (a connection never opened included), the other ranks stop waiting
-                engine.leave(engine.rank(host_plan.name), "its deploy ended")
 
         outcomes = run_batch(member.hosts, rank, self.cancel, self._ranks)  # every rank at once
         self._ranks.update({host.name: outcome for host, outcome in zip(member.hosts, outcomes, strict=True)})

@@ -37,10 +37,8 @@ def _batch(batch: Batch, opener: Opener, question: Callable[[EngineRun | None], 
     engine: EngineRun = run
 
     def rank(spec: HostSpec) -> Reading[T]:
-        try:
+        with engine.present(spec.name, "its command ended"):
             return ask(spec, opener, question(engine))
-        finally:
-            engine.leave(engine.rank(spec.name), "its command ended")
 
     with ThreadPoolExecutor(max_workers=len(specs)) as pool:
         return dict(zip((spec.name for spec in specs), pool.map(rank, specs), strict=True))

@@ -96,3 +96,10 @@ def test_no_rank_restarts_in_a_rollback_before_every_rank_has_stopped() -> None:
     rank(0)
     worker.join(timeout=5)
     assert sorted(switched) == [0, 1] and asked.count("switching current") == 2
+
+
+def test_a_rank_whose_work_raised_no_longer_keeps_the_others_waiting() -> None:
+    run = EngineRun("ds", HOSTS[:2])
+    with pytest.raises(ConnectionError), run.present("ds-b", "its deploy ended"):
+        raise ConnectionError("ds-b: connection refused")
+    assert run.meet("checks", 0, Arrival(True)) == [(1, Arrival(False, "its deploy ended"))]

@@ -77,6 +77,18 @@ def test_without_dist_addr_rank_0s_ssh_hostname_is_used(config_dir: Path) -> Non
         resolve_engine(config, "ds", None, lambda host: "$(id)")
 
 
+def test_an_engine_run_of_the_resolved_ranks_carries_rank_0s_address_for_every_command(config_dir: Path) -> None:
+    """deploy, a group's member and restart all build the run this way: the dist port test's ADDR:PORT is the one
+    the units render."""
+    from specops.config.engine_targets import resolve_engine
+    from specops.deploy.engine_run import EngineRun
+
+    (config_dir / "specops.toml").write_text(BASE + ENGINE)
+    config = load_config(config_dir / "specops.toml", config_dir)
+    run = EngineRun.of("ds", resolve_engine(config, "ds", None, lambda host: f"{host.name}.cluster.local"))
+    assert (run.engine, run.hosts, run.dist_init_addr) == ("ds", ["ds-a", "ds-b"], "ds-a.cluster.local:5000")
+
+
 def test_render_k8s_of_an_engine_is_one_leaderworkerset_of_its_ranks(
     config_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
