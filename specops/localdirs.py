@@ -18,7 +18,6 @@ import fnmatch
 import hashlib
 import hmac
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Iterator, Mapping
@@ -122,7 +121,7 @@ def write_private(folder: Path, name: str, data: bytes, siblings: str = "", keep
         if key is None:
             return
         with _private_folder(folder, create=True) as directory:
-            temporary = f".{name}.{secrets.token_hex(8)}"
+            temporary = f".{name}.{os.urandom(8).hex()}"  # unpredictable: os.urandom, as `secrets` uses
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _READ, 0o600, dir_fd=directory)
             try:
                 with open(descriptor, "wb") as file:
@@ -169,7 +168,7 @@ def _key_in(folder: Path) -> bytes | None:
             with contextlib.suppress(FileExistsError):
                 made = os.open(KEY_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _READ, 0o600, dir_fd=directory)
                 with open(made, "wb") as file:
-                    file.write(secrets.token_bytes(32))
+                    file.write(os.urandom(32))  # what secrets.token_bytes returns
             with open(os.open(KEY_NAME, _READ, dir_fd=directory), "rb") as file:
                 _check_ours(os.fstat(file.fileno()), folder / KEY_NAME, "key file")
                 key = file.read()
