@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.testbed import drift, gpu
+from tests.testbed import drift
 from tests.testbed.testhost import TestHost
 from tests.unit.clirun import CliResult, run_cli
 
@@ -53,8 +53,7 @@ def doctor(
 
     def run(scenario: str, *args: str) -> CliResult:
         if playing[-1:] != [scenario]:
-            gpu_host.write_file(gpu.SCENARIO_FILE, f"{scenario}\n".encode())
-            drift.install_fabric_manager(gpu_host, gpu.fabric_manager_state(scenario))
+            drift.play_nvidia_smi_scenario(gpu_host, scenario)
             playing.append(scenario)
         return run_cli(capsys, "doctor", ALIAS, "--only", "gpu", *args)
 

@@ -34,6 +34,8 @@ CORE5_SONAMES = (
     "libswresample.so.4",
 )
 NVIDIA_SMI_ON_PATH = "/usr/local/bin/nvidia-smi"
+NVIDIA_SMI_DIR = "/usr/local/lib/specops-testbed/gpu"
+INSTALLED_NVIDIA_SMI = f"{NVIDIA_SMI_DIR}/nvidia-smi"
 # files and symlinks directly in a lib dir (the soname links AND the real files behind them)
 FIND_LIBRARY_FILES = ["-maxdepth", "1", "(", "-type", "f", "-o", "-type", "l", ")", "-name", "lib*.so*", "-print"]
 
@@ -140,15 +142,26 @@ def install_nvidia_smi(host: DriftHost, scenario: str) -> str:
     """
     if scenario not in gpu.scenario_names():
         raise ValueError(f"unknown nvidia-smi scenario {scenario!r}; known: {gpu.scenario_names()}")
-    install_dir = "/usr/local/lib/specops-testbed/gpu"
-    host.write_file(f"{install_dir}/nvidia-smi", gpu.NVIDIA_SMI.read_bytes(), 0o755)
-    host.write_file(f"{install_dir}/scenarios.json", gpu.SCENARIOS_JSON.read_bytes(), 0o644)
+    host.write_file(INSTALLED_NVIDIA_SMI, gpu.NVIDIA_SMI.read_bytes(), 0o755)
+    host.write_file(f"{NVIDIA_SMI_DIR}/scenarios.json", gpu.SCENARIOS_JSON.read_bytes(), 0o644)
     for recorded in sorted(gpu.RECORDED_DIR.iterdir()):
-        host.write_file(f"{install_dir}/recorded/{recorded.name}", recorded.read_bytes(), 0o644)
-    host.write_file(gpu.SCENARIO_FILE, f"{scenario}\n".encode(), 0o644)
-    host.exec(["ln", "-sfn", f"{install_dir}/nvidia-smi", NVIDIA_SMI_ON_PATH])
-    install_fabric_manager(host, gpu.fabric_manager_state(scenario))
+        host.write_file(f"{NVIDIA_SMI_DIR}/recorded/{recorded.name}", recorded.read_bytes(), 0o644)
+    host.exec(["ln", "-sfn", INSTALLED_NVIDIA_SMI, NVIDIA_SMI_ON_PATH])
+    play_nvidia_smi_scenario(host, scenario)
     return NVIDIA_SMI_ON_PATH
+
+
+def play_nvidia_smi_scenario(host: DriftHost, scenario: str) -> None:
+    """Switch the installed double to `scenario` the way a driver change looks on a real host.
+
+    Why the touch: the probe keeps the driver's field list keyed by the nvidia-smi file's identity (path,
+    inode, size, mtime) where /proc/driver/nvidia/version is missing, as on these hosts. A real driver
+    change replaces nvidia-smi; a scenario switch only rewrites a file the double reads, so the double's
+    mtime is renewed here, or the next probe would use the previous scenario's field list.
+    """
+    host.write_file(gpu.SCENARIO_FILE, f"{scenario}\n".encode(), 0o644)
+    host.exec(["touch", INSTALLED_NVIDIA_SMI])
+    install_fabric_manager(host, gpu.fabric_manager_state(scenario))
 
 
 def install_fabric_manager(host: DriftHost, state: str) -> None:

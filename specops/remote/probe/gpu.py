@@ -7,10 +7,17 @@ The health query asks only for fields this driver knows: one unknown field makes
 whole query ("Field ... is not a valid field to query."), and field names changed across driver branches
 (clocks_throttle_reasons.* became clocks_event_reasons.*). The known names come from
 `nvidia-smi --help-query-gpu`, read once per host and driver version and kept in a small cache file.
+
+The cache is keyed by the driver version in /proc/driver/nvidia/version; where that file is missing (a container
+or namespace that shares the host's driver), by the identity of the nvidia-smi file PATH finds (resolved path,
+device, inode, size, mtime), which a driver upgrade replaces. Without either key the list is read every time.
+A cached list that the driver refuses ("is not a valid field to query") is dropped, so the next probe re-reads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 from typing import Any
@@ -53,6 +60,7 @@ _EVENT_PREFIX = "clocks_event_reasons."
 _THROTTLE_PREFIX = "clocks_throttle_reasons."
 _DRIVER_RE = re.compile(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)")
 _QUOTED_RE = re.compile(r'"([a-z0-9_.]+)"')
+_REFUSED_FIELD = "is not a valid field to query"
 
 
 def help_fields(text: str) -> list[str]:
@@ -81,14 +89,35 @@ def health_query(known: set[str]) -> str | None:
     return "--query-gpu=" + ",".join(chosen) if chosen else None
 
 
-def _cache_path(driver: str) -> str:
-    folder = os.path.expanduser(FIELDS_CACHE_DIR)
-    return os.path.join(folder, f"nvidia-query-gpu-fields-{driver}.txt")
+def smi_identity() -> str | None:
+    """The nvidia-smi file `nvidia-smi` runs (first executable on PATH, as exec finds it): its resolved path,
+    device, inode, size and mtime; None when there is none. A driver upgrade replaces the file, so a new key."""
+    for folder in os.get_exec_path():
+        candidate = os.path.join(folder or ".", "nvidia-smi")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            real = os.path.realpath(candidate)
+            try:
+                info = os.stat(real)
+            except OSError:
+                return None
+            return f"{real}\0{info.st_dev}\0{info.st_ino}\0{info.st_size}\0{info.st_mtime_ns}"
+    return None
 
 
-def known_fields(driver: str | None) -> tuple[list[str], dict[str, Any] | None]:
-    """The driver's field names: from the cache for this driver version, else `--help-query-gpu` (then cached)."""
-    path = _cache_path(driver) if driver else None
+def fields_cache_path(driver: str | None) -> str | None:
+    """Where this driver's field names are kept: by driver version, else by nvidia-smi's identity, else nowhere."""
+    if driver:
+        key = driver
+    else:
+        identity = smi_identity()
+        if identity is None:
+            return None
+        key = "smi-" + hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    return os.path.join(os.path.expanduser(FIELDS_CACHE_DIR), f"nvidia-query-gpu-fields-{key}.txt")
+
+
+def known_fields(path: str | None) -> tuple[list[str], dict[str, Any] | None]:
+    """The driver's field names: from the cache file at path, else `--help-query-gpu` (then cached there)."""
     cached = read_text(path, 200000) if path else None
     if cached:
         return cached.split(), None
@@ -97,6 +126,19 @@ def known_fields(driver: str | None) -> tuple[list[str], dict[str, Any] | None]:
     if names and path:
         _write_cache(path, names)
     return names, helped
+
+
+def refused_field(command: dict[str, Any] | None) -> bool:
+    """Did nvidia-smi refuse the query for a field it does not know (`Field "x" is not a valid field to query.`)?"""
+    if not command or command.get("rc") in (0, None):
+        return False
+    return _REFUSED_FIELD in str(command.get("out") or "") + str(command.get("err") or "")
+
+
+def _drop_cache(path: str) -> None:
+    """A cached list the driver refuses is stale: remove it so the next probe asks --help-query-gpu again."""
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 def _write_cache(path: str, names: list[str]) -> None:
@@ -115,7 +157,8 @@ def gather_nvidia(request: dict[str, Any]) -> dict[str, Any]:
     proc_path = request.get("proc_driver_version_path") or PROC_DRIVER_VERSION
     proc_text = read_text(proc_path, 10000)
     match = _DRIVER_RE.search(proc_text or "")
-    names, helped = known_fields(match.group(1) if match else None)
+    cache = fields_cache_path(match.group(1) if match else None)
+    names, helped = known_fields(cache)
     fields = health_fields(set(names))
     query = "--query-gpu=" + ",".join(fields) if fields else None
     argvs = [
@@ -129,6 +172,8 @@ def gather_nvidia(request: dict[str, Any]) -> dict[str, Any]:
         argvs.append(["nvidia-smi", query, CSV_FORMAT])
     results = map_in_threads(run_command, argvs, workers=len(argvs))
     header = results[0]
+    if query and cache and helped is None and refused_field(results[5]):
+        _drop_cache(cache)
     facts: dict[str, Any] = {"header": header, "proc_version": proc_text}
     if header["found"]:
         facts.update(query_gpu=results[1], query_apps=results[2], list_gpus=results[3])

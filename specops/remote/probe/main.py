@@ -99,25 +99,29 @@ def gather_all(request: dict[str, Any]) -> dict[str, Any]:
     venv_root = os.path.dirname(venv_package) if venv_package else None
     releases = result.get("releases") or {}
     sglang = in_background(result, "sglang", lambda: gather_sglang(request, releases, venv_root))
+    # The other sections that wait on a subprocess (systemctl, nvcc) run beside this thread's file reads too;
+    # each writes only its own key, and the answer is printed with sorted keys, so the order cannot show.
+    waiting = [
+        in_background(result, "system", gather_system),
+        in_background(result, "unit", lambda: gather_unit(request)),
+        in_background(
+            result, "cuda_userspace", lambda: gather_cuda_userspace(request.get("cuda_home"), site_packages())
+        ),
+    ]
     guarded(result, "python", gather_python)
-    guarded(result, "system", gather_system)
     guarded(result, "env", gather_env)
     guarded(result, "torch", gather_torch)
     guarded(result, "dists", gather_dists)
     guarded(result, "torchcodec", gather_torchcodec)
     guarded(result, "native_ext", lambda: gather_native_ext(NATIVE_EXTENSIONS))
-    guarded(result, "cuda_userspace", lambda: gather_cuda_userspace(request.get("cuda_home"), site_packages()))
     guarded(result, "models", lambda: gather_models(request))
     guarded(result, "ports", lambda: gather_ports(request))
     guarded(result, "disks", lambda: gather_disks(request))
     guarded(result, "limits", gather_limits)
-    guarded(result, "unit", lambda: gather_unit(request))
     guarded(result, "service_user", lambda: gather_service_user(request))
     guarded(result, "root_paths", lambda: gather_root_paths(request))
-    nvidia.join()
-    kernel_log.join()
-    ffmpeg.join()
-    sglang.join()
+    for thread in [nvidia, kernel_log, ffmpeg, sglang, *waiting]:
+        thread.join()
     return result
 
 

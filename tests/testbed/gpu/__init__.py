@@ -3,7 +3,9 @@
 Place `NVIDIA_SMI` on a test host's PATH (e.g. /usr/local/bin/nvidia-smi, next to a copy of
 `SCENARIOS_JSON` and `RECORDED_DIR`, or set SPECOPS_NVIDIA_SMI_DATA) and choose the scenario by writing its
 name to /etc/specops-testbed/nvidia-smi.scenario (or env SPECOPS_NVIDIA_SMI_SCENARIO). `no-driver` makes it
-fail like a host whose driver is not loaded (exit 9; it has no /proc version file).
+fail like a host whose driver is not loaded (exit 9; it has no /proc version file). On a test host, switch with
+drift.play_nvidia_smi_scenario: it also renews the double's mtime, as a driver change replaces nvidia-smi (the
+probe keys its cached field list by that file where /proc/driver/nvidia/version is missing).
 
 recorded/ holds short excerpts of real nvidia-smi and kernel-log output, re-typed, each file opening with
 a `#` header that names its public source (repo: path @commit, or issue). The double replays them where a
