@@ -87,7 +87,7 @@ def preload_imports(script: str) -> None:
     import importlib
 
     for line in script.splitlines():
-        words = line.strip()
+        words = line.split("#", 1)[0].strip()
         if not words.startswith("import ") or " as " in words:
             continue
         for name in words[len("import ") :].split(","):
