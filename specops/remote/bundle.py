@@ -204,6 +204,12 @@ class _WireTransformer(ast.NodeTransformer):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
         return None if node.module in ("typing", "collections.abc", "__future__") else node
 
+    def visit_If(self, node: ast.If) -> ast.AST | None:
+        """`if TYPE_CHECKING:` blocks (imports only mypy needs) vanish with the typing import they test."""
+        if isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING" and not node.orelse:
+            return None
+        return self.generic_visit(node)
+
 
 # The built scripts, kept on this machine by the hash of everything that shapes them. Building the release
 # script parses and unparses six modules (~70 ms) and the probe ~40 ms, on every command, while the sources

@@ -23,9 +23,9 @@ from specops.remote.release.script import RELEASE_ENV, current_id, read_manifest
 UNIT_DIR = "/etc/systemd/system"
 
 
-def restore_unit(service_dir: str, release_id: str, unit: str) -> bool:
-    """Write the unit text recorded with the release (atomic rename); True when the file changed."""
-    text = read_manifest(os.path.join(service_dir, "releases", release_id)).get("unit")
+def restore_unit(manifest: dict[str, Any], unit: str) -> bool:
+    """Write the unit text recorded in the release's manifest (atomic rename); True when the file changed."""
+    text = manifest.get("unit")
     if not isinstance(text, str) or not text:
         return False
     path = os.path.join(UNIT_DIR, unit)
@@ -58,10 +58,10 @@ def write_private(path: str, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def recorded_env(service_dir: str, release_id: str) -> tuple[str, bytes] | None:
-    """(the live env file's path, the env file's bytes) recorded with the release, or None (none recorded)."""
-    folder = os.path.join(service_dir, "releases", release_id)
-    target = read_manifest(folder).get("env_file")
+def recorded_env(folder: str, manifest: dict[str, Any]) -> tuple[str, bytes] | None:
+    """(the live env file's path, the env file's bytes) recorded with the release in `folder`, or None (none
+    recorded)."""
+    target = manifest.get("env_file")
     source = os.path.join(folder, RELEASE_ENV)
     if not isinstance(target, str) or not target.startswith("/") or not os.path.isfile(source):
         return None
@@ -69,10 +69,10 @@ def recorded_env(service_dir: str, release_id: str) -> tuple[str, bytes] | None:
         return target, handle.read()
 
 
-def restore_env(service_dir: str, release_id: str) -> str:
+def restore_env(folder: str, manifest: dict[str, Any]) -> str:
     """Put the release's env file back at its live path: "restored", "same" (it was already there, 0600) or
     "not recorded" (a release from before env files were kept: the live file is left as it is)."""
-    recorded = recorded_env(service_dir, release_id)
+    recorded = recorded_env(folder, manifest)
     if recorded is None:
         return "not recorded"
     target, data = recorded
@@ -87,8 +87,11 @@ def restore_env(service_dir: str, release_id: str) -> str:
 
 
 def restore_config(service_dir: str, release_id: str, unit: str) -> dict[str, Any]:
-    """The release's unit and env file back in place: {"unit_restored": bool, "env": restore_env's word}."""
-    return {"unit_restored": restore_unit(service_dir, release_id, unit), "env": restore_env(service_dir, release_id)}
+    """The release's unit and env file back in place: {"unit_restored": bool, "env": restore_env's word}. The
+    manifest (a few MB for an SGLang tree) is read once for both."""
+    folder = os.path.join(service_dir, "releases", release_id)
+    manifest = read_manifest(folder)
+    return {"unit_restored": restore_unit(manifest, unit), "env": restore_env(folder, manifest)}
 
 
 def op_restore_config(service_dir: str, unit: str, release_id: str = "") -> dict[str, Any]:

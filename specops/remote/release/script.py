@@ -18,7 +18,6 @@ Ops (each prints one JSON object on stdout; exit 0 with {"ok": true, ...}, exit 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -49,6 +48,10 @@ WATCH_FILE = ".specops-watch.json"  # the guard's watch after "verified" (watch.
 WATCH_STOP_FILE = ".specops-watch-stop"  # written by a deploy's disarm before it stops the watch (watch.py)
 NOT_HASHED = (MANIFEST, UNFINISHED, RELEASE_ENV)
 CHUNK = 1 << 20
+# What a receive needs and `list` does not, imported where used: a deploy waits for the push session's listing
+# right after it takes the host's lock, and each of these would cost the session's start 2-5 ms (more on a busy
+# host) before it could answer; the session imports them once the listing is out (session.warm_up).
+LAZY_IMPORTS = ("hashlib", "subprocess", "tempfile")
 MODES_IN_HASH = 2  # the manifest schema from which a file's line carries its full mode, not only the exec bit
 
 
@@ -76,6 +79,8 @@ def file_kind(mode: int, schema: int) -> str:
 
 def tree_hash(lines: list[str]) -> str:
     """sha256 over the sorted lines: independent of walk order, mtimes, owners and the filesystem."""
+    import hashlib  # here, not at the top: `list` (a deploy's first answer) never hashes; see LAZY_IMPORTS
+
     digest = hashlib.sha256()
     for line in sorted(lines):
         digest.update(line.encode("utf-8", "surrogateescape"))
@@ -83,6 +88,8 @@ def tree_hash(lines: list[str]) -> str:
 
 
 def file_sha256(path: str) -> str:
+    import hashlib
+
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(CHUNK), b""):

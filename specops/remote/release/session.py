@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tarfile
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +32,7 @@ from specops.remote.release.marks import op_mark_bad, op_unmark_bad
 from specops.remote.release.receive import op_receive
 from specops.remote.release.relconfig import op_restore_config
 from specops.remote.release.rollback import op_rollback
-from specops.remote.release.script import op_switch, read_manifest
+from specops.remote.release.script import LAZY_IMPORTS, op_switch, read_manifest
 
 
 def say(reply: dict[str, Any]) -> None:
@@ -55,6 +54,7 @@ def op_session(service_dir: str, when: str = "") -> dict[str, Any]:
     if when == "on-request" and not _listing_requested():
         return {"ended": True}
     say({"ok": True, **op_list(service_dir)})
+    warm_up()
     while True:
         line = sys.stdin.buffer.readline()
         request = json.loads(line) if line.strip() else {"op": "end"}
@@ -73,6 +73,20 @@ def op_session(service_dir: str, when: str = "") -> dict[str, Any]:
             return {"ended": True}
         else:
             raise Refused("request", "unknown request " + repr(op))
+
+
+def warm_up() -> None:
+    """Import what a receive needs (script.LAZY_IMPORTS) while the client reads the listing and plans its push,
+    not on the receive's own time: the listing went out without them."""
+    for name in LAZY_IMPORTS:
+        __import__(name)
+
+
+def tar_error() -> type[Exception]:
+    """tarfile's error, looked up only once an op failed: most ops never load tarfile."""
+    import tarfile
+
+    return tarfile.TarError
 
 
 def _listing_requested() -> bool:
@@ -97,7 +111,7 @@ def main(argv: list[str]) -> int:
     except Refused as error:
         print(json.dumps({"ok": False, "kind": error.kind, "error": str(error), **error.details}))
         return 3
-    except (OSError, ValueError, tarfile.TarError) as error:
+    except (OSError, ValueError, tar_error()) as error:
         print(json.dumps({"ok": False, "kind": type(error).__name__, "error": str(error)}))
         return 3
     print(json.dumps({"ok": True, **result}))

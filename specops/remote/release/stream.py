@@ -15,7 +15,6 @@ else, so the two cannot read one push stream differently.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from typing import IO, Any
 
@@ -56,6 +55,9 @@ class TarHasher:
     a sparse file, a bad checksum), stops: the files it did not hash are simply read back from disk."""
 
     def __init__(self) -> None:
+        import hashlib  # here, not at the top: only a receive hashes (script.LAZY_IMPORTS)
+
+        self.new_digest = hashlib.sha256
         self.found: dict[str, tuple[int, int, str]] = {}  # relpath -> (size, mtime_ns, sha256) as streamed
         self.active = True
         self.header = bytearray()
@@ -104,7 +106,7 @@ class TarHasher:
         name, self.next_name = (self.next_name or name), None
         if kind not in CONTENT_TYPES + SKIPPED_TYPES + (LONG_NAME,):
             raise ValueError("a tar member this reader does not follow")
-        self.digest = hashlib.sha256() if kind in CONTENT_TYPES else None
+        self.digest = self.new_digest() if kind in CONTENT_TYPES else None
         self.long_name = bytearray() if kind == LONG_NAME else None
         self.member = (name, size, tar_number(header[136:148]))
         self.content_left, self.remaining = size, size + (-size % BLOCK)

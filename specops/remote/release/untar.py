@@ -8,12 +8,14 @@ symlink that stays inside the release. Regular files are hashed as they are writ
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tarfile
+from typing import TYPE_CHECKING
 
 from specops.remote.release.hostdata import Refused
 from specops.remote.release.script import check_symlink, host_mode
+
+if TYPE_CHECKING:  # only a push without GNU tar unpacks with tarfile: imported there (script.LAZY_IMPORTS)
+    import tarfile
 
 CHUNK = 1 << 20
 
@@ -39,6 +41,8 @@ def no_symlink_parent(root: str, path: str) -> None:
 
 def write_member(archive: tarfile.TarFile, member: tarfile.TarInfo, path: str) -> str:
     """Write one regular file, hashing it on the way; returns its sha256."""
+    import hashlib
+
     digest = hashlib.sha256()
     source = archive.extractfile(member)
     if source is None:
@@ -54,6 +58,8 @@ def write_member(archive: tarfile.TarFile, member: tarfile.TarInfo, path: str) -
 
 def extract_python(stream: object, root: str, known: dict[tuple[int, int, int], str]) -> set[str]:
     """Unpack the tar stream into root (regular files, folders, safe symlinks); returns the names received."""
+    import tarfile
+
     received = set()
     with tarfile.open(fileobj=stream, mode="r|") as archive:  # type: ignore[call-overload]
         for member in archive:

@@ -231,3 +231,31 @@ def test_ctrl_c_while_the_runner_starts_gives_the_conversation_up(
         talk.run(["echo", "first"])
     assert talk.run(["echo", "second"]).text == "second\n"  # its greeting is never read as a reply
     assert len(plain.started) == 2
+
+
+def test_an_inline_script_finds_its_modules_imported_by_the_runner_and_runs_only_in_its_fork(
+    talk: Host, tmp_path: Path
+) -> None:
+    """The runner imports what the script's `import` lines name (a fork then skips those imports on every
+    request), yet runs none of the script itself: its side effects happen once per request, in the fork."""
+    runs = tmp_path / "runs"
+    script = f"import sys\nprint('tarfile' in sys.modules)\nimport tarfile\nopen({str(runs)!r}, 'a').write('ran\\n')\n"
+    argv = [sys.executable, "-IS", "-c", script]
+    assert [talk.run(argv).text for _ in range(2)] == ["True\n", "True\n"]
+    assert runs.read_text() == "ran\nran\n"
+
+
+def test_a_fork_never_closes_a_file_of_the_script_for_what_the_runner_left_behind(talk: Host) -> None:
+    """Each request's own bookkeeping (its poll set) is closed in the runner; left to the garbage collector,
+    a fork that collects it would close whatever file then has its number: the script's own."""
+    script = (
+        "import gc, os, json, hashlib, shutil, subprocess, tarfile, tempfile\n"
+        "fds = [os.open('/dev/null', os.O_RDONLY) for _ in range(300)]\n"
+        "gc.collect()\n"
+        "for fd in fds:\n"
+        "    os.fstat(fd)\n"
+        "print('all open')\n"
+    )
+    for _ in range(3):
+        assert talk.run([sys.executable, "-IS", "-c", script]).text == "all open\n"
+        assert talk.run(["true"]).ok

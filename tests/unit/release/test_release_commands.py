@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from specops.commands import release as cmd
@@ -40,6 +43,18 @@ def test_release_ids_that_could_escape_or_confuse_are_refused(bad: str) -> None:
 
 def test_remote_script_stays_well_under_the_kernels_single_argument_limit() -> None:
     assert len(release_script().encode()) < 40 * 1024  # MAX_ARG_STRLEN is 128 KiB; sh -c carries it whole
+
+
+def test_the_release_script_starts_without_what_only_a_receive_needs() -> None:
+    """A deploy waits for the push session's listing right after it takes the lock: the script's start imports
+    none of the receive's modules (the session imports them once its listing is out)."""
+    probe = (
+        "import sys\n"
+        "exec(compile(sys.argv[1], 'release', 'exec'), {'__name__': 'library'})\n"
+        "print(sorted({'hashlib', 'tarfile', 'subprocess', 'tempfile'} & set(sys.modules)))\n"
+    )
+    argv = [sys.executable, "-IS", "-c", probe, release_script()]
+    assert subprocess.run(argv, capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
 def test_files_to_send_is_the_manifest_plus_what_differs_from_the_base() -> None:

@@ -45,13 +45,15 @@ def test_restoring_a_release_puts_its_own_env_file_back_root_only(service: Path)
     assert relconfig.restore_config(str(service), OLD, "sglang.service") == {"unit_restored": True, "env": "restored"}
     assert (service / "env").read_text() == 'A="old"\n'
     assert os.stat(service / "env").st_mode & 0o777 == 0o600
-    assert relconfig.restore_env(str(service), OLD) == "same"  # nothing written the second time
+    assert (
+        relconfig.restore_config(str(service), OLD, "sglang.service")["env"] == "same"
+    )  # nothing written the second time
 
 
 def test_a_release_from_before_env_files_were_kept_leaves_the_live_one(service: Path) -> None:
     _release(service, OLD, None)
     (service / "env").write_text('A="live"\n')
-    assert relconfig.restore_env(str(service), OLD) == "not recorded"
+    assert relconfig.restore_config(str(service), OLD, "sglang.service")["env"] == "not recorded"
     assert (service / "env").read_text() == 'A="live"\n'
 
 
