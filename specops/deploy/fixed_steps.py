@@ -82,7 +82,7 @@ class FixedSteps:
         # Disarmed by its own step, not in a `finally`: on Ctrl-C or an error the guard stays armed, and once
         # the lock is released it puts the last verified release back (the deploy can no longer prove the new one).
         # It puts back the plan's rollback target, the one the dry run names, never one it picks on the host.
-        guard.arm(self.host, step.commands)
+        guard.arm(self.host, step.commands, self.steps.release, self.steps.rollback_to or "")
         self.guarded = True
         self.outcome.guard_to = self.steps.rollback_to
 

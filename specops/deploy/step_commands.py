@@ -12,8 +12,6 @@ keeps it so), and the deploy tests compare what a deploy ran with these lists (t
 
 from __future__ import annotations
 
-import json
-
 from specops.commands import engine_stop
 from specops.commands import release as release_cmd
 from specops.commands import unit as unit_cmd
@@ -24,12 +22,9 @@ from specops.commands.guard import (
     WatchSettings,
     arm_argv,
     disarm_argvs,
-    guard_script_path,
-    guard_state_path,
-    notify_path,
-    schema_argv,
     watch_argv,
 )
+from specops.commands.hostdata import GUARD_SCHEMA
 from specops.commands.lock import lock_argv
 from specops.commands.planned import SLOTS, HostCommand, Times, put, run
 from specops.commands.probe import probe_argv
@@ -203,20 +198,18 @@ def manifest_update(
 
 
 def guard_commands(spec: HostSpec, release_id: str, rollback_to: str, lock_dir: str = "") -> list[HostCommand]:
-    """Arming the guard (specops/ops/guard.py `arm` runs these): its schema read, the disarm of a leftover one,
-    its script and state written, its timer started; `lock_dir`: the lock whose heartbeat it watches."""
-    from specops.ops.guard import guard_script, guard_state, notify_summary
+    """Arming the guard, one command (specops/ops/guard.py `arm` runs it): unless a newer specops armed it, the
+    disarm of a leftover one, its script, state and notify file written, its timer started; `lock_dir`: the lock
+    whose heartbeat it watches."""
+    from specops.ops.guard import guard_script, notify_summary, state_line
 
     size = len(guard_script().encode("utf-8"))
-    state = json.dumps(guard_state(release_id, rollback_to), sort_keys=True)  # written as shown (one line)
-    return [
-        run(schema_argv(spec), note="a guard armed by a newer specops is left alone; none there: nothing to check"),
-        *disarm_commands(spec),
-        put(guard_script_path(spec), 0o600, f"the release script ({size} bytes)"),
-        put(guard_state_path(spec), 0o600, state),
-        put(notify_path(spec), 0o600, notify_summary()),
-        run(arm_argv(spec, lock_dir or lock_root(), DEFAULT_STALE_AFTER_S)),
-    ]
+    state = state_line(release_id, rollback_to)  # written as shown
+    files = f"the release script ({size} bytes); the guard's state: {state}; {notify_summary()}"
+    argv = arm_argv(spec, lock_dir or lock_root(), DEFAULT_STALE_AFTER_S, GUARD_SCHEMA)
+    note = ("a guard armed by a newer specops is left alone (exit 5); the disarm's steps exit non-zero when no guard "
+            "exists (not checked); all three files 0600")  # fmt: skip
+    return [run(argv, stdin=f"a line with the three files' sizes, then {files}", note=note)]
 
 
 def disarm_commands(spec: HostSpec) -> list[HostCommand]:

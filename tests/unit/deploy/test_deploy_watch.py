@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from specops.ops import guard
 from tests.unit.deploy.scene import HOST, release
 from tests.unit.deploy.world import OLD_TREE, World
 
@@ -37,13 +38,19 @@ def test_the_guard_and_the_watch_are_given_the_plans_target_not_the_newest_verif
     what the guard's state (written when it is armed) and the watch are given."""
     a, b = "20260101T000000Z-aaaa", "20260102T000000Z-bbbb"
     scene = world.scene(releases=[release(a, OLD_TREE), release(b, "1" * 64)], current=a, unit=world.unit_text)
+    written: list[bytes] = []
+    arm_stdin = guard.arm_stdin
+    world.monkeypatch.setattr(guard, "arm_stdin", lambda *args: written.append(arm_stdin(*args)) or written[-1])
     run = world.run(scene)
     assert run.plan["rollback_to"] == a
     armed = next(step for step in run.plan["steps"] if step["step"] == "guard")
     assert f"rolls back to {a} if this deploy dies" in armed["summary"]
     run.assert_followed()
-    state = json.loads(run.host.files["/opt/specops/sglang/.specops-guard.json"])
+    (stdin,) = written  # the sizes, then the script, the state, the notify file
+    sizes = [int(word) for word in stdin.split(b"\n", 1)[0].split()]
+    state = json.loads(stdin[len(stdin) - sizes[2] - sizes[1] : len(stdin) - sizes[2]])
     assert state == {"schema": 1, "state": "armed", "release": run.outcome["release"], "rollback_to": a}
+    assert json.dumps(state, sort_keys=True) in armed["commands"][0]["stdin"]  # as the dry run shows it
     started = [argv for argv in run.host.commands if argv[:2] == ("systemd-run", "--unit=specops-watch-sglang")]
     assert started[0][-1] == a
 
