@@ -51,6 +51,15 @@ exec "$@"
 """
 
 
+# The hand-over to the watch (handover_argv), one round trip: the disarm's DISARM_WORDS words (each of its steps
+# whatever it exits with), then the watch's own command, whose exit is the hand-over's.
+HANDOVER_SCRIPT = f"""disarm() {{
+{DISARM_SCRIPT}}}
+disarm "$1" "$2" "$3" "$4" "$5"; shift {DISARM_WORDS}
+exec "$@"
+"""
+
+
 def guard_unit(spec: HostSpec) -> str:
     return f"specops-guard-{spec.service}"
 
@@ -79,11 +88,8 @@ def arm_argv(spec: HostSpec, lock_dir: str, stale_after_s: float, known_schema: 
     """Arm the guard in one command (ARM_SCRIPT): unless a newer specops armed it (`known_schema`: the newest
     this one reads), disarm a leftover one, write the script, its state and the notify file (all 0600, from
     stdin: the notify file may hold the webhook's credential), and start the timer."""
-    (disarm,) = disarm_argvs(spec)
-    words = disarm[4:]
-    assert len(words) == DISARM_WORDS, words
     return ["sh", "-c", ARM_SCRIPT, "specops-arm", guard_script_path(spec), notify_path(spec), str(known_schema),
-            *words, *timer_argv(spec, lock_dir, stale_after_s)]  # fmt: skip
+            *_disarm_words(spec), *timer_argv(spec, lock_dir, stale_after_s)]  # fmt: skip
 
 
 def timer_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
@@ -148,6 +154,20 @@ def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSetti
         str(watch.interval_s),
         rollback_to,
     ]
+
+
+def handover_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings, rollback_to: str) -> list[str]:
+    """Disarm the guard and start its watch (watch_argv) in one command (HANDOVER_SCRIPT)."""
+    return ["sh", "-c", HANDOVER_SCRIPT, "specops-watch", *_disarm_words(spec),
+            *watch_argv(spec, release_id, lock_dir, watch, rollback_to)]  # fmt: skip
+
+
+def _disarm_words(spec: HostSpec) -> list[str]:
+    """The disarm's words after its name (the arming and the hand-over disarm with the same ones)."""
+    (disarm,) = disarm_argvs(spec)
+    words = disarm[4:]
+    assert len(words) == DISARM_WORDS, words
+    return words
 
 
 def disarm_argvs(spec: HostSpec) -> list[list[str]]:

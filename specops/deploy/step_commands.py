@@ -22,7 +22,7 @@ from specops.commands.guard import (
     WatchSettings,
     arm_argv,
     disarm_argvs,
-    watch_argv,
+    handover_argv,
 )
 from specops.commands.hostdata import GUARD_SCHEMA
 from specops.commands.lock import lock_argv
@@ -212,15 +212,23 @@ def guard_commands(spec: HostSpec, release_id: str, rollback_to: str, lock_dir: 
     return [run(argv, stdin=f"a line with the three files' sizes, then {files}", note=note)]
 
 
-def disarm_commands(spec: HostSpec) -> list[HostCommand]:
-    return [run(argv, note="exits non-zero when no guard exists") for argv in disarm_argvs(spec)]
+def disarm_commands(spec: HostSpec, watched: bool = False) -> list[HostCommand]:
+    """`watched`: a watch step follows, whose own command disarms first (watch_commands): this one then runs only
+    when that step does not (the gates failed, or the GPUs stayed busy)."""
+    note = "exits non-zero when no guard exists"
+    if watched:
+        return [run(argv, times=Times.IF_NEEDED, note=f"only when no watch starts (the watch's command disarms "
+                    f"first); {note}") for argv in disarm_argvs(spec)]  # fmt: skip
+    return [run(argv, note=note) for argv in disarm_argvs(spec)]
 
 
 def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings, rollback_to: str,
                    lock_dir: str = "") -> list[HostCommand]:  # fmt: skip
-    """The guard's watch started (specops/ops/guard.py `start_watch` runs it); `lock_dir`: the lock's folder."""
-    note = "the deploy returns; the watch runs on the host (`specops status` shows it)"
-    return [run(watch_argv(spec, release_id, lock_dir or lock_root(), watch, rollback_to), note=note)]
+    """The guard disarmed and its watch started, one command (specops/ops/guard.py `start_watch` runs it);
+    `lock_dir`: the lock's folder."""
+    note = ("the disarm's steps exit non-zero when no guard exists (not checked); the deploy returns; the watch "
+            "runs on the host (`specops status` shows it)")  # fmt: skip
+    return [run(handover_argv(spec, release_id, lock_dir or lock_root(), watch, rollback_to), note=note)]
 
 
 def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:

@@ -158,5 +158,5 @@ def watch_settings(spec: HostSpec, profile: Profile) -> WatchSettings | None:
 def start_watch(host: Host, command: HostCommand) -> None:
     """Hand the verified release to the guard's watch (remote/release/watch.py) on the host, and return: the
     window runs there, without this process, and a failed watch rolls back to the plan's target. `command`: the
-    plan's (step_commands.py watch_commands). Called after `disarm`, which stopped any earlier watch."""
+    plan's (step_commands.py watch_commands): the disarm (any earlier watch stopped), then the watch started."""
     execute(host, command, timeout=TIMEOUT_S)

@@ -20,7 +20,7 @@ import pytest
 from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands.cache import PREPARE_SCRIPT
-from specops.commands.guard import ARM_SCRIPT, DISARM_SCRIPT
+from specops.commands.guard import ARM_SCRIPT, DISARM_SCRIPT, HANDOVER_SCRIPT
 from specops.commands.lock import LOCK_SCRIPT
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -94,7 +94,7 @@ class DeployScene:
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", probe_argv(PYTHON)), reply("{}\n"))
         host.script(self._hooked("arm", ["sh", "-c", ARM_SCRIPT]), reply())  # the guard's arming
-        host.script(["systemd-run"], reply())  # the watch
+        host.script(["sh", "-c", HANDOVER_SCRIPT], reply())  # the disarm, then the watch
         env = reply(self.env) if self.env is not None else reply(stderr="cat: No such file", exit_code=1)
         host.script(lambda argv: argv[:1] == ("cat",) and argv[-1].endswith("/.specops-env"), env)
         host.script(["cat", spec.env_file], reply(stderr="cat: No such file", exit_code=1))

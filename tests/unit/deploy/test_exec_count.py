@@ -49,10 +49,10 @@ def test_the_dry_run_shows_the_conversation_first(world: World) -> None:
     assert "one exec for the whole deploy" in first["note"]
 
 
-def test_the_compile_cache_the_guard_and_its_disarm_are_one_request_each(world: World) -> None:
+def test_the_compile_cache_the_guard_and_its_hand_over_are_one_request_each(world: World) -> None:
     """Sequential commands to the same host ride as one request where one script can run them: the cache's
     folder and link (5 commands before), the guard's arming (its schema read, disarm, three files, timer: 6
-    before) and the disarm before the watch (4 before)."""
+    before) and its hand-over to the watch (the disarm's 4 commands and the watch's start before)."""
     old = "20260101T000000Z-old"
     run = world.run(world.scene(releases=[release(old, OLD_TREE)], current=old, unit=world.unit_text))
     assert run.outcome["outcome"] == "deployed"
@@ -60,9 +60,9 @@ def test_the_compile_cache_the_guard_and_its_disarm_are_one_request_each(world: 
     scripts = [
         argv[3]
         for argv in requests
-        if argv[:2] == ("sh", "-c") and argv[3] in ("specops-cache", "specops-arm", "specops-disarm")
+        if argv[:2] == ("sh", "-c") and argv[3] in ("specops-cache", "specops-arm", "specops-disarm", "specops-watch")
     ]
-    assert scripts == ["specops-cache", "specops-arm", "specops-disarm"]  # the guard armed, then handed over
+    assert scripts == ["specops-cache", "specops-arm", "specops-watch"]  # the guard armed, then handed over
     singles = [
         argv for argv in requests if argv[:1] in (("mkdir",), ("chmod",), ("ln",), ("mv",), ("touch",), ("head",))
     ]
