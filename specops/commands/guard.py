@@ -40,11 +40,13 @@ disarm() {{
 {DISARM_SCRIPT}}}
 disarm "$1" "$2" "$3" "$4" "$5"; shift {DISARM_WORDS}
 umask 077
+tmp=""
+trap '[ -z "$tmp" ] || rm -f -- "$tmp"' EXIT
 IFS=' ' read -r size_script size_state size_notify || {{ echo "specops-arm: no sizes on stdin" >&2; exit 1; }}
 put() {{
   tmp="$1.specops-tmp.$$"
   head -c "$2" > "$tmp" && [ "$(wc -c < "$tmp")" -eq "$2" ] && chmod 600 "$tmp" && mv -f "$tmp" "$1" && return 0
-  echo "specops-arm: could not write $1" >&2; rm -f "$tmp"; exit 1
+  echo "specops-arm: could not write $1" >&2; exit 1
 }}
 put "$script" "$size_script"; put "$state" "$size_state"; put "$notify" "$size_notify"
 exec "$@"
