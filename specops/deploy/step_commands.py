@@ -24,6 +24,7 @@ from specops.commands.guard import (
     disarm_argvs,
     handover_argv,
 )
+from specops.commands.host_files import files_argv
 from specops.commands.hostdata import GUARD_SCHEMA
 from specops.commands.lock import lock_argv
 from specops.commands.planned import SLOTS, HostCommand, Times, put, run
@@ -43,8 +44,7 @@ PUSH_SESSION = "push-session"  # the lock step's push conversation
 LISTING = "listing"  # the release script's list
 ROLLBACK_MARKING, ROLLBACK_UNMARKED = "rollback", "rollback-unmarked"  # the release it leaves marked bad, or not
 ENGINE_STATE = "engine-state"  # the unit's ActiveState (the stop's poll; what serves at the end)
-INSTALLED_UNIT = "installed-unit"  # the read step's unit
-RELEASE_ENV_FILE, LIVE_ENV_FILE = "release-env-file", "live-env-file"  # ... and the env file current runs with
+HOST_FILES = "host-files"  # the read step's unit and the env file current runs with
 CAUSE_PLACEHOLDER = SLOTS["cause"].mark
 HOLDER = "holder.json (who, machine, pid, command, heartbeat time)"
 DEAD_HOLDER = Secret(SLOTS["dead"].mark)  # the dead holder's token, known only once the lock is seen (shown ***)
@@ -98,28 +98,13 @@ def listing_commands(spec: HostSpec) -> list[HostCommand]:
 
 def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
     """The installed unit, and the env file the current release runs with (read as root, compared on this
-    machine, never shown): its own, else the live one (a release from before releases kept their env file)."""
-    env = (
-        [
-            run(
-                ["cat", release_cmd.release_env_path(spec, current)],
-                note="the current release's env file (compared here, never shown); exits 1 when it has none",
-                role=RELEASE_ENV_FILE,
-            )
-        ]
-        if current
-        else []
-    )
-    return [
-        run(unit_cmd.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed", role=INSTALLED_UNIT),
-        *env,
-        run(
-            ["cat", spec.env_file],
-            times=Times.IF_NEEDED if current else Times.ONCE,
-            note="the live env file, only when the current release has none of its own (never shown)",
-            role=LIVE_ENV_FILE,
-        ),
-    ]  # fmt: skip
+    machine, never shown): its own, else the live one (a release from before releases kept their env file).
+    One request (specops/commands/host_files.py)."""
+    own = release_cmd.release_env_path(spec, current) if current else ""
+    argv = files_argv(spec.python, unit_cmd.unit_path(spec.unit_name), own, spec.env_file)
+    note = ("the installed unit (none: a first install), and the current release's env file, else the live one "
+            "(compared here, never shown)")  # fmt: skip
+    return [run(argv, note=note, role=HOST_FILES)]
 
 
 def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[HostCommand]:

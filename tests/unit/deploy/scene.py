@@ -21,6 +21,7 @@ from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands.cache import PREPARE_SCRIPT
 from specops.commands.guard import ARM_SCRIPT, DISARM_SCRIPT, HANDOVER_SCRIPT
+from specops.commands.host_files import FILES_SCRIPT
 from specops.commands.lock import LOCK_SCRIPT
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -88,6 +89,8 @@ class DeployScene:
                            ("release", "state=released\nnow=1\n")):  # fmt: skip
             host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", op], reply(answer))
         host.script(release_cmd.session_argv(spec), reply(self._session_output()))
+        files = {"unit": self.unit, "env": self.env}  # the read step's one request (the live env: none here)
+        host.script([PYTHON, "-IS", "-c", FILES_SCRIPT], reply(json.dumps(files)))
         host.script(["cat", f"/etc/systemd/system/specops-boot-{spec.service}.service"],
                     reply(self.boot) if self.boot is not None else reply(exit_code=1))  # fmt: skip
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],

@@ -12,7 +12,7 @@ from tests.unit.deploy.scene import PYTHON, release
 from tests.unit.deploy.world import FAIL_BRANCH, OLD_TREE, World
 
 MAX_EXECS = 5
-MAX_REQUESTS = 29  # a one-line redeploy on the scripted host, both units enabled (45, then 35, before the batching)
+MAX_REQUESTS = 27  # a one-line redeploy on the scripted host, both units enabled (45, then 35, before the batching)
 
 
 def exec_kinds(execs: list[Call]) -> list[str]:
