@@ -3,13 +3,13 @@
 Why: a reboot deletes the rollback guard's transient timer. A host that goes down after a deploy switched
 `current` and before it verified the release would boot the unverified release with nothing to roll it
 back. At boot this oneshot runs the guard file's `boot` op (remote/release/bootguard.py), which starts the
-very timer the deploy armed (`arm_argv`) when `current` was never verified: the guard then rolls back as it
+very timer the deploy armed (`timer_argv`) when `current` was never verified: the guard then rolls back as it
 would have without the reboot.
 """
 
 from __future__ import annotations
 
-from specops.commands.guard import arm_argv, guard_script_path
+from specops.commands.guard import guard_script_path, timer_argv
 from specops.commands.quoting import exec_arg
 from specops.commands.unit import unit_path
 from specops.config.inventory import HostSpec
@@ -26,7 +26,7 @@ def boot_unit_path(spec: HostSpec) -> str:
 def boot_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
     """The boot op: the service folder, then the guard's own arming command (run as the deploy runs it)."""
     guard = guard_script_path(spec)
-    return [spec.python, "-IS", guard, "boot", spec.service_dir, *arm_argv(spec, lock_dir, stale_after_s)]
+    return [spec.python, "-IS", guard, "boot", spec.service_dir, *timer_argv(spec, lock_dir, stale_after_s)]
 
 
 def boot_unit_text(spec: HostSpec, lock_dir: str, stale_after_s: float) -> str:

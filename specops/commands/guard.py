@@ -21,6 +21,47 @@ rm -f -- "$state"
 """
 
 
+GUARD_HEADER = "# specops rollback guard, schema "  # the guard script's first line, then its schema number
+TOO_NEW_MARK = "too-new: "  # what the arming prints, before that first line, when a newer specops armed the guard
+ARM_FILES = 3  # the arming's stdin: a line with the sizes of the guard's script, state and notify file, then them
+DISARM_WORDS = 5  # the disarm's words after its name: the watch's stop file, the guard's state, its three units
+
+# The arming (arm_argv), one round trip: $1 the guard script, $2 the notify file, $3 the newest guard schema this
+# specops reads, then the disarm's DISARM_WORDS words, then the timer's command. A guard script of a newer schema
+# is left alone (its first line printed after TOO_NEW_MARK, exit 5, nothing changed); else the disarm (each step
+# whatever it exits with), then the three files, each written atomically from stdin (its size checked: a cut
+# stdin installs nothing), then the timer is started; the first write that fails stops the arming there.
+ARM_SCRIPT = f"""script=$1 notify=$2 known=$3; shift 3
+first=$(head -n 1 -- "$script" 2>/dev/null) && case $first in
+"{GUARD_HEADER}"*) n=${{first#"{GUARD_HEADER}"}}
+  case $n in ''|*[!0-9]*) ;; *) [ "$n" -le "$known" ] || {{ printf '{TOO_NEW_MARK}%s\\n' "$first"; exit 5; }} ;; esac
+esac
+disarm() {{
+{DISARM_SCRIPT}}}
+disarm "$1" "$2" "$3" "$4" "$5"; shift {DISARM_WORDS}
+umask 077
+tmp=""
+trap '[ -z "$tmp" ] || rm -f -- "$tmp"' EXIT
+IFS=' ' read -r size_script size_state size_notify || {{ echo "specops-arm: no sizes on stdin" >&2; exit 1; }}
+put() {{
+  tmp="$1.specops-tmp.$$"
+  head -c "$2" > "$tmp" && [ "$(wc -c < "$tmp")" -eq "$2" ] && chmod 600 "$tmp" && mv -f "$tmp" "$1" && return 0
+  echo "specops-arm: could not write $1" >&2; exit 1
+}}
+put "$script" "$size_script"; put "$state" "$size_state"; put "$notify" "$size_notify"
+exec "$@"
+"""
+
+
+# The hand-over to the watch (handover_argv), one round trip: the disarm's DISARM_WORDS words (each of its steps
+# whatever it exits with), then the watch's own command, whose exit is the hand-over's.
+HANDOVER_SCRIPT = f"""disarm() {{
+{DISARM_SCRIPT}}}
+disarm "$1" "$2" "$3" "$4" "$5"; shift {DISARM_WORDS}
+exec "$@"
+"""
+
+
 def guard_unit(spec: HostSpec) -> str:
     return f"specops-guard-{spec.service}"
 
@@ -45,13 +86,15 @@ def watch_stop_path(spec: HostSpec) -> str:
     return f"{spec.service_dir}/.specops-watch-stop"  # WATCH_STOP_FILE of the host-side script.py
 
 
-def schema_argv(spec: HostSpec) -> list[str]:
-    """The guard script's first line, `# specops rollback guard, schema N`: a guard a newer specops armed is
-    left alone. Exits non-zero when there is no guard script (nothing to check)."""
-    return ["head", "-n", "1", "--", guard_script_path(spec)]
+def arm_argv(spec: HostSpec, lock_dir: str, stale_after_s: float, known_schema: int) -> list[str]:
+    """Arm the guard in one command (ARM_SCRIPT): unless a newer specops armed it (`known_schema`: the newest
+    this one reads), disarm a leftover one, write the script, its state and the notify file (all 0600, from
+    stdin: the notify file may hold the webhook's credential), and start the timer."""
+    return ["sh", "-c", ARM_SCRIPT, "specops-arm", guard_script_path(spec), notify_path(spec), str(known_schema),
+            *_disarm_words(spec), *timer_argv(spec, lock_dir, stale_after_s)]  # fmt: skip
 
 
-def arm_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
+def timer_argv(spec: HostSpec, lock_dir: str, stale_after_s: float) -> list[str]:
     """Start the timer: every GUARD_INTERVAL_S the host-side `guard` op checks the lock's heartbeat."""
     return [
         "systemd-run",
@@ -113,6 +156,20 @@ def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSetti
         str(watch.interval_s),
         rollback_to,
     ]
+
+
+def handover_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSettings, rollback_to: str) -> list[str]:
+    """Disarm the guard and start its watch (watch_argv) in one command (HANDOVER_SCRIPT)."""
+    return ["sh", "-c", HANDOVER_SCRIPT, "specops-watch", *_disarm_words(spec),
+            *watch_argv(spec, release_id, lock_dir, watch, rollback_to)]  # fmt: skip
+
+
+def _disarm_words(spec: HostSpec) -> list[str]:
+    """The disarm's words after its name (the arming and the hand-over disarm with the same ones)."""
+    (disarm,) = disarm_argvs(spec)
+    words = disarm[4:]
+    assert len(words) == DISARM_WORDS, words
+    return words
 
 
 def disarm_argvs(spec: HostSpec) -> list[list[str]]:

@@ -92,13 +92,15 @@ def _after_gates(host_plan: HostPlan, choice: Choice, guard: bool) -> list[Step]
         steps.append(Step("rollback", f"roll back to {choice.rollback_to.id} with its unit and env file, then the "
                           f"same gates; {marking}", tuple(commands), FAILED, phase="rollback",
                           handler=Handler.ROLLBACK))  # fmt: skip
-    if guard:
-        steps.append(Step("disarm", "disarm the rollback guard", tuple(cmds.disarm_commands(spec)), OK,
-                          handler=Handler.DISARM))  # fmt: skip
     watch = watch_settings(spec, profile) if guard else None
     rank = host_plan.target.rank
     if watch is not None and rank is not None and not rank.serves_http:  # a worker: no HTTP, its unit is watched
         watch = replace(watch, url=f"{UNIT_PROBE}{spec.unit_name}")
+    if guard:
+        summary = "disarm the rollback guard" + (" (unless the watch step below runs: it disarms first)"
+                                                 if watch is not None else "")  # fmt: skip
+        steps.append(Step("disarm", summary, tuple(cmds.disarm_commands(spec, watched=watch is not None)), OK,
+                          handler=Handler.DISARM))  # fmt: skip
     if watch is not None:
         target = choice.rollback_to.id if choice.rollback_to else ""
         probe = "/health_generate" if watch.url.startswith("http") else f"checks of {spec.unit_name} (a dead worker)"

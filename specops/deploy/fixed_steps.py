@@ -16,7 +16,7 @@ from specops.commands.cache import CACHE_ROLE
 from specops.deploy import engine_start
 from specops.deploy.outcome import HostOutcome, Outcome
 from specops.deploy.step_commands import MANIFEST
-from specops.deploy.steps import HostSteps, Step
+from specops.deploy.steps import HostSteps, Step, step_applies
 from specops.errors import ExitCode
 from specops.ops import cache as compile_cache
 from specops.ops import guard, lock, unit
@@ -50,6 +50,7 @@ class FixedSteps:
     facts_record: dict[str, object]
     guarded: bool
     stop_asked: bool
+    checks_ok: bool
 
     def _env(self, step: Step) -> None:
         install_env_file(self.host, step.commands, self.host_plan.env_text)
@@ -82,19 +83,27 @@ class FixedSteps:
         # Disarmed by its own step, not in a `finally`: on Ctrl-C or an error the guard stays armed, and once
         # the lock is released it puts the last verified release back (the deploy can no longer prove the new one).
         # It puts back the plan's rollback target, the one the dry run names, never one it picks on the host.
-        guard.arm(self.host, step.commands)
+        guard.arm(self.host, step.commands, self.steps.release, self.steps.rollback_to or "")
         self.guarded = True
         self.outcome.guard_to = self.steps.rollback_to
 
     def _disarm(self, step: Step) -> None:
+        watch = self.steps.step("watch")
+        if watch is not None and step_applies(watch.when, self.checks_ok, self.gates):
+            return  # the watch's own command disarms first (its disarm here is planned "if needed": not needed)
         guard.disarm(self.host, step.commands)
+        self._disarmed()
+
+    def _disarmed(self) -> None:
         self.guarded = False
         self.outcome.guard_to = None
 
     def _watch(self, step: Step) -> None:
-        # After the disarm: the guard hands over to its watch, and this deploy returns without waiting for it.
+        # The guard hands over to its watch (one command: the disarm, then the watch), and this deploy returns
+        # without waiting for it.
         (start,) = step.commands
         guard.start_watch(self.host, start)
+        self._disarmed()
         watch = guard.watch_settings(self.spec, self.profile)  # planned only with a watch
         if watch is not None:
             self.outcome.watch_s = watch.window_s

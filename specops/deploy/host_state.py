@@ -7,6 +7,7 @@ A dry run ends the conversation without a push: the host script exits having cha
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +19,7 @@ from specops.deploy import step_commands as cmds
 from specops.deploy.engine_start import engine_answers, read_engine_state
 from specops.deploy.plan import DeployOptions, HostPlan, HostState, choose, plan_steps, read_step
 from specops.deploy.steps import Action, HostSteps, Step
+from specops.errors import CommandFailed
 from specops.host.base import Host
 from specops.ops.lock import local_who
 from specops.ops.release import PushSession, open_push
@@ -37,22 +39,18 @@ def manifest_fields(host_plan: HostPlan) -> dict[str, Any]:
     }
 
 
-def read_installed_unit(host: Host, read: Step) -> str | None:
-    """The installed unit's text, or None when there is none (cat exits 1: an answer, not a failure)."""
-    (command,) = read.part(cmds.INSTALLED_UNIT)
-    result = host.run(command.argv, timeout=READ_TIMEOUT_S, check=False)
-    return result.text if result.ok else None
-
-
-def read_current_env(host: Host, read: Step) -> str | None:
-    """The env file the current release runs with: the one recorded with it, else (a release from before
-    releases kept their env file) the live one; None when neither exists. Read as root over the deploy's own
-    conversation and compared on this machine, never printed."""
-    for command in (*read.part(cmds.RELEASE_ENV_FILE), *read.part(cmds.LIVE_ENV_FILE)):
-        result = host.run(command.argv, timeout=READ_TIMEOUT_S, check=False)  # missing: the next one
-        if result.ok:
-            return result.text
-    return None
+def read_host_files(host: Host, read: Step) -> tuple[str | None, str | None]:
+    """The installed unit's text and the env file the current release runs with (its own, else the live one;
+    read as root over the deploy's own conversation and compared on this machine, never printed); None for a
+    file the host does not have. One request: the read step's planned command."""
+    (command,) = read.part(cmds.HOST_FILES)
+    result = host.run(command.argv, timeout=READ_TIMEOUT_S)
+    try:
+        document = json.loads(result.stdout)
+        unit, env = document["unit"], document["env"]
+    except (ValueError, TypeError, KeyError):
+        raise CommandFailed(result, host=host.name) from None  # what it printed instead is shown
+    return (unit if isinstance(unit, str) else None), (env if isinstance(env, str) else None)
 
 
 def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan: HostPlan) -> HostState:
@@ -65,8 +63,7 @@ def read_state(host: Host, session: PushSession, staged: StagedBuild, host_plan:
     listing = session.listing
     spec = host_plan.target.host
     read = read_step(spec, listing.current)  # the plan's read step: these very commands read the host
-    unit_text = read_installed_unit(host, read)
-    env_text = read_current_env(host, read)
+    unit_text, env_text = read_host_files(host, read)
     engine = read_engine_state(host, spec, ask_http=False,
                                planned=(*read.part(ecmds.ENGINE_READ), *read.part(ecmds.LAST_ENTRY)))  # fmt: skip
     choice = choose(staged, host_plan, listing, unit_text, new_id, engine, env_text)

@@ -12,8 +12,6 @@ keeps it so), and the deploy tests compare what a deploy ran with these lists (t
 
 from __future__ import annotations
 
-import json
-
 from specops.commands import engine_stop
 from specops.commands import release as release_cmd
 from specops.commands import unit as unit_cmd
@@ -24,12 +22,10 @@ from specops.commands.guard import (
     WatchSettings,
     arm_argv,
     disarm_argvs,
-    guard_script_path,
-    guard_state_path,
-    notify_path,
-    schema_argv,
-    watch_argv,
+    handover_argv,
 )
+from specops.commands.host_files import files_argv
+from specops.commands.hostdata import GUARD_SCHEMA
 from specops.commands.lock import lock_argv
 from specops.commands.planned import SLOTS, HostCommand, Times, put, run
 from specops.commands.probe import probe_argv
@@ -48,8 +44,7 @@ PUSH_SESSION = "push-session"  # the lock step's push conversation
 LISTING = "listing"  # the release script's list
 ROLLBACK_MARKING, ROLLBACK_UNMARKED = "rollback", "rollback-unmarked"  # the release it leaves marked bad, or not
 ENGINE_STATE = "engine-state"  # the unit's ActiveState (the stop's poll; what serves at the end)
-INSTALLED_UNIT = "installed-unit"  # the read step's unit
-RELEASE_ENV_FILE, LIVE_ENV_FILE = "release-env-file", "live-env-file"  # ... and the env file current runs with
+HOST_FILES = "host-files"  # the read step's unit and the env file current runs with
 CAUSE_PLACEHOLDER = SLOTS["cause"].mark
 HOLDER = "holder.json (who, machine, pid, command, heartbeat time)"
 DEAD_HOLDER = Secret(SLOTS["dead"].mark)  # the dead holder's token, known only once the lock is seen (shown ***)
@@ -103,28 +98,13 @@ def listing_commands(spec: HostSpec) -> list[HostCommand]:
 
 def read_commands(spec: HostSpec, current: str | None) -> list[HostCommand]:
     """The installed unit, and the env file the current release runs with (read as root, compared on this
-    machine, never shown): its own, else the live one (a release from before releases kept their env file)."""
-    env = (
-        [
-            run(
-                ["cat", release_cmd.release_env_path(spec, current)],
-                note="the current release's env file (compared here, never shown); exits 1 when it has none",
-                role=RELEASE_ENV_FILE,
-            )
-        ]
-        if current
-        else []
-    )
-    return [
-        run(unit_cmd.read_unit_argv(spec.unit_name), note="exits 1 when no unit is installed", role=INSTALLED_UNIT),
-        *env,
-        run(
-            ["cat", spec.env_file],
-            times=Times.IF_NEEDED if current else Times.ONCE,
-            note="the live env file, only when the current release has none of its own (never shown)",
-            role=LIVE_ENV_FILE,
-        ),
-    ]  # fmt: skip
+    machine, never shown): its own, else the live one (a release from before releases kept their env file).
+    One request (specops/commands/host_files.py)."""
+    own = release_cmd.release_env_path(spec, current) if current else ""
+    argv = files_argv(spec.python, unit_cmd.unit_path(spec.unit_name), own, spec.env_file)
+    note = ("the installed unit (none: a first install), and the current release's env file, else the live one "
+            "(compared here, never shown)")  # fmt: skip
+    return [run(argv, note=note, role=HOST_FILES)]
 
 
 def preflight_commands(spec: HostSpec, candidate: str, release_id: str) -> list[HostCommand]:
@@ -203,31 +183,37 @@ def manifest_update(
 
 
 def guard_commands(spec: HostSpec, release_id: str, rollback_to: str, lock_dir: str = "") -> list[HostCommand]:
-    """Arming the guard (specops/ops/guard.py `arm` runs these): its schema read, the disarm of a leftover one,
-    its script and state written, its timer started; `lock_dir`: the lock whose heartbeat it watches."""
-    from specops.ops.guard import guard_script, guard_state, notify_summary
+    """Arming the guard, one command (specops/ops/guard.py `arm` runs it): unless a newer specops armed it, the
+    disarm of a leftover one, its script, state and notify file written, its timer started; `lock_dir`: the lock
+    whose heartbeat it watches."""
+    from specops.ops.guard import guard_script, notify_summary, state_line
 
     size = len(guard_script().encode("utf-8"))
-    state = json.dumps(guard_state(release_id, rollback_to), sort_keys=True)  # written as shown (one line)
-    return [
-        run(schema_argv(spec), note="a guard armed by a newer specops is left alone; none there: nothing to check"),
-        *disarm_commands(spec),
-        put(guard_script_path(spec), 0o600, f"the release script ({size} bytes)"),
-        put(guard_state_path(spec), 0o600, state),
-        put(notify_path(spec), 0o600, notify_summary()),
-        run(arm_argv(spec, lock_dir or lock_root(), DEFAULT_STALE_AFTER_S)),
-    ]
+    state = state_line(release_id, rollback_to)  # written as shown
+    files = f"the release script ({size} bytes); the guard's state: {state}; {notify_summary()}"
+    argv = arm_argv(spec, lock_dir or lock_root(), DEFAULT_STALE_AFTER_S, GUARD_SCHEMA)
+    note = ("a guard armed by a newer specops is left alone (exit 5); the disarm's steps exit non-zero when no guard "
+            "exists (not checked); all three files 0600")  # fmt: skip
+    return [run(argv, stdin=f"a line with the three files' sizes, then {files}", note=note)]
 
 
-def disarm_commands(spec: HostSpec) -> list[HostCommand]:
-    return [run(argv, note="exits non-zero when no guard exists") for argv in disarm_argvs(spec)]
+def disarm_commands(spec: HostSpec, watched: bool = False) -> list[HostCommand]:
+    """`watched`: a watch step follows, whose own command disarms first (watch_commands): this one then runs only
+    when that step does not (the gates failed, or the GPUs stayed busy)."""
+    note = "exits non-zero when no guard exists"
+    if watched:
+        return [run(argv, times=Times.IF_NEEDED, note=f"only when no watch starts (the watch's command disarms "
+                    f"first); {note}") for argv in disarm_argvs(spec)]  # fmt: skip
+    return [run(argv, note=note) for argv in disarm_argvs(spec)]
 
 
 def watch_commands(spec: HostSpec, release_id: str, watch: WatchSettings, rollback_to: str,
                    lock_dir: str = "") -> list[HostCommand]:  # fmt: skip
-    """The guard's watch started (specops/ops/guard.py `start_watch` runs it); `lock_dir`: the lock's folder."""
-    note = "the deploy returns; the watch runs on the host (`specops status` shows it)"
-    return [run(watch_argv(spec, release_id, lock_dir or lock_root(), watch, rollback_to), note=note)]
+    """The guard disarmed and its watch started, one command (specops/ops/guard.py `start_watch` runs it);
+    `lock_dir`: the lock's folder."""
+    note = ("the disarm's steps exit non-zero when no guard exists (not checked); the deploy returns; the watch "
+            "runs on the host (`specops status` shows it)")  # fmt: skip
+    return [run(handover_argv(spec, release_id, lock_dir or lock_root(), watch, rollback_to), note=note)]
 
 
 def switch_commands(spec: HostSpec, release_id: str) -> list[HostCommand]:

@@ -18,14 +18,23 @@ import re
 from collections.abc import Sequence
 
 from specops import __version__
-from specops.commands.guard import GUARD_INTERVAL_S, WatchSettings, guard_script_path, guard_state_path, guard_unit
+from specops.commands.guard import (
+    ARM_FILES,
+    GUARD_HEADER,
+    GUARD_INTERVAL_S,
+    TOO_NEW_MARK,
+    WatchSettings,
+    guard_script_path,
+    guard_state_path,
+    guard_unit,
+)
 from specops.commands.guard_record import GuardRecord, parse_guard_state
 from specops.commands.hostdata import GUARD_SCHEMA, GUARD_STATE_SCHEMA, SCHEMA_KEY, check_schema
 from specops.commands.planned import HostCommand
 from specops.config.inventory import HostSpec
 from specops.config.notify import active_notify
 from specops.config.profile import Profile
-from specops.host.base import Host, Result
+from specops.host.base import Host, checked
 from specops.ops.hostfiles import read_document
 from specops.ops.planned import execute, run_all
 from specops.remote.bundle import guard_source
@@ -42,21 +51,36 @@ __all__ = [
     "watch_settings",
 ]
 TIMEOUT_S = 60.0
-HEADER = "# specops rollback guard, schema {}\n"
-_HEADER_LINE = re.compile(r"# specops rollback guard, schema (\d+)$")
+HEADER = GUARD_HEADER + "{}\n"
+_HEADER_LINE = re.compile(re.escape(GUARD_HEADER) + r"(\d+)$")
 
 
-def arm(host: Host, commands: Sequence[HostCommand]) -> None:
+def arm(host: Host, commands: Sequence[HostCommand], release_id: str, rollback_to: str) -> None:
     """Install the script and the plan's rollback target, and start the timer (a leftover guard of a crashed
-    deploy is replaced, unless a newer specops armed it). `commands`: the plan's (deploy/step_commands.py
-    guard_commands): the schema read, the disarm, the script and state written, the timer started."""
-    schema, *stop, script, state, notify, start = commands
-    _check_schema(host, script.path, execute(host, schema, check=False, timeout=TIMEOUT_S))  # none: nothing to check
-    disarm(host, stop)
-    execute(host, script, data=guard_script().encode("utf-8"))
-    execute(host, state, data=f"{state.stdin}\n".encode())  # the state file: the line the plan shows
-    execute(host, notify, data=host_notify_document(host.name))  # the webhook: in a 0600 file, never in argv
-    execute(host, start, timeout=TIMEOUT_S)
+    deploy is replaced, unless a newer specops armed it: HostDataTooNew, and nothing on the host changes).
+    `commands`: the plan's (deploy/step_commands.py guard_commands), one command doing all of it; the files go
+    on its stdin (the notify file may hold the webhook's credential), the state as the plan shows it."""
+    (command,) = commands
+    result = execute(host, command, data=arm_stdin(host.name, release_id, rollback_to), check=False,
+                     timeout=TIMEOUT_S)  # fmt: skip
+    assert result is not None
+    if not result.ok and result.text.startswith(TOO_NEW_MARK):
+        _check_schema(host, guard_script_path_of(command), result.text[len(TOO_NEW_MARK) :])
+    checked(result, host.name)
+
+
+def arm_stdin(host_name: str, release_id: str, rollback_to: str) -> bytes:
+    """The arming's stdin: a line with the three files' sizes, then the guard's script, its state (the line the
+    plan shows) and the notify file."""
+    files = (guard_script().encode("utf-8"), f"{state_line(release_id, rollback_to)}\n".encode(),
+             host_notify_document(host_name))  # fmt: skip
+    assert len(files) == ARM_FILES
+    return " ".join(str(len(data)) for data in files).encode() + b"\n" + b"".join(files)
+
+
+def state_line(release_id: str, rollback_to: str) -> str:
+    """The guard's state file as written, one line (the plan shows it as it is: it holds no secret)."""
+    return json.dumps(guard_state(release_id, rollback_to), sort_keys=True)
 
 
 def notify_summary() -> str:
@@ -96,13 +120,16 @@ def guard_script() -> str:
     return HEADER.format(GUARD_SCHEMA) + guard_source()
 
 
-def _check_schema(host: Host, path: str, result: Result | None) -> int | None:
-    """The schema of the guard script on the host (0: one written before versions), None when there is none;
-    HostDataTooNew when a newer specops wrote it. `result`: the script's first line, as read."""
-    if result is None or not result.ok:
-        return None
-    found = _HEADER_LINE.match(result.text.strip())
+def _check_schema(host: Host, path: str, first_line: str) -> int:
+    """The schema of the guard script on the host (0: one written before versions); HostDataTooNew when a newer
+    specops wrote it. `first_line`: the script's first line, as the arming read it."""
+    found = _HEADER_LINE.match(first_line.strip())
     return check_schema(host.name, {SCHEMA_KEY: int(found.group(1)) if found else 0}, path, GUARD_SCHEMA)
+
+
+def guard_script_path_of(command: HostCommand) -> str:
+    """The guard script's path as the arming's command names it (its first argument)."""
+    return command.argv[4]
 
 
 def disarm(host: Host, commands: Sequence[HostCommand]) -> None:
@@ -131,5 +158,5 @@ def watch_settings(spec: HostSpec, profile: Profile) -> WatchSettings | None:
 def start_watch(host: Host, command: HostCommand) -> None:
     """Hand the verified release to the guard's watch (remote/release/watch.py) on the host, and return: the
     window runs there, without this process, and a failed watch rolls back to the plan's target. `command`: the
-    plan's (step_commands.py watch_commands). Called after `disarm`, which stopped any earlier watch."""
+    plan's (step_commands.py watch_commands): the disarm (any earlier watch stopped), then the watch started."""
     execute(host, command, timeout=TIMEOUT_S)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from specops.commands import journal, lock, release
-from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, schema_argv, watch_argv
+from specops.commands.guard import WatchSettings, arm_argv, disarm_argvs, watch_argv
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
 from specops.host.base import checked_argv, wire_command
@@ -75,8 +75,7 @@ def remote_argvs(spec: HostSpec) -> dict[str, list[str]]:
         "journal": journal.journal_argv(spec.unit_name, "@1764400000", 50),
         "show": journal.show_argv(spec.unit_name),
         "probe": probe_argv(spec.python),
-        "guard schema": schema_argv(spec),
-        "guard arm": arm_argv(spec, f"{spec.service_dir}/lock", 90),
+        "guard arm": arm_argv(spec, f"{spec.service_dir}/lock", 90, 1),
         "guard watch": watch_argv(
             spec,
             "20261130T021407Z-3f9c2a1b7d4e",

@@ -22,6 +22,7 @@ from specops.host.recording import RecordingHost, reply
 from specops.ops import guard
 from specops.probe.run import probe, probe_deep
 from specops.remote.probe.sglang import SPEC_INFO_REL
+from tests.unit.guard_here import arm_here
 from tests.unit.needs import need_root
 
 
@@ -105,38 +106,38 @@ def _executed(spec: HostSpec, argv: tuple[str, ...] | list[str]) -> list[str]:
     return words[words.index(spec.python) :]
 
 
-def _armed(spec: HostSpec, lock_dir: Path) -> tuple[RecordingHost, list[str]]:
-    """Arm the guard through its executor; the guard file is written locally, the timer's command returned."""
-    recorder = RecordingHost("gpu-a", default=reply()).script(["head"], reply(exit_code=1))
-    guard.arm(recorder, guard_commands(spec, "R2", "R1", str(lock_dir)))
-    script = Path(guard.guard_script_path(spec))
-    script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_bytes(recorder.files[str(script)])
-    return recorder, _executed(spec, recorder.commands[-1])
+def _armed(spec: HostSpec, lock_dir: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Arm the guard through its executor (a real sh writes the guard file here); the timer's command."""
+    (command,) = guard_commands(spec, "R2", "R1", str(lock_dir))
+    arm_here(spec, [command], lock_dir.parent, monkeypatch)
+    return _executed(spec, command.argv)
 
 
-def test_the_guard_tick_does_not_run_it(venv: Path, marker: Path, tmp_path: Path) -> None:
+def test_the_guard_tick_does_not_run_it(
+    venv: Path, marker: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec, lock_dir = _spec(venv, tmp_path), tmp_path / "lock"
     lock_dir.mkdir()
-    _recorder, argv = _armed(spec, lock_dir)
+    argv = _armed(spec, lock_dir, monkeypatch)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert not marker.exists(), marker.read_text()
     assert '"action": "none"' in done.stdout, done.stderr  # the guard itself ran: no lock, nothing to do
 
 
-def test_the_boot_op_does_not_run_it(venv: Path, marker: Path, tmp_path: Path) -> None:
+def test_the_boot_op_does_not_run_it(venv: Path, marker: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec, lock_dir = _spec(venv, tmp_path), tmp_path / "lock"
     lock_dir.mkdir()
-    _armed(spec, lock_dir)
+    _armed(spec, lock_dir, monkeypatch)
     argv = boot_argv(spec, str(lock_dir), 90)
     subprocess.run(argv[: argv.index("systemd-run")], capture_output=True, timeout=60)  # the op, no timer
     assert not marker.exists(), marker.read_text()
 
 
-def test_the_watch_does_not_run_it(venv: Path, marker: Path, tmp_path: Path) -> None:
+def test_the_watch_does_not_run_it(venv: Path, marker: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec, lock_dir = _spec(venv, tmp_path), tmp_path / "lock"
     lock_dir.mkdir()
-    recorder, _argv = _armed(spec, lock_dir)
+    _armed(spec, lock_dir, monkeypatch)
+    recorder = RecordingHost("gpu-a", default=reply())
     settings = WatchSettings(window_s=1, timeout_s=1, failures=1, url="http://127.0.0.1:9/health_generate")
     guard.start_watch(recorder, *watch_commands(spec, "R2", settings, "R1", str(lock_dir)))
     subprocess.run(_executed(spec, recorder.commands[-1]), capture_output=True, timeout=60)

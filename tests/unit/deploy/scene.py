@@ -20,7 +20,8 @@ import pytest
 from specops.commands import engine_stop, journal
 from specops.commands import release as release_cmd
 from specops.commands.cache import PREPARE_SCRIPT
-from specops.commands.guard import DISARM_SCRIPT
+from specops.commands.guard import ARM_SCRIPT, DISARM_SCRIPT, HANDOVER_SCRIPT
+from specops.commands.host_files import FILES_SCRIPT
 from specops.commands.lock import LOCK_SCRIPT
 from specops.commands.probe import probe_argv
 from specops.config.inventory import HostSpec
@@ -88,12 +89,15 @@ class DeployScene:
                            ("release", "state=released\nnow=1\n")):  # fmt: skip
             host.script(["sh", "-c", LOCK_SCRIPT, "specops-lock", op], reply(answer))
         host.script(release_cmd.session_argv(spec), reply(self._session_output()))
+        files = {"unit": self.unit, "env": self.env}  # the read step's one request (the live env: none here)
+        host.script([PYTHON, "-IS", "-c", FILES_SCRIPT], reply(json.dumps(files)))
         host.script(["cat", f"/etc/systemd/system/specops-boot-{spec.service}.service"],
                     reply(self.boot) if self.boot is not None else reply(exit_code=1))  # fmt: skip
         host.script(["cat", f"/etc/systemd/system/{spec.unit_name}"],
                     reply(self.unit) if self.unit is not None else reply(stderr="No such file", exit_code=1))  # fmt: skip
         host.script(self._hooked("probe", probe_argv(PYTHON)), reply("{}\n"))
-        host.script(self._hooked("arm", ["systemd-run"]), reply())  # the guard's timer (and the watch)
+        host.script(self._hooked("arm", ["sh", "-c", ARM_SCRIPT]), reply())  # the guard's arming
+        host.script(["sh", "-c", HANDOVER_SCRIPT], reply())  # the disarm, then the watch
         env = reply(self.env) if self.env is not None else reply(stderr="cat: No such file", exit_code=1)
         host.script(lambda argv: argv[:1] == ("cat",) and argv[-1].endswith("/.specops-env"), env)
         host.script(["cat", spec.env_file], reply(stderr="cat: No such file", exit_code=1))
@@ -120,9 +124,6 @@ class DeployScene:
             else "LoadState=not-found\nFragmentPath=\n"
         )
         host.script(["systemctl", "show", spec.unit_name, "-p", "LoadState,FragmentPath"], reply(fragment))
-        host.script(
-            ["head", "-n", "1", "--"], reply(stderr="head: cannot open: No such file\n", exit_code=1)
-        )  # no guard
         return host
 
     def _hooked(self, name: str, prefix: list[str]) -> Callable[[tuple[str, ...]], bool]:

@@ -178,7 +178,8 @@ def test_ctrl_c_after_the_new_unit_was_written_puts_the_serving_release_configur
     run = world.run(scene)
     assert run.result.code == 130, run.result.out
     commands = [" ".join(argv) for argv in run.host.commands]
-    after = commands[next(i for i, line in enumerate(commands) if line.startswith("systemd-run")) + 1 :]
+    armed = next(i for i, argv in enumerate(run.host.commands) if argv[3:4] == ("specops-arm",))
+    after = commands[armed + 1 :]
     assert [line for line in after if " restore-config " in line], after
     assert not [line for line in after if line.startswith(("systemctl restart", "systemctl stop"))]
 

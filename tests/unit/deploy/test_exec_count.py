@@ -12,7 +12,7 @@ from tests.unit.deploy.scene import PYTHON, release
 from tests.unit.deploy.world import FAIL_BRANCH, OLD_TREE, World
 
 MAX_EXECS = 5
-MAX_REQUESTS = 35  # a one-line redeploy on the scripted host, both units enabled (45 before the batching)
+MAX_REQUESTS = 27  # a one-line redeploy on the scripted host, both units enabled (45, then 35, before the batching)
 
 
 def exec_kinds(execs: list[Call]) -> list[str]:
@@ -49,17 +49,23 @@ def test_the_dry_run_shows_the_conversation_first(world: World) -> None:
     assert "one exec for the whole deploy" in first["note"]
 
 
-def test_the_compile_cache_and_each_guard_disarm_are_one_request_each(world: World) -> None:
+def test_the_compile_cache_the_guard_and_its_hand_over_are_one_request_each(world: World) -> None:
     """Sequential commands to the same host ride as one request where one script can run them: the cache's
-    folder and link (5 commands before), the guard's disarm (4 before, twice per guarded deploy)."""
+    folder and link (5 commands before), the guard's arming (its schema read, disarm, three files, timer: 6
+    before) and its hand-over to the watch (the disarm's 4 commands and the watch's start before)."""
     old = "20260101T000000Z-old"
     run = world.run(world.scene(releases=[release(old, OLD_TREE)], current=old, unit=world.unit_text))
     assert run.outcome["outcome"] == "deployed"
     requests = [call.argv for call in run.host.calls if call.via == "conversation"]
     scripts = [
-        argv[3] for argv in requests if argv[:2] == ("sh", "-c") and argv[3] in ("specops-cache", "specops-disarm")
+        argv[3]
+        for argv in requests
+        if argv[:2] == ("sh", "-c") and argv[3] in ("specops-cache", "specops-arm", "specops-disarm", "specops-watch")
     ]
-    assert scripts == ["specops-cache", "specops-disarm", "specops-disarm"]  # the guard armed, then handed over
-    singles = [argv for argv in requests if argv[:1] in (("mkdir",), ("chmod",), ("ln",), ("mv",), ("touch",))]
+    assert scripts == ["specops-cache", "specops-arm", "specops-watch"]  # the guard armed, then handed over
+    singles = [
+        argv for argv in requests if argv[:1] in (("mkdir",), ("chmod",), ("ln",), ("mv",), ("touch",), ("head",))
+    ]
+    assert not [call for call in run.host.calls if call.kind == "put" and ".specops-guard" in call.path]
     assert singles == []
     assert len(requests) <= MAX_REQUESTS

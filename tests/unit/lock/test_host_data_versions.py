@@ -14,11 +14,11 @@ from specops.config.inventory import HostSpec
 from specops.deploy.step_commands import guard_commands
 from specops.errors import ExitCode, HostDataTooNew
 from specops.host.local import LocalHost
-from specops.host.recording import RecordingHost, reply
 from specops.ops import audit, guard
 from specops.ops.lock import LockHolder, acquire, status
 from specops.remote.release.hostdata import AUDIT_SCHEMA, GUARD_SCHEMA, HOLDER_SCHEMA
 from specops.remote.release.rollback import append_audit
+from tests.unit.guard_here import arm_here, logged
 from tests.unit.lock.conftest import holder_json
 
 
@@ -93,41 +93,54 @@ def test_audit_lines_without_a_version_are_read_and_a_newer_one_is_refused(
     _too_new(caught.value, str(path), AUDIT_SCHEMA + 1, AUDIT_SCHEMA)
 
 
-def _guard_host(first_line: str | None) -> RecordingHost:
-    host = RecordingHost("llm-two", default=reply())
-    answer = reply(exit_code=1, stderr="head: cannot open") if first_line is None else reply(stdout=first_line)
-    return host.script(["head"], answer)
+def _guard_file(spec: HostSpec, first_line: str | None) -> Path:
+    """The guard script a host holds before the arming: none, or one starting with `first_line`."""
+    script = Path(guard.guard_script_path(spec))
+    script.parent.mkdir(parents=True, exist_ok=True)
+    if first_line is not None:
+        script.write_text(first_line + "print('an earlier guard')\n")
+    return script
 
 
 @pytest.mark.parametrize("first_line", [None, "import re\n", f"# specops rollback guard, schema {GUARD_SCHEMA}\n"])
-def test_the_guard_is_armed_over_none_an_unversioned_or_a_current_one(spec: HostSpec, first_line: str | None) -> None:
-    host = _guard_host(first_line)
-    guard.arm(host, guard_commands(spec, "R2", "R1", "/run/specops/lock"))
-    script = host.files[guard.guard_script_path(spec)].decode()
-    assert script.startswith(f"# specops rollback guard, schema {GUARD_SCHEMA}\n")
-    assert host.commands[-1][0] == "systemd-run"
+def test_the_guard_is_armed_over_none_an_unversioned_or_a_current_one(
+    spec: HostSpec, first_line: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = _guard_file(spec, first_line)
+    asked = arm_here(spec, guard_commands(spec, "R2", "R1", "/run/specops/lock"), tmp_path, monkeypatch)
+    assert script.read_text().startswith(f"# specops rollback guard, schema {GUARD_SCHEMA}\n")
+    assert script.read_text() == guard.guard_script()
+    assert [line.split()[:2] for line in asked] == [["systemctl", "stop"], ["systemctl", "reset-failed"],
+                                                   ["systemd-run", "--unit=specops-guard-sglang"]]  # fmt: skip
+    state = json.loads(Path(spec.service_dir, ".specops-guard.json").read_text())
+    assert (state["release"], state["rollback_to"]) == ("R2", "R1")
+    modes = {path.name: path.stat().st_mode & 0o777 for path in Path(spec.service_dir).glob(".specops-[gn]*")}
+    assert modes == {".specops-guard.py": 0o600, ".specops-guard.json": 0o600, ".specops-notify.json": 0o600}
 
 
-def test_a_guard_armed_by_a_newer_specops_is_left_alone(spec: HostSpec) -> None:
-    host = _guard_host(f"# specops rollback guard, schema {GUARD_SCHEMA + 1}\n")
+def test_a_guard_armed_by_a_newer_specops_is_left_alone(
+    spec: HostSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    newer = f"# specops rollback guard, schema {GUARD_SCHEMA + 1}\n"
+    script = _guard_file(spec, newer)
     with pytest.raises(HostDataTooNew) as caught:
-        guard.arm(host, guard_commands(spec, "R2", "R1", "/run/specops/lock"))
+        arm_here(spec, guard_commands(spec, "R2", "R1", "/run/specops/lock"), tmp_path, monkeypatch)
     _too_new(caught.value, guard.guard_script_path(spec), GUARD_SCHEMA + 1, GUARD_SCHEMA)
-    assert [argv[0] for argv in host.commands] == ["head"]  # not stopped, not replaced
-    assert not host.files
+    assert logged(tmp_path / "systemd.log") == []  # not stopped, not replaced
+    assert script.read_text() == newer + "print('an earlier guard')\n"
+    assert [path.name for path in Path(spec.service_dir).iterdir()] == [".specops-guard.py"]
 
 
-def test_the_guard_script_with_its_version_line_still_runs(spec: HostSpec, tmp_path: Path) -> None:
+def test_the_guard_script_with_its_version_line_still_runs(
+    spec: HostSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The version line is a comment: the host's python runs the file as before (here: the guard op, with
     a fresh lock heartbeat, decides to do nothing)."""
     host = LocalHost("llm-two")
     lock_dir = tmp_path / "lock"
     lock_dir.mkdir()
-    Path(spec.service_dir).mkdir(parents=True)
-    recorder = RecordingHost("llm-two", default=reply())
-    guard.arm(recorder.script(["head"], reply(exit_code=1)), guard_commands(spec, "R2", "R1", str(lock_dir)))
+    arm_here(spec, guard_commands(spec, "R2", "R1", str(lock_dir)), tmp_path, monkeypatch)
     script = Path(guard.guard_script_path(spec))
-    script.write_bytes(recorder.files[str(script)])
     result = host.run(
         [sys.executable, "-I", str(script), "guard", spec.service_dir, spec.unit_name, str(lock_dir), "90"]
     )

@@ -17,6 +17,7 @@ from specops.config.notify import Notify, use_notify
 from specops.deploy.step_commands import guard_commands
 from specops.ops.guard import guard_state, host_notify_document
 from specops.remote.release import guard, watch
+from tests.unit.guard_here import arm_here
 from tests.unit.release.hostfixture import add_release, audit_lines, current, point_current, record_systemctl
 from tests.unit.webhook import Receiver, receiver
 
@@ -105,16 +106,20 @@ def test_without_a_webhook_the_host_posts_nothing(
     assert hook.posts == [] and [e for e in audit_lines(service) if e["action"] == "notify"] == []
 
 
-def test_the_plan_writes_the_webhook_to_a_0600_file_and_shows_it_masked(hook: Receiver) -> None:
-    spec = HostSpec(name="llm-two", ssh="root@llm-two", python="/opt/venv/bin/python", model_path="/models/target")
+def test_the_plan_writes_the_webhook_to_a_0600_file_and_shows_it_masked(
+    hook: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = HostSpec(name="llm-two", ssh="root@llm-two", python="/opt/venv/bin/python", model_path="/models/target",
+                    base_dir=str(tmp_path / "opt"))  # fmt: skip
     use_notify(Notify.model_validate({"webhook": hook.url}))
     try:
         commands = guard_commands(spec, NEW, OLD)
-        document = json.loads(host_notify_document("llm-two"))
+        arm_here(spec, commands, tmp_path, monkeypatch, NEW, OLD)
     finally:
         use_notify(None)
-    (put,) = [command for command in commands if command.path == "/opt/specops/sglang/.specops-notify.json"]
-    assert put.mode == 0o600
+    written = Path(spec.service_dir, NOTIFY_FILE)
+    assert written.stat().st_mode & 0o777 == 0o600
+    document = json.loads(written.read_text())
     shown = " ".join(command.stdin or "" for command in commands) + " ".join(" ".join(c.argv) for c in commands)
     assert "s3cr3t" not in shown and "http://127.0.0.1:" in shown
     assert (document["host"], document["webhook"]) == ("llm-two", hook.url)
