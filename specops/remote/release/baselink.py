@@ -56,17 +56,18 @@ def link_unchanged(
         folder = destination[: destination.rindex("/")]
         if folder not in folders:
             real_folder(root, folder, folders)
-        if link_one(base_dir + "/" + name, destination, name, linked.counts) and verified:
+        if link_one(base_dir, name, destination, linked.counts) and verified:
             vouch(name, destination, entry, verified, linked, kinds, schema)
     return linked
 
 
-def link_one(source: str, destination: str, name: str, counts: dict[str, int]) -> bool:
+def link_one(base_dir: str, name: str, destination: str, counts: dict[str, int]) -> bool:
     """Link (or, across filesystems, copy) one base file; True when it is a hard link (shares the inode)."""
+    source = base_dir + "/" + name
     try:
         os.link(source, destination)
     except FileNotFoundError:
-        raise Refused("incomplete", "file " + repr(name) + " is missing from base release " + source) from None
+        raise Refused("incomplete", "file " + repr(name) + " is missing from base release " + base_dir) from None
     except OSError:
         shutil.copy2(source, destination)
         counts["copied"] += 1

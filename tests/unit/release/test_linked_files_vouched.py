@@ -12,12 +12,15 @@ import os
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from specops.build.stage import StagedBuild, stage_build
 from specops.commands import release as cmd
 from specops.config.inventory import HostSpec
 from specops.host.local import LocalHost
 from specops.ops import release as push
 from specops.remote.release.baselink import link_unchanged
+from specops.remote.release.hostdata import Refused
 from specops.remote.release.script import MANIFEST_SCHEMA, entries_hash, manifest_entry
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
@@ -61,6 +64,14 @@ def test_a_base_file_edited_or_with_another_mode_since_it_was_verified_is_not_vo
     assert linked.entries == {} and linked.records == {}
     (tmp_path / "again").mkdir()
     assert link_unchanged(str(tmp_path / "again"), str(base), _manifest(), set(), {}, MANIFEST_SCHEMA).entries == {}
+
+
+def test_a_file_missing_from_the_base_fails_the_push_as_incomplete_naming_it_and_the_base(tmp_path: Path) -> None:
+    base, root, record = _base(tmp_path)
+    (base / "pkg" / "b.py").unlink()
+    with pytest.raises(Refused, match=rf"file 'pkg/b.py' is missing from base release {base}$") as caught:
+        link_unchanged(str(root), str(base), _manifest(), set(), record, MANIFEST_SCHEMA)
+    assert caught.value.kind == "incomplete"
 
 
 def _lying_stream(staged: StagedBuild, name: str) -> tuple[bytes, str]:
