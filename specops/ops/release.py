@@ -143,6 +143,7 @@ class PushSession:
         assert self._prepared is not None
         _, release_id, manifest_member = self._prepared
         files = self.base_files(base) if base is not None else None
+        self._request(cmd.room_request(DEFAULT_STALE_AFTER_S), after_listing=True)  # answered while the diff runs
         if base is not None and files is None:
             say(f"cannot read the manifest of base release {base.id}: sending the whole tree")
         base_id = base.id if base is not None and files is not None else None
@@ -151,7 +152,7 @@ class PushSession:
         expected = len(manifest_member) + expected_tar_bytes(staged.files, tar_names)
         linked = len(staged.files) - (len(names) - 1)
         say(f"sending {len(names) - 1} changed file(s), ~{expected:,} bytes; hard-linking {linked} from {base_id}")
-        self._make_room(expected, say)
+        self._check_room(expected, say)
         self._finished = True  # closing early from here on is EOF inside the tar: the release stays unfinished
         self._request(cmd.receive_request(release_id, base_id, staged.tree_hash), after_listing=True)
         try:
@@ -173,10 +174,11 @@ class PushSession:
             seconds=time.monotonic() - started,
         )
 
-    def _make_room(self, need: int, say: Progress) -> None:
-        """Under the deploy's lock, before a byte is sent: the host removes the leftovers of dead pushes, then a
-        push that cannot fit in what is free is refused (docs/deploy.md "Disk space")."""
-        self._request(cmd.room_request(DEFAULT_STALE_AFTER_S), after_listing=True)
+    def _check_room(self, need: int, say: Progress) -> None:
+        """The answer to the room request that `push` sent before its diff (the host works on it meanwhile, one
+        round trip less on the push's path): under the deploy's lock, before a byte is sent, the host removed
+        the leftovers of dead pushes; a push that cannot fit in what is free is refused (docs/deploy.md "Disk
+        space")."""
         reply = self._reply()
         removed = [str(release_id) for release_id in reply.get("removed") or []]
         if removed:

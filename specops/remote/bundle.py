@@ -39,6 +39,7 @@ RELEASE_MODULES = (
     "rollback.py",
     "stream.py",
     "untar.py",
+    "baselink.py",
     "receive.py",
     "session.py",
 )

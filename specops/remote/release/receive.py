@@ -1,4 +1,4 @@
-"""The host side of a push (`receive`); bundled after untar.py, before session.py.
+"""The host side of a push (`receive`); bundled after baselink.py, before session.py.
 
 Why GNU tar when the host has it: Python's tarfile costs ~2x GNU tar per member on a 5,800-file tree, and the
 stream goes straight from sshd to tar (never through Python). Safety does not depend on it: tar refuses
@@ -9,8 +9,8 @@ extractor "python") the stdlib reader of untar.py is used, which checks each mem
 Hard-linked files are re-read for the tree hash unless `<service_dir>/.verified-hashes.json` vouches for them:
 it maps an inode to (size, mtime_ns, sha256) as verified at the end of the last push; a file edited in place
 since then has a new mtime (the same quick check as rsync's) and is hashed again. Files that arrive in the
-stream are hashed as they pass (release_stream.py). Every file is stat'ed once, by the final scan, whose
-results also feed the new record.
+stream are hashed as they pass (stream.py). Every file is stat'ed once: a linked file right after its link
+(baselink.py), any other by the final scan; those results also feed the new record.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from specops.remote.release.baselink import Linked, link_unchanged
 from specops.remote.release.catalog import write_summary
 from specops.remote.release.claim import claim_release_dir, is_disk_full
 from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, checked_schema
@@ -37,7 +38,7 @@ from specops.remote.release.script import (
     write_json_atomic,
 )
 from specops.remote.release.stream import extract_with_tar
-from specops.remote.release.untar import extract_python, safe_member_path
+from specops.remote.release.untar import extract_python
 
 HASHES_FILE = ".verified-hashes.json"
 
@@ -70,46 +71,6 @@ def load_verified(service_dir: str) -> dict[str, Any]:
         return {}
     inodes = loaded.get("inodes") if version >= 1 else loaded
     return inodes if isinstance(inodes, dict) else {}
-
-
-def link_unchanged(root: str, base_dir: str | None, manifest: dict[str, Any], received: set[str]) -> dict[str, int]:
-    """Hard-link every manifest file that was not sent from the base (copy across filesystems). No stat of the
-    files here: the final scan stats each once, and decides there whether the verified record vouches for it.
-    Each folder is checked once not to be a symlink (a link must never be written through one, out of root)."""
-    counts = {"linked": 0, "copied": 0}
-    folders = {root}
-    for name, entry in sorted((manifest.get("files") or {}).items()):
-        if name in received:
-            continue
-        if base_dir is None or "link" in entry:
-            raise Refused("incomplete", "file " + repr(name) + " was neither sent nor available in a base release")
-        destination = safe_member_path(root, name)
-        folder = destination[: destination.rindex("/")]
-        if folder not in folders:
-            real_folder(root, folder, folders)
-        source = base_dir + "/" + name
-        try:
-            os.link(source, destination)
-            counts["linked"] += 1
-        except FileNotFoundError:
-            raise Refused("incomplete", "file " + repr(name) + " is missing from base release " + base_dir) from None
-        except OSError:
-            shutil.copy2(source, destination)
-            counts["copied"] += 1
-    return counts
-
-
-def real_folder(root: str, folder: str, known: set[str]) -> None:
-    """Make `folder` (inside root) if needed; refuse if it or a folder above it is a symlink. `known` holds the
-    folders already checked, so each costs one lstat per push."""
-    if folder in known:
-        return
-    real_folder(root, os.path.dirname(folder), known)
-    if os.path.islink(folder):
-        raise Refused("unsafe", "refusing to write through symlink " + repr(os.path.relpath(folder, root)))
-    if not os.path.isdir(folder):
-        os.mkdir(folder)
-    known.add(folder)
 
 
 def mode_fixer(received: set[str], counts: dict[str, int]) -> Callable[[str, str, os.stat_result], os.stat_result]:
@@ -153,27 +114,38 @@ def known_sha(
     mtime and the manifest's sha256 all match it. Anything else returns None, and the file is read."""
 
     def lookup(relpath: str, info: os.stat_result) -> str | None:
-        sha = written.get((info.st_ino, info.st_size, info.st_mtime_ns))
-        if sha is not None:
-            return sha
-        passed = streamed.get(relpath) if relpath in received else None  # tar wrote it (not linked)
-        if passed is not None and passed[0] == info.st_size and passed[1] == info.st_mtime_ns:
-            return passed[2]
+        if relpath in received:  # written by tar or the Python reader: never vouched for by the record
+            sha = written.get((info.st_ino, info.st_size, info.st_mtime_ns))
+            if sha is not None:
+                return sha
+            passed = streamed.get(relpath)
+            if passed is not None and passed[0] == info.st_size and passed[1] == info.st_mtime_ns:
+                return passed[2]
+            return None
         entry = files.get(relpath)
-        if relpath in received or not isinstance(entry, dict) or not entry.get("sha256"):
+        sha = entry.get("sha256") if isinstance(entry, dict) else None
+        if not sha:
             return None
         record = verified.get(str(info.st_dev) + ":" + str(info.st_ino))
-        return str(entry["sha256"]) if record == [info.st_size, info.st_mtime_ns, entry["sha256"]] else None
+        return str(sha) if record == [info.st_size, info.st_mtime_ns, sha] else None
 
     return lookup
 
 
-def save_verified(service_dir: str, entries: dict[str, tuple[str, str]], stats: dict[str, os.stat_result]) -> None:
-    """The new record: every regular file of the verified release by inode, from the scan's own lstat results."""
-    records = {}
+def save_verified(
+    service_dir: str,
+    entries: dict[str, tuple[str, str]],
+    stats: dict[str, os.stat_result],
+    linked: Linked | None = None,
+) -> None:
+    """The new record: every regular file of the verified release by inode, from the scan's own lstat results;
+    a file vouched for while it was linked keeps the record that vouched for it (the same inode, size, mtime and
+    sha256: nothing to recompute)."""
+    records = dict(linked.records) if linked is not None else {}
+    done = linked.entries if linked is not None else {}
     for name, (kind, value) in entries.items():
         info = stats.get(name)
-        if kind != "l" and info is not None:
+        if kind != "l" and info is not None and name not in done:
             records[str(info.st_dev) + ":" + str(info.st_ino)] = [info.st_size, info.st_mtime_ns, value]
     write_json_atomic(os.path.join(service_dir, HASHES_FILE), {SCHEMA_KEY: HASHES_SCHEMA, "inodes": records})
 
@@ -219,19 +191,20 @@ def fill_release(service_dir: str, root: str, base_dir: str | None, expected: st
         received = extract_python(sys.stdin.buffer, root, written)
     manifest = read_manifest(root)
     write_summary(root, manifest)
-    counts = link_unchanged(root, base_dir, manifest, received)
-    counts["mode_copies"] = 0
     files = manifest.get("files") or {}
     schema = int(manifest.get(SCHEMA_KEY) or 0)
-    stats: dict[str, os.stat_result] = {}
-    lookup = known_sha(streamed, written, load_verified(service_dir), files, received)
+    verified = load_verified(service_dir)
+    linked = link_unchanged(root, base_dir, manifest, received, verified, schema)
+    counts = {**linked.counts, "mode_copies": 0}
+    stats: dict[str, os.stat_result] = dict(linked.stats)
+    lookup = known_sha(streamed, written, verified, files, received)
     os.chmod(os.path.join(root, MANIFEST), 0o644)
-    entries = scan_release_dir(root, lookup, stats, schema, mode_fixer(received, counts))
+    entries = scan_release_dir(root, lookup, stats, schema, mode_fixer(received, counts), linked.entries)
     actual = entries_hash(entries)
     if actual != expected or manifest.get("tree_hash") != expected:
         differing = differences(entries, files, schema=schema)
         raise Refused("mismatch", "tree hash mismatch in " + root, expected=expected, actual=actual, files=differing)
-    save_verified(service_dir, entries, stats)
+    save_verified(service_dir, entries, stats, linked)
     os.chmod(root, 0o755)  # verified, every mode normalised: now the engine's run_as user may read it
     os.unlink(os.path.join(root, UNFINISHED))
     return {"tree_hash": actual, "received": len(received), **counts}

@@ -81,10 +81,7 @@ def tree_hash(lines: list[str]) -> str:
     """sha256 over the sorted lines: independent of walk order, mtimes, owners and the filesystem."""
     import hashlib  # here, not at the top: `list` (a deploy's first answer) never hashes; see LAZY_IMPORTS
 
-    digest = hashlib.sha256()
-    for line in sorted(lines):
-        digest.update(line.encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
+    return hashlib.sha256("".join(sorted(lines)).encode("utf-8", "surrogateescape")).hexdigest()  # one update
 
 
 def file_sha256(path: str) -> str:
@@ -103,14 +100,17 @@ def scan_release_dir(
     stats: dict[str, os.stat_result] | None = None,
     schema: int = MANIFEST_SCHEMA,
     fix: Callable[[str, str, os.stat_result], os.stat_result] | None = None,
+    vouched: dict[str, tuple[str, str]] | None = None,
 ) -> dict[str, tuple[str, str]]:
     """relpath -> (kind, sha256 or link target) of a release folder as it is on disk now. `known(relpath,
     lstat)` returns a sha256 already established for exactly that file (hashed while it streamed in, or vouched
     for by the verified-hashes record): it is not read again. `stats` collects each regular file's lstat, so the
     caller needs no second pass. `schema` picks the tree-hash rule (file_kind). `fix(relpath, path, lstat)` is
     called for a file or folder whose mode is not its host mode and returns its lstat after the fix (the receive
-    normalises modes here, in the one pass that stats every file anyway). A symlink must stay inside the
-    release; anything but files, folders and symlinks is refused."""
+    normalises modes here, in the one pass that stats every file anyway). `vouched` holds the entries of files
+    already lstat-ed and vouched for as they were hard-linked (baselink.py): still a regular file here, such a
+    file takes that entry without a second lstat. A symlink must stay inside the release; anything but files,
+    folders and symlinks is refused."""
     entries = {}
     pending = [""]
     while pending:
@@ -118,6 +118,9 @@ def scan_release_dir(
         with os.scandir(os.path.join(root, prefix) if prefix else root) as listing:
             for item in listing:
                 relpath = prefix + "/" + item.name if prefix else item.name
+                if vouched and relpath in vouched and item.is_file(follow_symlinks=False):
+                    entries[relpath] = vouched[relpath]
+                    continue
                 if relpath in NOT_HASHED:
                     continue
                 if item.is_symlink():
