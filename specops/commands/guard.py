@@ -26,6 +26,13 @@ TOO_NEW_MARK = "too-new: "  # what the arming prints, before that first line, wh
 ARM_FILES = 3  # the arming's stdin: a line with the sizes of the guard's script, state and notify file, then them
 DISARM_WORDS = 5  # the disarm's words after its name: the watch's stop file, the guard's state, its three units
 
+# The disarm as the first step of a larger script (the arming, the hand-over): its DISARM_WORDS words first, each
+# of its steps whatever it exits with, then the rest of the words are the caller's.
+DISARM_FIRST = f"""disarm() {{
+{DISARM_SCRIPT}}}
+disarm "$1" "$2" "$3" "$4" "$5"; shift {DISARM_WORDS}
+"""
+
 # The arming (arm_argv), one round trip: $1 the guard script, $2 the notify file, $3 the newest guard schema this
 # specops reads, then the disarm's DISARM_WORDS words, then the timer's command. A guard script of a newer schema
 # is left alone (its first line printed after TOO_NEW_MARK, exit 5, nothing changed); else the disarm (each step
@@ -36,10 +43,7 @@ first=$(head -n 1 -- "$script" 2>/dev/null) && case $first in
 "{GUARD_HEADER}"*) n=${{first#"{GUARD_HEADER}"}}
   case $n in ''|*[!0-9]*) ;; *) [ "$n" -le "$known" ] || {{ printf '{TOO_NEW_MARK}%s\\n' "$first"; exit 5; }} ;; esac
 esac
-disarm() {{
-{DISARM_SCRIPT}}}
-disarm "$1" "$2" "$3" "$4" "$5"; shift {DISARM_WORDS}
-umask 077
+{DISARM_FIRST}umask 077
 tmp=""
 trap '[ -z "$tmp" ] || rm -f -- "$tmp"' EXIT
 IFS=' ' read -r size_script size_state size_notify || {{ echo "specops-arm: no sizes on stdin" >&2; exit 1; }}
@@ -55,10 +59,7 @@ exec "$@"
 
 # The hand-over to the watch (handover_argv), one round trip: the disarm's DISARM_WORDS words (each of its steps
 # whatever it exits with), then the watch's own command, whose exit is the hand-over's.
-HANDOVER_SCRIPT = f"""disarm() {{
-{DISARM_SCRIPT}}}
-disarm "$1" "$2" "$3" "$4" "$5"; shift {DISARM_WORDS}
-exec "$@"
+HANDOVER_SCRIPT = f"""{DISARM_FIRST}exec "$@"
 """
 
 

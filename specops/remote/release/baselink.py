@@ -90,18 +90,29 @@ def vouch(
     info = os.lstat(path)
     mode = info.st_mode
     sha = entry.get("sha256") if isinstance(entry, dict) else None
-    if not sha or not stat.S_ISREG(mode) or stat.S_IMODE(mode) != host_mode(mode):
+    if not stat.S_ISREG(mode) or stat.S_IMODE(mode) != host_mode(mode):
         return
-    key = str(info.st_dev) + ":" + str(info.st_ino)
+    key = inode_key(info)
     record = verified.get(key)
-    if record != [info.st_size, info.st_mtime_ns, sha]:
+    if not vouches(record, info, sha):
         return
     kind = kinds.get(mode)
     if kind is None:
         kind = kinds[mode] = file_kind(mode, schema)
     linked.entries[name] = (kind, str(sha))
     linked.stats[name] = info
-    linked.records[key] = record
+    linked.records[key] = [info.st_size, info.st_mtime_ns, sha]  # the record that vouched (equal to it)
+
+
+def inode_key(info: os.stat_result) -> str:
+    """A file's key in the verified-hashes record: "dev:ino"."""
+    return str(info.st_dev) + ":" + str(info.st_ino)
+
+
+def vouches(record: Any, info: os.stat_result, sha: Any) -> bool:
+    """The verified record of an inode vouches for this file's content: same size, same mtime (not edited in
+    place since it was verified) and the sha256 the manifest expects."""
+    return bool(sha) and record == [info.st_size, info.st_mtime_ns, sha]
 
 
 def real_folder(root: str, folder: str, known: set[str]) -> None:

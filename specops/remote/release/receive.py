@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from specops.remote.release.baselink import Linked, link_unchanged
+from specops.remote.release.baselink import Linked, inode_key, link_unchanged, vouches
 from specops.remote.release.catalog import write_summary
 from specops.remote.release.claim import claim_release_dir, is_disk_full
 from specops.remote.release.hostdata import HASHES_SCHEMA, SCHEMA_KEY, Refused, checked_release_id, checked_schema
@@ -124,10 +124,7 @@ def known_sha(
             return None
         entry = files.get(relpath)
         sha = entry.get("sha256") if isinstance(entry, dict) else None
-        if not sha:
-            return None
-        record = verified.get(str(info.st_dev) + ":" + str(info.st_ino))
-        return str(sha) if record == [info.st_size, info.st_mtime_ns, sha] else None
+        return str(sha) if vouches(verified.get(inode_key(info)), info, sha) else None
 
     return lookup
 
@@ -146,7 +143,7 @@ def save_verified(
     for name, (kind, value) in entries.items():
         info = stats.get(name)
         if kind != "l" and info is not None and name not in done:
-            records[str(info.st_dev) + ":" + str(info.st_ino)] = [info.st_size, info.st_mtime_ns, value]
+            records[inode_key(info)] = [info.st_size, info.st_mtime_ns, value]
     write_json_atomic(os.path.join(service_dir, HASHES_FILE), {SCHEMA_KEY: HASHES_SCHEMA, "inodes": records})
 
 
