@@ -65,6 +65,34 @@ def bare_paramiko(fleet: Fleet, index: int = 0) -> float:
     return elapsed
 
 
+BARE_SCRIPT = """
+import sys, paramiko
+ip, key, known, command = sys.argv[1:5]
+client = paramiko.SSHClient()
+client.load_host_keys(known)
+client.set_missing_host_key_policy(paramiko.RejectPolicy())
+client.connect(ip, username="root", key_filename=key, allow_agent=False, look_for_keys=False, timeout=10)
+_, stdout, _ = client.exec_command(command)
+status = stdout.channel.recv_exit_status()
+client.close()
+sys.exit(status)
+"""
+
+
+def bare_paramiko_script(fleet: Fleet) -> float:
+    """The same connect + exec as a new Python process (interpreter start and `import paramiko` included): the
+    floor for a console script that speaks SSH through paramiko, as a user runs one."""
+    host = fleet.hosts[0]
+    command = f"{shlex.quote(str(fleet.python))} -c pass"
+    argv = [sys.executable, "-c", BARE_SCRIPT, host.ip, str(host.key_path), str(host.known_hosts_path), command]
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise CaseFailed(f"bare paramiko script exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return elapsed
+
+
 def bare_paramiko_all(fleet: Fleet) -> float:
     """The same for every host at once in threads: how this machine itself scales N trivial SSH execs."""
     hosts = fleet.hosts
@@ -155,6 +183,8 @@ def _base_cases(fleet: Fleet, one: list[str]) -> list[Case]:
     count = len(fleet.hosts)
     return [
         Case("bare", "bare paramiko: connect + exec `python -c pass` + close (1 host)", lambda: bare_paramiko(fleet)),
+        Case("bare_cli", "bare paramiko as a script: Python start + `import paramiko` + connect + exec (1 host)",
+             lambda: bare_paramiko_script(fleet)),
         Case("bareN", f"bare paramiko, all {count} hosts in parallel threads", lambda: bare_paramiko_all(fleet)),
         Case("openssh", "OpenSSH `ssh HOST python -c pass` (1 host, reference)", lambda: openssh(fleet)),
         Case("doc1_in", "`specops doctor HOST --json`, in-process (1 host)",

@@ -92,6 +92,9 @@ def measure_case(case: Case, cgroups: Sequence[Path], samples: Samples) -> None:
 RATIOS = (
     Ratio("doctor 1 host (in-process) / bare paramiko", "doc1_in", "bare", None),
     Ratio("doctor 1 host (console script) / bare paramiko", "doc1_cli", "bare", 1.2),
+    Ratio(
+        "doctor 1 host (console script) / bare paramiko as a script (both start Python)", "doc1_cli", "bare_cli", None
+    ),
     Ratio("doctor 4 hosts / 1 host (in-process)", "doc4_in", "doc1_in", None),
     Ratio("doctor 4 hosts / 1 host (console script)", "doc4_cli", "doc1_cli", None),
     Ratio("doctor all hosts / 1 host (in-process)", "docN_in", "doc1_in", None),
