@@ -19,6 +19,8 @@ pytestmark = pytest.mark.e2e
 
 DIST_PORT = 29511
 SQUATTER = "import socket,time; s=socket.socket(); s.bind(('0.0.0.0', {port})); s.listen(); time.sleep(600)"
+# waits (10 s at most) until something listens on the port; fails the step otherwise
+LISTENING = "for _ in $(seq 200); do ss -Hltn 'sport = :{port}' | grep -q . && exit 0; sleep 0.05; done; exit 1"
 
 
 def two_ranks(
@@ -47,7 +49,9 @@ def declare_engine(scene: Scene, rank0: TestHost, rank1: TestHost) -> None:
 
 def engine_checks(scene: Scene, ranks: tuple[TestHost, TestHost]) -> dict[str, dict[str, object]]:
     """`doctor ds --json`: every rank's report under hosts, the engine's checks by id."""
-    document = json.loads(scene.cli("doctor", "ds", "--json").out)
+    answer = scene.cli("doctor", "ds", "--json")
+    assert answer.out.strip(), f"exit {answer.code}, nothing on stdout: {answer.err}"
+    document = json.loads(answer.out)
     assert list(document["hosts"]) == [host.name for host in ranks], document
     return {check["id"]: check for check in document["engines"]["ds"]["checks"]}
 
@@ -67,6 +71,7 @@ def test_the_doctor_names_a_rank_that_differs_and_a_blocked_dist_port(
     drift.set_torch_cuda_tag(rank1, host_venv, version="2.12.0+cu128", cuda="12.8")
     python = str(host_venv / "bin" / "python")
     rank0.exec(["systemd-run", "--unit", "squatter", python, "-c", SQUATTER.format(port=DIST_PORT)])
+    rank0.exec(["bash", "-c", LISTENING.format(port=DIST_PORT)])  # systemd-run returns before python binds
     text = scene.cli("doctor", "ds")
     assert text.code == 1, text.out + text.err
     assert "engine.same_torch" in text.out and f"rank 1 ({rank1.name})" in text.out, text.out

@@ -20,7 +20,8 @@ from tests.unit.badinput.corpus import CASES_DIR, Outcome
 from tests.unit.badinput.engine_server import Answer, hostile_engine
 
 ENGINE_FILE = CASES_DIR / "engine_answers.toml"
-CLIENT_TIMEOUT_S = 1.0
+CASE_KEYS = {"id", "call", "routes", "code", "error", "within_s", "client_timeout_s"}
+ANSWER_KEYS = {"status", "text", "json", "huge_bytes", "drip_s", "close_early"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class EngineCase:
     code: int
     error: str
     within_s: float
+    client_timeout_s: float  # the client's budget per request (short only where a case tests giving up)
 
     @property
     def key(self) -> str:
@@ -43,10 +45,22 @@ def load_engine_cases(path: Path = ENGINE_FILE) -> list[EngineCase]:
     cases = []
     for raw in data.get("case", []):
         merged = {**defaults, **raw}
+        _known_keys(merged, CASE_KEYS, f"case {merged.get('id')!r}")
+        for route, answer in merged.get("routes", {}).items():
+            _known_keys(answer, ANSWER_KEYS, f"case {merged.get('id')!r} route {route}")
         routes = {route: Answer.from_data(answer) for route, answer in merged.get("routes", {}).items()}
         cases.append(EngineCase(str(merged["id"]), str(merged["call"]), routes, int(merged["code"]),
-                                str(merged["error"]), float(merged.get("within_s", 10.0))))  # fmt: skip
+                                str(merged["error"]), float(merged.get("within_s", 10.0)),
+                                float(merged["client_timeout_s"])))  # fmt: skip
     return cases
+
+
+def _known_keys(table: dict[str, Any], known: set[str], where: str) -> None:
+    """A key the loader does not read (a case's `within_s` written under its route table, say) would be
+    silently ignored: refuse it instead."""
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ValueError(f"{ENGINE_FILE.name}: {where}: unknown keys {unknown}")
 
 
 def _spec(port: int) -> Any:
@@ -68,13 +82,13 @@ def _call(case: EngineCase, port: int) -> tuple[int, str]:
     from specops.host.local import LocalHost
 
     spec = _spec(port)
-    with EngineClient(LocalHost("llm-two"), spec, timeout=CLIENT_TIMEOUT_S) as client:
+    with EngineClient(LocalHost("llm-two"), spec, timeout=case.client_timeout_s) as client:
         if case.call == "smoke":
             result = run_smoke(client, _profile(), spec, {"tokens_per_s": 50.0, "accept_length": 2.0})
             lines = [f"{g.id}: {g.observed} (expected {g.expected}) {g.detail}" for g in result.gates if not g.ok]
             return (0 if result.passed else 1), "\n".join(lines)
         if case.call == "health":
-            return 0, f"health: {client.health_generate(timeout=CLIENT_TIMEOUT_S)}"
+            return 0, f"health: {client.health_generate(timeout=case.client_timeout_s)}"
         method = getattr(client, case.call)
         answer = method("hi", 4) if case.call == "generate" else method()
         return 0, f"returned {str(answer)[:200]}"
