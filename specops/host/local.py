@@ -14,6 +14,7 @@ import select
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import IO
@@ -73,32 +74,41 @@ class LocalHost(HostBase):
 
 class _ProcessPipe:
     """A subprocess's pipes as a process.Pipe: non-blocking writes and polled reads, so a command that stops
-    reading or printing never blocks the caller past its deadline; close() kills its process group."""
+    reading or printing never blocks the caller past its deadline; close() kills its process group.
+
+    Each pipe has a lock held across its select and its read or write: close() closes a pipe only between
+    them. Without it, a reader that took the descriptor's number just before close() would read (or a writer
+    write) whatever file the next command opened under that reused number: a reply stolen from it."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self._process = process
         self._stdin, self._stdout, self._stderr = process.stdin, process.stdout, process.stderr
+        self._in_use = {id(stream): threading.Lock() for stream in (self._stdin, self._stdout, self._stderr)}
         os.set_blocking(self._stdin.fileno(), False)
 
     def send(self, data: bytes, /) -> int:
-        if not select.select([], [self._stdin], [], POLL_S)[1]:
-            raise TimeoutError
-        try:
-            return os.write(self._stdin.fileno(), data)
-        except BlockingIOError:
-            raise TimeoutError from None
-        except (BrokenPipeError, ValueError):
-            return 0  # the command closed its stdin
+        with self._in_use[id(self._stdin)]:
+            try:
+                if not select.select([], [self._stdin], [], POLL_S)[1]:
+                    raise TimeoutError
+                return os.write(self._stdin.fileno(), data)
+            except BlockingIOError:
+                raise TimeoutError from None
+            except (BrokenPipeError, ValueError):
+                return 0  # the command closed its stdin (or close() did)
 
     def recv(self, size: int, /) -> bytes:
-        return _read_polled(self._stdout, size)
+        with self._in_use[id(self._stdout)]:
+            return _read_polled(self._stdout, size)
 
     def recv_stderr(self, size: int, /) -> bytes:
-        return _read_polled(self._stderr, size)
+        with self._in_use[id(self._stderr)]:
+            return _read_polled(self._stderr, size)
 
     def shutdown_write(self) -> None:
-        self._stdin.close()
+        with self._in_use[id(self._stdin)]:
+            self._stdin.close()
 
     def wait_exit(self, timeout: float, /) -> int | None:
         try:
@@ -108,11 +118,11 @@ class _ProcessPipe:
 
     def close(self) -> None:
         if self._process.poll() is None:
-            _kill_group(self._process)
+            _kill_group(self._process)  # first: the readers see EOF at once and let go of their pipes
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(5)
         for stream in (self._stdin, self._stdout, self._stderr):
-            with contextlib.suppress(OSError):
+            with self._in_use[id(stream)], contextlib.suppress(OSError):
                 stream.close()
 
 
@@ -120,7 +130,7 @@ def _read_polled(stream: IO[bytes], size: int) -> bytes:
     try:
         ready = select.select([stream], [], [], POLL_S)[0]
         data = os.read(stream.fileno(), size) if ready else None
-    except (ValueError, OSError):  # closed by close() while this reader waited: the end of the stream
+    except (ValueError, OSError):  # closed: the end of the stream
         return b""
     if data is None:
         raise TimeoutError
