@@ -13,6 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from specops.cli.state import AppState
     from specops.config.loader import Config, Target
     from specops.doctor.model import CheckSpec
@@ -55,21 +57,24 @@ def doctor_targets(app_state: AppState, ranks: list[Target]) -> list[DoctorTarge
 def dist_port_test(app_state: AppState, ranks: list[Target]) -> DistPortReport:
     """Each rank's side of the dist port test on its own connection, all at once."""
     from specops.errors import SpecopsError
-    from specops.probe.dist_port import DistPortReport, RankAnswer, ask_rank, split_dist_addr
+    from specops.probe.dist_port import DistPortReport, RankAnswer, Waiter, ask_every_rank, ask_rank, split_dist_addr
 
     first = ranks[0].rank
     assert first is not None
     address, port = split_dist_addr(first.dist_init_addr)
 
-    def ask(index: int, target: Target) -> RankAnswer:
-        try:
-            with app_state.opener(target.host)() as host:
-                return ask_rank(host, target.host.name, target.host.python, index, len(ranks), first.dist_init_addr)
-        except SpecopsError as error:
-            return RankAnswer(index, target.host.name, None, error.message)
+    def asker(index: int, target: Target) -> Callable[[Waiter], RankAnswer]:
+        def ask(until: Waiter) -> RankAnswer:
+            try:
+                with app_state.opener(target.host)() as host:
+                    return ask_rank(host, target.host.name, target.host.python, index, len(ranks),
+                                    first.dist_init_addr, until)  # fmt: skip
+            except SpecopsError as error:
+                return RankAnswer(index, target.host.name, None, error.message)
 
-    with ThreadPoolExecutor(max_workers=len(ranks)) as pool:
-        answers = [future.result() for future in [pool.submit(ask, i, t) for i, t in enumerate(ranks)]]
+        return ask
+
+    answers = ask_every_rank([asker(index, target) for index, target in enumerate(ranks)])
     return DistPortReport(address, port, ranks[0].host.unit_name, answers)
 
 

@@ -122,7 +122,8 @@ class EngineSteps:
         (command,) = step.part(DIST_PORT)
         self.reporter.event(Event(self.spec.name, "preflight", f"testing the dist port {run.dist_init_addr} "
                                   f"({'binding it' if self._rank == 0 else 'connecting to rank 0'})"))  # fmt: skip
-        answer = run_rank(self.host, self.spec.name, self._rank, command)
+        workers = range(1, len(run.hosts))
+        answer = run_rank(self.host, self.spec.name, self._rank, command, lambda: run.wait_for("dist-port", workers))
         run.arrive("dist-port", self._rank, Arrival(True, value=(answer, self.spec.unit_name)))
         problems = dist_report(run, run.wait_for("dist-port", range(len(run.hosts)))).problems(
             getattr(self.options, "skip_checks", ())

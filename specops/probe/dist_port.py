@@ -18,21 +18,25 @@ tested through the engine's listener instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from specops.commands.dist_port import LISTEN_S, dist_port_argv
 from specops.commands.dist_port import split_dist_addr as split_dist_addr  # re-exported for the doctor
 from specops.commands.planned import HostCommand, run
 from specops.errors import SpecopsError
-from specops.host.base import Host
+from specops.host.base import Host, Result
 
 if TYPE_CHECKING:
     from specops.config.loader import Target
 
 PORT_CHECK, REACH_CHECK = "engine.dist_port", "engine.dist_reach"  # the doctor's ids (docs/checks.md)
+STOP_LISTENING = b"stop\n"  # rank 0's listener ends its wait at this line (specops/remote/distport.py)
+Waiter = Callable[[], object]  # returns once every other rank has answered
 
 
 @dataclass(frozen=True)
@@ -96,18 +100,33 @@ def planless_command(python: str, rank: int, nnodes: int, dist_init_addr: str) -
     return run(dist_port_argv(python, rank, nnodes, dist_init_addr))
 
 
-def ask_rank(host: Host, name: str, python: str, rank: int, nnodes: int, dist_init_addr: str) -> RankAnswer:
+def ask_rank(
+    host: Host, name: str, python: str, rank: int, nnodes: int, dist_init_addr: str, until: Waiter | None = None
+) -> RankAnswer:
     """Run one rank's side of the test; a failure to run it is an answer (ok=None), never an exception."""
-    return run_rank(host, name, rank, planless_command(python, rank, nnodes, dist_init_addr))
+    return run_rank(host, name, rank, planless_command(python, rank, nnodes, dist_init_addr), until)
 
 
-def run_rank(host: Host, name: str, rank: int, command: HostCommand) -> RankAnswer:
-    """Run one rank's side with `command` (a deploy's planned one, or the doctor's); never raises."""
+def run_rank(host: Host, name: str, rank: int, command: HostCommand, until: Waiter | None = None) -> RankAnswer:
+    """Run one rank's side with `command` (a deploy's planned one, or the doctor's); never raises. Rank 0 given
+    `until` (returns once every other rank has answered) stops listening then, not at the end of its wait."""
     try:
-        result = host.run(list(command.argv), timeout=LISTEN_S + 20, check=False)
+        if rank == 0 and until is not None:
+            result = _listen_until(host, command, until)
+        else:
+            result = host.run(list(command.argv), timeout=LISTEN_S + 20, check=False)
     except SpecopsError as error:
         return RankAnswer(rank, name, None, error.message)
     return parse_answer(rank, name, result.stdout, result.stderr)
+
+
+def _listen_until(host: Host, command: HostCommand, until: Waiter) -> Result:
+    """Rank 0's listener, told to stop once `until` returns: a worker that cannot connect has answered by then,
+    so the listener need not hold the port for the rest of its wait (seconds, when nothing connects)."""
+    with host.stream(list(command.argv), timeout=LISTEN_S + 20) as listener:
+        until()
+        listener.write(STOP_LISTENING)  # False when it already ended (every rank connected): nothing to stop
+        return listener.wait(check=False)
 
 
 def parse_answer(rank: int, name: str, stdout: bytes, stderr: bytes) -> RankAnswer:
@@ -134,6 +153,19 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def ask_every_rank(asks: Sequence[Callable[[Waiter], RankAnswer]]) -> list[RankAnswer]:
+    """Every rank's side at once (rank 0's first), each given the waiter that returns once every other rank has
+    answered: rank 0 stops listening then. In rank order."""
+    workers_done = threading.Event()
+    with ThreadPoolExecutor(max_workers=max(1, len(asks))) as pool:
+        futures = [pool.submit(ask, workers_done.wait) for ask in asks]
+        try:
+            wait(futures[1:])
+        finally:
+            workers_done.set()  # also on Ctrl-C: rank 0's thread must not wait for ever
+        return [future.result() for future in futures]
+
+
 def check_dist_port(
     hosts: Sequence[Host], names: Sequence[str], dist_init_addr: str, *, unit: str, python: str | Sequence[str]
 ) -> DistPortReport:
@@ -141,12 +173,10 @@ def check_dist_port(
     interpreter for all or one per rank."""
     pythons = [python] * len(hosts) if isinstance(python, str) else list(python)
     address, port = split_dist_addr(dist_init_addr)
-    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-        futures = [
-            pool.submit(ask_rank, host, name, interpreter, rank, len(hosts), dist_init_addr)
-            for rank, (host, name, interpreter) in enumerate(zip(hosts, names, pythons, strict=True))
-        ]
-        answers = [future.result() for future in futures]
+    answers = ask_every_rank([
+        partial(ask_rank, host, name, interpreter, rank, len(hosts), dist_init_addr)
+        for rank, (host, name, interpreter) in enumerate(zip(hosts, names, pythons, strict=True))
+    ])  # fmt: skip
     return DistPortReport(address, port, unit, answers)
 
 

@@ -6,7 +6,7 @@ model load; a ping proves nothing about a TCP port. Rank 0 binds the port for a 
 taken, says which process holds it, and that process's systemd unit) while every other rank connects to it.
 Each rank also reports its RDMA devices and whether `nvidia_peermem` is loaded, for InfiniBand engines.
 
-    python -IS -c SCRIPT listen PORT WAIT_S EXPECTED     (rank 0)
+    python -IS -c SCRIPT listen PORT WAIT_S EXPECTED     (rank 0; a `stop` line on stdin ends the wait)
     python -IS -c SCRIPT connect ADDRESS PORT WAIT_S     (every other rank)
 
 One JSON line on stdout: {"role": ..., "bound"/"connected": ..., "error": ..., "holder": ..., "rdma": [...],
@@ -18,9 +18,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import socket
 import sys
 import time
+from typing import TextIO
 
 TCP_LISTEN = "0A"
 
@@ -95,7 +97,9 @@ def _bound(port: int) -> socket.socket:
 
 
 def listen(port: int, wait_s: float, expected: int) -> dict[str, object]:
-    """Bind the port on every address (as torch's store does), accept up to `expected` connects."""
+    """Bind the port on every address (as torch's store does), accept up to `expected` connects, or stop early
+    at a `stop` line on stdin: the caller's word that every other rank has answered (a worker that cannot reach
+    the port never connects, and rank 0 need not hold it for the rest of `wait_s`)."""
     try:
         server = _bound(port)
     except OSError as error:
@@ -104,17 +108,34 @@ def listen(port: int, wait_s: float, expected: int) -> dict[str, object]:
             found.update(holder_of(port))
         return found
     accepted: list[str] = []
+    watched: list[socket.socket | TextIO] = [server] + ([sys.stdin] if sys.stdin is not None else [])
     deadline = time.monotonic() + wait_s
     while len(accepted) < expected and time.monotonic() < deadline:
-        server.settimeout(max(0.05, deadline - time.monotonic()))
-        try:
-            peer, address = server.accept()
-        except OSError:
-            continue
-        peer.close()
-        accepted.append(str(address[0]))
+        ready = select.select(watched, [], [], max(0.05, deadline - time.monotonic()))[0]
+        if sys.stdin in ready:
+            said = _read_stdin()
+            if said is None:
+                watched.remove(sys.stdin)  # stdin closed (or never given): only the deadline and the connects end it
+            elif "stop" in said.split():
+                break
+        if server in ready:
+            try:
+                peer, address = server.accept()
+            except OSError:
+                continue
+            peer.close()
+            accepted.append(str(address[0]))
     server.close()
     return {"bound": True, "accepted": accepted}
+
+
+def _read_stdin() -> str | None:
+    """What stdin holds now; None at its end."""
+    try:
+        data = os.read(sys.stdin.fileno(), 4096)
+    except OSError:
+        return None
+    return data.decode("ascii", "replace") if data else None
 
 
 def connect(address: str, port: int, wait_s: float) -> dict[str, object]:

@@ -18,7 +18,9 @@ from tests.testbed.testhost.peering import peer
 pytestmark = pytest.mark.e2e
 
 DIST_PORT = 29511
-SQUATTER = "import socket,time; s=socket.socket(); s.bind(('0.0.0.0', {port})); s.listen(); time.sleep(600)"
+# SO_REUSEADDR as torch's store sets it: the doctor's own test may have left the port in TIME_WAIT on rank 0
+SQUATTER = ("import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+            "s.bind(('0.0.0.0', {port})); s.listen(); time.sleep(600)")  # fmt: skip
 # waits (10 s at most) until something listens on the port; fails the step otherwise
 LISTENING = "for _ in $(seq 200); do ss -Hltn 'sport = :{port}' | grep -q . && exit 0; sleep 0.05; done; exit 1"
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import socket
 import sys
+import time
 from pathlib import Path
 
+from specops.commands.dist_port import LISTEN_S
 from specops.doctor.engine_checks import EngineFacts, RankFacts, engine_checks
 from specops.doctor.model import CheckResult, Status
 from specops.host.local import LocalHost
+from specops.host.recording import RecordingHost, reply
 from specops.probe.dist_port import DistPortReport, RankAnswer, check_dist_port, parse_answer, split_dist_addr
 from specops.probe.facts import HostFacts, PythonFacts, ReleaseFacts, TorchFacts
 from specops.probe.facts_gpu import GpuFacts, NvidiaFacts
@@ -126,6 +129,27 @@ def test_the_real_test_binds_connects_and_names_a_holder() -> None:
                                     python=sys.executable)  # fmt: skip
         problem = found.port_problem()
         assert problem is not None and problem.startswith(f"dist port {port} on rank 0 (a) is held by pid ")
+
+
+def test_a_worker_that_cannot_connect_ends_rank_0s_wait_and_frees_the_port() -> None:
+    """A worker with no route answers at once; rank 0 is told to stop listening then (not at its 20 s end),
+    and the port is free again when the report comes back: an engine started next can bind it."""
+    unreachable = '{"role": "connect", "connected": false, "error": "ENETUNREACH: Network is unreachable"}\n'
+    worker = RecordingHost("b").script(lambda words: "connect" in words, reply(unreachable))
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    began = time.monotonic()
+    with LocalHost() as rank0:
+        found = check_dist_port([rank0, worker], ["a", "b"], f"127.0.0.1:{port}", unit="x.service",
+                                python=sys.executable)  # fmt: skip
+    assert time.monotonic() - began < LISTEN_S / 2
+    assert found.ranks[0].ok is True and found.port_problem() is None
+    assert found.reach_problems() == [f"rank 1 (b) cannot connect to rank 0 (a) at 127.0.0.1:{port}: "
+                                      "ENETUNREACH: Network is unreachable"]  # fmt: skip
+    with socket.socket() as engine:
+        engine.bind(("127.0.0.1", port))  # the listener is gone, not lingering for the rest of its wait
 
 
 def test_check_ranks_takes_the_engines_resolved_ranks(config_dir: Path) -> None:
