@@ -42,7 +42,7 @@ def receiver() -> Iterator[Receiver]:
 
     server.RequestHandlerClass = Handler
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         yield found
     finally:

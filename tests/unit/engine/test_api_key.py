@@ -105,7 +105,7 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 def server() -> Iterator[int]:
     _Recorder.seen = []
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield httpd.server_address[1]
     httpd.shutdown()

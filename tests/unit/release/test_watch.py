@@ -48,7 +48,7 @@ def engine() -> Iterator[str]:
     Engine.release.clear()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Engine)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/health_generate"
     Engine.release.set()
     server.shutdown()
