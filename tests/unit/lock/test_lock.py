@@ -12,6 +12,7 @@ import pytest
 
 from specops.errors import ExitCode, LockHeld
 from specops.host.local import LocalHost
+from specops.ops import lock as lock_module
 from specops.ops.lock import HostLock, LockHolder, acquire, status
 from specops.ops.lock_admin import release
 from tests.unit.lock.conftest import age_lock, holder_json
@@ -46,7 +47,10 @@ def test_a_live_holder_makes_acquire_raise_lock_held_naming_it(local: LocalHost,
     assert "--lock-wait SECONDS" in error.hint and "specops lock release llm-two" in error.hint
 
 
-def test_wait_gets_the_lock_once_the_holder_releases(local: LocalHost, root: str) -> None:
+def test_wait_gets_the_lock_once_the_holder_releases(
+    local: LocalHost, root: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lock_module, "POLL_S", 0.2)  # a waiting deploy looks every 2 s; the test need not
     first = acquire(local, _other(), root=root)
     threading.Timer(1.0, first.release).start()
     events: list[str] = []
