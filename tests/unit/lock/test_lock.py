@@ -63,8 +63,8 @@ def test_wait_gets_the_lock_once_the_holder_releases(
 
 
 def test_wait_runs_out_and_says_how_long_it_waited(local: LocalHost, root: str) -> None:
-    with acquire(local, _other(), root=root), pytest.raises(LockHeld, match=r"\(waited 1s\)"):
-        acquire(local, LockHolder.current("second"), wait_s=1, root=root)
+    with acquire(local, _other(), root=root), pytest.raises(LockHeld, match=r"\(waited 0.5s\)"):
+        acquire(local, LockHolder.current("second"), wait_s=0.5, root=root)
 
 
 def test_a_stale_lock_is_taken_over_and_the_takeover_is_reported(local: LocalHost, root: str) -> None:

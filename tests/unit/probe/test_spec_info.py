@@ -69,7 +69,7 @@ def test_import_timeout_falls_back_to_ast(tmp_path: Path) -> None:
     root = copy_build(tmp_path / "python")
     init = root / "sglang" / "__init__.py"
     init.write_text("import time\ntime.sleep(30)\n" + init.read_text())
-    facts = inspect_spec_info("candidate", str(root), timeout=1.0)
+    facts = inspect_spec_info("candidate", str(root), timeout=0.5)
     assert facts["method"] == "ast" and "timed out" in facts["error"]
     assert facts["members"] == UNPATCHED
 
