@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
 from specops.cli.options import AllOpt, HostArg, JsonOpt, TargetsArg
-from specops.cli.output import print_json, stderr_console, stdout_console
+from specops.cli.output import print_json, report_error, stderr_console, stdout_console
 from specops.cli.state import state
 from specops.errors import ExitCode
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from specops.config.loader import Config
     from specops.host.base import Host
     from specops.ops.lock import LockInfo
+    from specops.ops.lock_admin import Released
 
 app = typer.Typer(help="See or clear a host's deploy lock.", no_args_is_help=True)
 
@@ -99,12 +100,60 @@ def lock_release(
 ) -> None:
     """Remove a stale lock (or your own crashed one); --force removes any lock. The release is audited.
 
-    An engine: every rank's lock, the workers' first, rank 0's last (a deploy takes rank 0's first)."""
+    An engine: every rank's lock, the workers' first, rank 0's last (a deploy takes rank 0's first). A group:
+    each host's, one after another; a host that refuses (a live holder, exit 6) or cannot be reached (exit 4)
+    is named and the others go on."""
     app_state = state(ctx)
     config = app_state.load_config()
-    for rank in ranks_of(config, [host])[1:]:  # an engine: every rank's lock, each line naming its host
-        _release(app_state, config.host(rank), force, stale_after, json_output)
-    _release(app_state, config.host(ranks_of(config, [host])[0]), force, stale_after, json_output)
+    order = release_order(config, host)
+    as_json = app_state.wants_json(json_output)
+    if len(order) == 1:
+        outcome = _release(app_state, config.host(order[0]), force, stale_after)
+        if as_json:
+            print_json(_outcome_json(order[0], outcome))
+        else:
+            _say(order[0], outcome)
+        return
+    _release_each(app_state, config, order, force, stale_after, as_json)
+
+
+def release_order(config: Config, name: str) -> list[str]:
+    """The hosts whose locks `lock release NAME` removes, in order: an engine's workers before its rank 0 (a
+    deploy takes rank 0's lock first), a group's members by name, each host once."""
+    inventory = config.inventory
+    order: list[str] = []
+    for member in sorted(inventory.members(name)) if name in inventory.groups else [name]:
+        ranks = inventory.engines[member].hosts if member in inventory.engines else [member]
+        order += [*ranks[1:], ranks[0]]
+    return list(dict.fromkeys(order))
+
+
+def _release_each(
+    app_state: AppState, config: Config, order: list[str], force: bool, stale_after: float, as_json: bool
+) -> NoReturn:
+    """Every host's lock in `order`; a refusal or an unreachable host is said and the rest go on. Exits with the
+    most severe host's code."""
+    from specops.deploy.survey import most_severe
+    from specops.errors import SpecopsError
+
+    documents: dict[str, dict[str, object]] = {}
+    codes: list[ExitCode] = []
+    for name in order:
+        try:
+            outcome = _release(app_state, config.host(name), force, stale_after)
+        except SpecopsError as error:
+            codes.append(error.exit_code)
+            documents[name] = {"error": error.message, "hint": error.hint, "exit_code": int(error.exit_code)}
+            if not as_json:
+                report_error(error, as_json=False)
+            continue
+        codes.append(ExitCode.OK)
+        documents[name] = {**_outcome_json(name, outcome), "exit_code": 0}
+        if not as_json:
+            _say(name, outcome)
+    if as_json:
+        print_json({"hosts": documents})
+    raise typer.Exit(int(most_severe(codes)))
 
 
 def ranks_of(config: Config, names: list[str]) -> list[str]:
@@ -121,23 +170,27 @@ def _holds_engine(config: Config, name: str) -> bool:
     return name in inventory.groups and any(member in inventory.engines for member in inventory.members(name))
 
 
-def _release(app_state: AppState, spec: HostSpec, force: bool, stale_after: float, json_output: bool) -> None:
-    """One host's lock released (audited), and said."""
+def _release(app_state: AppState, spec: HostSpec, force: bool, stale_after: float) -> Released:
+    """One host's lock released (audited; a failed audit is warned about); LockHeld when a live holder keeps it."""
     from specops.ops.lock_admin import release_audited
 
     with app_state.connect(spec) as connected:
         audited = release_audited(connected, spec, force=force, stale_after_s=stale_after)
     if audited.audit_error:
         stderr_console().print(f"[yellow]warning:[/] {audited.audit_error}", markup=True)
-    outcome = audited.outcome
-    if app_state.wants_json(json_output):
-        print_json({"host": spec.name, "released": outcome.released, "reason": outcome.reason,
-                    "lock": outcome.info.to_json() if outcome.info else None})  # fmt: skip
-        return
+    return audited.outcome
+
+
+def _outcome_json(name: str, outcome: Released) -> dict[str, object]:
+    return {"host": name, "released": outcome.released, "reason": outcome.reason,
+            "lock": outcome.info.to_json() if outcome.info else None}  # fmt: skip
+
+
+def _say(name: str, outcome: Released) -> None:
     if outcome.released and outcome.info is not None:
-        typer.echo(f"{spec.name}: released the lock held by {outcome.info.describe()}")
+        typer.echo(f"{name}: released the lock held by {outcome.info.describe()}")
     else:
-        typer.echo(f"{spec.name}: {outcome.reason}, nothing to release")
+        typer.echo(f"{name}: {outcome.reason}, nothing to release")
 
 
 def _print_status(name: str, info: LockInfo | None) -> None:

@@ -149,3 +149,43 @@ def test_a_failing_command_on_the_host_is_exit_5_with_its_stderr_not_a_traceback
     assert lines[0].startswith("error: llm-two: `sh -c ") and lines[0].endswith("` exited with 1")
     assert "Is a directory" in lines[1] and lines[1].startswith("error:   | tail: ")
     assert lines[-1] == f"hint: could not read the audit log {inventory}/audit.jsonl"
+
+
+def _with_unreachable_group(config_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group `prod`: llm-two (this machine) and llm-off, which cannot be reached."""
+    from specops.errors import ConnectError
+
+    toml = config_dir / "specops.toml"
+    toml.write_text(toml.read_text() + '\n[hosts.llm-off]\nssh = "root@llm-off"\npython = "/usr/bin/python3"\n'
+                    'model_path = "/models/target"\n\n[groups]\nprod = ["llm-two", "llm-off"]\n')  # fmt: skip
+
+    def connect(spec: object) -> LocalHost:
+        name = getattr(spec, "name", "")
+        if name == "llm-off":
+            raise ConnectError("llm-off: cannot connect to llm-off:22: Connection refused")
+        return LocalHost(name)
+
+    monkeypatch.setattr("specops.host.ssh.connection.connect", connect)
+
+
+def test_release_of_a_group_goes_on_past_a_refusal_and_an_unreachable_host(
+    capsys: pytest.CaptureFixture[str], held: HostLock, config_dir: Path, monkeypatch: pytest.MonkeyPatch, root: str
+) -> None:
+    _with_unreachable_group(config_dir, monkeypatch)
+    refused = run_cli(capsys, "lock", "release", "prod")
+    assert refused.code == 4  # the most severe: a host not reached (4) over a live holder (6)
+    errors = [line for line in refused.err.splitlines() if line.startswith("error:")]
+    assert errors[0] == "error: llm-off: cannot connect to llm-off:22: Connection refused"
+    assert errors[1].startswith("error: llm-two: locked by alice@ci-runner-7 pid 4242")
+    assert Path(root).exists()  # a live holder's lock stays without --force
+
+    forced = run_cli(capsys, "lock", "release", "prod", "--force", "--json")
+    assert forced.code == 4
+    hosts = json.loads(forced.out)["hosts"]
+    assert list(hosts) == ["llm-off", "llm-two"]
+    assert (hosts["llm-off"]["exit_code"], hosts["llm-off"]["error"]) == (4, "llm-off: cannot connect to llm-off:22: "
+                                                                              "Connection refused")  # fmt: skip
+    assert (hosts["llm-two"]["released"], hosts["llm-two"]["exit_code"]) == (True, 0)
+    assert hosts["llm-two"]["lock"]["holder"]["user"] == "alice"
+    assert not Path(root).exists()  # released on the host that could be reached
+    assert run_cli(capsys, "lock", "release", "prod").out == "llm-two: the lock is free, nothing to release\n"
