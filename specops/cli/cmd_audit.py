@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.fleet_view import ask_fleet, engine_ranks, finish, one_host, selected
 from specops.cli.options import AllOpt, JsonOpt, TargetsArg
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
@@ -30,19 +30,21 @@ def audit(
 ) -> None:
     """Show the host's last audit entries, oldest first: when, who, action, from → to, outcome.
 
-    A group, several hosts or --all: a row per host with its latest entry (--json: the last N per host)."""
+    A group, several hosts, an engine (a row per rank) or --all: a row per host with its latest entry (--json: the
+    last N per host)."""
     from specops.ops import audit as audit_log
 
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
-    single = one_host(config, names or [], all_hosts)
+    names = engine_ranks(config, names or [])  # an engine: a row per rank
+    single = one_host(config, names, all_hosts)
     if single is None:
 
         def ask(host: Host, spec: HostSpec) -> tuple[HostLog, ExitCode]:
             return HostLog(audit_log.host_audit_path(spec), audit_log.read(host, spec, lines)), ExitCode.OK
 
-        readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
+        readings = ask_fleet(app_state, selected(config, names, all_hosts), ask)
         finish(readings, as_json, HostLog.to_json, ("WHEN", "WHO", "ACTION", "FROM → TO", "OUTCOME"), _latest_row)
     spec = config.host(single)
     with app_state.connect(spec) as connected:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.fleet_view import ask_fleet, engine_ranks, finish, one_host, selected
 from specops.cli.options import AllOpt, HostArg, JsonOpt, TargetsArg
 from specops.cli.output import print_json, report_error, stderr_console, stdout_console
 from specops.cli.state import state
@@ -51,7 +51,7 @@ def lock_status(
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
-    names = ranks_of(config, names or [])  # an engine: a row per rank, in rank order
+    names = engine_ranks(config, names or [])  # an engine: a row per rank
     single = one_host(config, names, all_hosts)
     if single is None:
 
@@ -154,20 +154,6 @@ def _release_each(
     if as_json:
         print_json({"hosts": documents})
     raise typer.Exit(int(most_severe(codes)))
-
-
-def ranks_of(config: Config, names: list[str]) -> list[str]:
-    """The names with each multi-node engine replaced by its hosts, rank 0 first (a deploy locks them so); a group
-    holding an engine is opened (its hosts, and each engine's ranks)."""
-    inventory, engines = config.inventory, config.inventory.engines
-    opened = [member for name in names
-              for member in (sorted(inventory.members(name)) if _holds_engine(config, name) else [name])]  # fmt: skip
-    return [host for name in opened for host in (engines[name].hosts if name in engines else [name])]
-
-
-def _holds_engine(config: Config, name: str) -> bool:
-    inventory = config.inventory
-    return name in inventory.groups and any(member in inventory.engines for member in inventory.members(name))
 
 
 def _release(app_state: AppState, spec: HostSpec, force: bool, stale_after: float) -> Released:

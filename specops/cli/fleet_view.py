@@ -46,6 +46,21 @@ def selected(config: Config, names: Sequence[str], all_hosts: bool) -> list[Host
     return config.inventory.select(list(names))
 
 
+def engine_ranks(config: Config, names: Sequence[str]) -> list[str]:
+    """The names with each multi-node engine replaced by its hosts, rank 0 first; a group holding an engine is
+    opened (its hosts, and each engine's ranks). For the commands that only read a host (lock status, audit):
+    acting on a rank alone is refused elsewhere, reading one is not."""
+    inventory, engines = config.inventory, config.inventory.engines
+    opened = [member for name in names
+              for member in (sorted(inventory.members(name)) if _holds_engine(config, name) else [name])]  # fmt: skip
+    return [host for name in opened for host in (engines[name].hosts if name in engines else [name])]
+
+
+def _holds_engine(config: Config, name: str) -> bool:
+    inventory = config.inventory
+    return name in inventory.groups and any(member in inventory.engines for member in inventory.members(name))
+
+
 def ask_fleet(app_state: AppState, specs: list[HostSpec], question: Question[T]) -> dict[str, Reading[T]]:
     from specops.deploy.survey import survey
 

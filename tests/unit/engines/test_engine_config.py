@@ -3,6 +3,7 @@ an engine name given to a command that cannot act on it yet is refused rather th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -102,21 +103,29 @@ def test_unequal_gpu_counts_are_refused(config_dir: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("command", [["audit", "ds"]])  # the others take an engine now
-def test_commands_that_cannot_act_on_an_engine_refuse_it_with_exit_2(
-    config_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+def test_audit_of_an_engine_or_a_group_holding_one_reads_every_rank(
+    config_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(config_dir, BASE + ENGINE)
-    result = run_cli(capsys, *command)
-    assert result.code == 2, result
-    assert "engine 'ds' spans hosts ds-a, ds-b: this command does not support multi-node engines yet" in result.err
+    """Reading a rank's audit log changes nothing: an engine is a row per rank, not a refusal."""
+    from specops.host.local import LocalHost
 
-
-def test_a_group_holding_an_engine_is_refused_too(config_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _write(config_dir, BASE + ENGINE + '\n[groups]\nfleet = ["ds", "solo"]\n')
-    result = run_cli(capsys, "audit", "fleet")
-    assert result.code == 2, result
-    assert "engine 'ds'" in result.err
+    text = BASE.replace('ssh = "root@10.1.0.11"', f'ssh = "root@10.1.0.11"\nbase_dir = "{config_dir / "a"}"')
+    text = text.replace('ssh = "root@ds-b"', f'ssh = "root@ds-b"\nbase_dir = "{config_dir / "b"}"')
+    _write(config_dir, text + ENGINE + '\n[groups]\nfleet = ["ds", "solo"]\n')
+    (config_dir / "a" / "sglang").mkdir(parents=True)
+    line = (
+        '{"schema": 1, "ts": "2026-12-05T00:00:00Z", "who": "alice@laptop", "action": "deploy", "from": null, '
+        '"to": "20261205T000000Z-aaaa", "profile": "nextn", "outcome": "deployed", "forced": false, "message": ""}'
+    )
+    (config_dir / "a" / "sglang" / "audit.jsonl").write_text(line + "\n")
+    monkeypatch.setattr("specops.host.ssh.connection.connect", lambda spec: LocalHost(spec.name))
+    engine = run_cli(capsys, "audit", "ds")
+    assert engine.code == 0, engine
+    rows = {line.split()[0]: line for line in engine.out.splitlines()[1:] if line.strip()}
+    assert list(rows) == ["ds-a", "ds-b"], engine.out
+    assert "alice@laptop" in rows["ds-a"] and "deployed" in rows["ds-a"] and "(no entries)" in rows["ds-b"]
+    fleet = run_cli(capsys, "audit", "fleet", "--json")
+    assert sorted(json.loads(fleet.out)["hosts"]) == ["ds-a", "ds-b", "solo"], fleet
 
 
 @pytest.mark.parametrize(
