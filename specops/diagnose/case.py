@@ -13,7 +13,7 @@ from specops.commands.config_change import env_differences
 from specops.commands.journal import UnitState
 from specops.commands.manifest import GatesRecord, Manifest
 from specops.diagnose.diff import Change, FilesDiff, FingerprintDiff, diff_files, diff_fingerprints
-from specops.diagnose.failure import Failure, from_gates, from_journal, from_preflight
+from specops.diagnose.failure import GPU_AREA, Failure, from_gates, from_journal, from_kernel_log, from_preflight
 from specops.diagnose.fingerprint import Fingerprint, fingerprint_from_facts, read_fingerprint
 from specops.diagnose.verdict import Case
 from specops.probe.facts import HostFacts
@@ -35,6 +35,7 @@ class Material:
     file_stats: dict[str, tuple[int, int]] = field(default_factory=dict)
     envs: dict[str, str] = field(default_factory=dict)  # release -> its own env file (secrets: never shown)
     secrets: tuple[str, ...] = ()  # the names whose values are secret: shown as ***
+    gpus: set[int] | None = None  # the GPUs the engine uses (its `gpus`); None: every GPU
 
 
 def manifest_of(material: Material, release: str | None) -> Manifest | None:
@@ -66,12 +67,13 @@ def failure_of(material: Material) -> Failure:
     if material.subject is not None and material.subject != material.current:
         return from_gates(subject.gates if subject else GatesRecord())
     unit = material.unit or UnitState()
-    failure = from_journal(
-        material.journal,
-        unit_failed=unit.failed,
-        exit_status=unit.exec_main_status if unit.exec_main_status else None,
-        restarts=unit.n_restarts,
-    )
+    exit_status = unit.exec_main_status if unit.exec_main_status else None
+    failure = from_journal(material.journal, unit_failed=unit.failed, exit_status=exit_status,
+                           restarts=unit.n_restarts)  # fmt: skip
+    if failure.present and failure.area != GPU_AREA:  # a GPU awaiting its reset explains any failure on it
+        kernel_log = material.facts.kernel_log if material.facts is not None else None
+        gpu = from_kernel_log(kernel_log, material.gpus, exit_status=exit_status, restarts=unit.n_restarts)
+        failure = gpu if gpu.present else failure
     if not failure.present and not material.subject_verified and material.subject:
         return from_gates(subject.gates if subject else GatesRecord())
     return failure

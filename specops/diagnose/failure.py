@@ -10,10 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from specops.commands.kernel_log import XidEvent
 from specops.commands.manifest import Cause, GatesRecord, ReadinessRecord, SmokeRecord
+from specops.commands.xid_catalog import xid_info
+from specops.engine.gpu_fault import fault_match
 from specops.engine.signatures import Match, match, primary_cause
+
+if TYPE_CHECKING:
+    from specops.probe.facts_kernel import KernelLogFacts
 
 FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 # words in a signature id -> what part of the host it is about (first hit wins)
@@ -57,7 +63,7 @@ class Failure:
     degenerate: bool = False  # the smoke gate saw degenerate output
     exit_status: int | None = None
     restarts: int = 0
-    source: str = ""  # "journal" | "gates" | "unit" | "preflight"
+    source: str = ""  # "journal" | "gates" | "unit" | "preflight" | "kernel"
     details: dict[str, str] = field(default_factory=dict)
     checks: tuple[dict[str, Any], ...] = ()  # preflight: the checks that stopped the deploy (id, summary, evidence)
 
@@ -101,6 +107,21 @@ def from_journal(lines: Sequence[str], *, unit_failed: bool, exit_status: int | 
         summary = f"the unit is down (exit status {exit_status}, {restarts} restart(s)) with no known signature"
         return Failure(True, summary, area=area, frames=_frames(lines), exit_status=exit_status, restarts=restarts,
                        source="unit", text=" ".join(lines[-20:]).lower())  # fmt: skip
+    return Failure(False)
+
+
+def from_kernel_log(
+    kernel_log: KernelLogFacts | None, gpus: set[int] | None, *, exit_status: int | None, restarts: int
+) -> Failure:
+    """A reboot- or reset-class GPU fault this boot on a GPU the engine uses (`gpus`; None: every GPU), from the
+    probe's kernel journal: while that GPU waits for its reset, every start fails with CUDA errors that read like
+    the release's bug, and the unit's own journal never names the GPU. Not present when there is none."""
+    for event in kernel_log.events if kernel_log is not None else []:
+        used = gpus is None or event.gpu_index is None or event.gpu_index in gpus
+        if used and xid_info(event.code).host_fault:
+            fault = XidEvent(event.code, event.bus_id, event.time, event.text, event.line)
+            return _from_match(fault_match(fault, event.gpu_index), [], "kernel", exit_status=exit_status,
+                               restarts=restarts)  # fmt: skip
     return Failure(False)
 
 

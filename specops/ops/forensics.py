@@ -17,6 +17,7 @@ from specops.config.inventory import HostSpec
 from specops.config.profile import Profile
 from specops.diagnose.case import Material
 from specops.diagnose.diff import count_unified, diff_files
+from specops.engine.gpu_fault import engine_gpus
 from specops.errors import SpecopsError, UsageError
 from specops.host.base import Host
 from specops.ops.hostfiles import read_document
@@ -142,7 +143,7 @@ def collect(host: Host, spec: HostSpec, release: str | None, profile: Profile | 
         host=spec.name, current=listing.current, subject=subject.id if subject else None,
         reference=reference.id if reference else None, subject_verified=bool(subject and subject.verified),
         manifests=manifests, unit=unit, journal=lines, facts=facts, file_stats=stats, envs=envs,
-        secrets=tuple(spec.secrets),
+        secrets=tuple(spec.secrets), gpus=engine_gpus(spec),
     )  # fmt: skip
 
 

@@ -112,3 +112,27 @@ def test_a_start_that_fails_because_the_gpu_fell_off_the_bus_blames_the_host_not
     assert diagnosis["verdict"] == "environment", diagnosis
     assert diagnosis["headline"].startswith("environment: the host's GPU failed: GPU 2 (0000:3a:00.0) fell off ")
     assert any("reboot" in step for step in diagnosis["next_steps"])
+
+
+def test_diagnose_of_a_crash_loop_names_the_gpu_that_fell_off_the_bus_not_the_release(scene: Scene) -> None:
+    """The verified release starts crash-looping with a CUDA error after GPU 2 fell off the bus this boot: the
+    unit's own journal never names the GPU; `diagnose` reads the kernel journal and clears the release."""
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    knobs = {"SGLANG_TESTENGINE_CRASH_AFTER_LOAD": "CUDA error: unspecified launch failure"}
+    scene.host.write_file(f"/opt/specops/sglang/releases/{good['release']}/sglang/testengine_env.json",
+                          json.dumps(knobs).encode())  # fmt: skip
+    inject_kernel_lines(scene.host, [FELL_OFF])
+    scene.host.exec(["systemctl", "restart", "sglang"])
+    deadline = time.monotonic() + 60
+    while "CUDA error: unspecified launch failure" not in scene.journal():
+        assert time.monotonic() < deadline, scene.journal()[-3000:]
+        time.sleep(0.5)
+
+    result = scene.cli("diagnose", scene.host.name, "--json")
+    assert result.code == 1, result.out + result.err
+    diagnosis = json.loads(result.out)
+    assert diagnosis["verdict"] == "environment", diagnosis
+    assert diagnosis["headline"].startswith("environment: the host's GPU failed: GPU 2 (0000:3a:00.0) fell off ")
+    assert diagnosis["failure"]["source"] == "kernel"
+    assert diagnosis["cleared"] == [f"the release is cleared: {good['release']} did not cause a GPU fault of the host"]

@@ -7,7 +7,7 @@ from typing import Any
 from specops.commands.journal import UnitState
 from specops.commands.manifest import Manifest, parse_manifest
 from specops.diagnose.case import Material, build_case
-from specops.diagnose.verdict import CODE, CONFIG, ENVIRONMENT, HEALTHY, NOTHING, Verdict, decide
+from specops.diagnose.verdict import CODE, CONFIG, ENVIRONMENT, HEALTHY, HOST_FAULT, NOTHING, Verdict, decide
 from specops.probe.parse import parse_host_facts
 from tests.unit.diagnose.recorded import fingerprint, journal, probe_document, without_ffmpeg
 
@@ -145,3 +145,42 @@ def test_a_reference_without_a_fingerprint_says_the_host_could_not_be_compared()
                     facts=parse_host_facts(probe_document()))  # fmt: skip
     assert found.kind == NOTHING
     assert "recorded no environment fingerprint" in found.headline
+
+
+SMI = "0, 00000000:18:00.0, No\n1, 00000000:2A:00.0, No\n2, 00000000:3B:00.0, No\n"
+FELL_OFF_GPU2 = ("2026-12-03T13:52:46.118000+0000 gpu-one kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
+                 "name=<unknown>, GPU has fallen off the bus.\n")  # fmt: skip
+CUDA_CRASH = ["  File \"/opt/specops/sglang/releases/b/sglang/srt/managers/scheduler.py\", line 88, in event_loop",
+              "RuntimeError: CUDA error: an illegal memory access was encountered"]  # fmt: skip
+
+
+def _facts_with_kernel_log(journal_text: str) -> Any:
+    from specops.probe.facts_kernel import parse_kernel_log_facts
+
+    raw = {"journal": {"found": True, "rc": 0, "out": journal_text, "err": "", "timed_out": False}, "method": "grep",
+           "euid": 0, "user": "root"}  # fmt: skip
+    kernel_log = parse_kernel_log_facts(raw, {"query_health": {"rc": 0, "out": SMI}})
+    return parse_host_facts(probe_document()).model_copy(update={"kernel_log": kernel_log})
+
+
+def test_a_crash_loop_on_a_gpu_that_fell_off_the_bus_is_the_host_whatever_the_code_changed() -> None:
+    """The unit's journal shows a CUDA error in a changed file; the kernel journal of this boot shows the engine's
+    GPU fell off the bus: the host, with the GPU, the Xid and the release cleared."""
+    found = verdict(
+        current=BAD, subject=BAD, reference=GOOD, manifests={GOOD: manifest("a", files()),
+                                                            BAD: manifest("b", files(scheduler="s2"))},
+        unit=CRASH_LOOP, journal=CUDA_CRASH, facts=_facts_with_kernel_log(FELL_OFF_GPU2), gpus={2},
+    )  # fmt: skip
+    assert found.kind == HOST_FAULT, found.headline
+    assert "GPU 2 (0000:3b:00.0) fell off the bus (Xid 79)" in found.headline
+    assert found.cleared == [f"the release is cleared: {BAD} did not cause a GPU fault of the host"]
+    assert found.to_json()["failure"]["source"] == "kernel"
+
+
+def test_a_fault_on_a_gpu_the_engine_does_not_use_leaves_the_journal_to_speak() -> None:
+    found = verdict(
+        current=BAD, subject=BAD, reference=GOOD, manifests={GOOD: manifest("a", files()),
+                                                            BAD: manifest("b", files(scheduler="s2"))},
+        unit=CRASH_LOOP, journal=CUDA_CRASH, facts=_facts_with_kernel_log(FELL_OFF_GPU2), gpus={0, 1},
+    )  # fmt: skip
+    assert found.kind == CODE, found.headline
