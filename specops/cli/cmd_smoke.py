@@ -7,12 +7,12 @@ is unreachable over SSH. The engine's port is reached through the SSH connection
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from specops.cli.fleet_view import ask_fleet, finish, one_host, selected
+from specops.cli.fleet_view import ask_fleet, finish, one_host
 from specops.cli.options import AllOpt, JsonOpt, TargetsArg
 from specops.cli.output import print_json, stdout_console
 from specops.cli.state import state
@@ -53,7 +53,7 @@ def smoke(
     """Generate with the profile's prompt and check tokens/s, accept length and the text against the gates.
 
     One host: every gate. A group, several hosts or --all: a row per host, smoked in parallel. A multi-node
-    engine: through rank 0, the rank that serves HTTP."""
+    engine: through rank 0, the rank that serves HTTP (in a group or under --all: one row, named after it)."""
     from specops.ops.smoke_check import smoke_running
 
     app_state = state(ctx)
@@ -73,14 +73,35 @@ def smoke(
             _print_result(shown, target.profile.name, result)
         raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED))
 
+    rows = fleet_targets(config, names or [], all_hosts, profile)
+
     def ask(host: Host, spec: HostSpec) -> tuple[HostSmoke, ExitCode]:
-        chosen = config.resolve(spec.name, profile).profile
+        chosen = rows[spec.name][1].profile
         result = smoke_running(host, spec, chosen)
         return HostSmoke(chosen.name, result), ExitCode.OK if result.passed else ExitCode.CHECKS_FAILED
 
-    readings = ask_fleet(app_state, selected(config, names or [], all_hosts), ask)
-    finish(readings, as_json, HostSmoke.to_json, ("PROFILE", "RESULT", "TOK/S", "ACCEPT", "TTFT P50", "FAILED GATES"),
+    readings = ask_fleet(app_state, [target.host for _, target in rows.values()], ask)
+    named = {rows[host][0]: replace(reading, host=rows[host][0]) for host, reading in readings.items()}
+    finish(named, as_json, HostSmoke.to_json, ("PROFILE", "RESULT", "TOK/S", "ACCEPT", "TTFT P50", "FAILED GATES"),
            HostSmoke.row, HostSmoke.notes)  # fmt: skip
+
+
+def fleet_targets(
+    config: Config, names: list[str], all_hosts: bool, profile: str | None
+) -> dict[str, tuple[str, Target]]:
+    """Each host to smoke -> (its row's name, its target): a plain host as itself; a multi-node engine (named, in a
+    group, or under --all) through its rank 0 with the engine's profile, its row named after the engine; the
+    workers, which serve no HTTP, are not smoked."""
+    from specops.cli.engine_rows import select_with_engines
+
+    selection = select_with_engines(config, names, all_hosts)
+    ranks = {host for hosts in selection.engines.values() for host in hosts}
+    rows = {spec.name: (spec.name, config.resolve(spec.name, profile)) for spec in selection.specs
+            if spec.name not in ranks}  # fmt: skip
+    for engine in selection.engines:
+        first = _engine_rank0(config, engine, profile)
+        rows[first.host.name] = (engine, first)
+    return rows
 
 
 def _engine_rank0(config: Config, engine: str, profile: str | None) -> Target:
