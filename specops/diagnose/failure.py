@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from specops.commands.kernel_log import XidEvent
 from specops.commands.manifest import Cause, GatesRecord, ReadinessRecord, SmokeRecord
-from specops.commands.xid_catalog import xid_info
-from specops.engine.gpu_fault import fault_match
+from specops.engine.gpu_fault import fault_match, host_fault
 from specops.engine.signatures import Match, match, primary_cause
 
 if TYPE_CHECKING:
@@ -116,13 +115,14 @@ def from_kernel_log(
     """A reboot- or reset-class GPU fault this boot on a GPU the engine uses (`gpus`; None: every GPU), from the
     probe's kernel journal: while that GPU waits for its reset, every start fails with CUDA errors that read like
     the release's bug, and the unit's own journal never names the GPU. Not present when there is none."""
-    for event in kernel_log.events if kernel_log is not None else []:
-        used = gpus is None or event.gpu_index is None or event.gpu_index in gpus
-        if used and xid_info(event.code).host_fault:
-            fault = XidEvent(event.code, event.bus_id, event.time, event.text, event.line)
-            return _from_match(fault_match(fault, event.gpu_index), [], "kernel", exit_status=exit_status,
-                               restarts=restarts)  # fmt: skip
-    return Failure(False)
+    if kernel_log is None:
+        return Failure(False)
+    events = [XidEvent(event.code, event.bus_id, event.time, event.text, event.line) for event in kernel_log.events]
+    fault = host_fault(events, kernel_log.gpu_bus_ids, gpus)  # the rule a failed start's check applies
+    if fault is None:
+        return Failure(False)
+    index = kernel_log.gpu_bus_ids.get(fault.bus_id or "")
+    return _from_match(fault_match(fault, index), [], "kernel", exit_status=exit_status, restarts=restarts)
 
 
 def from_gates(gates: GatesRecord) -> Failure:
