@@ -59,13 +59,11 @@ def smoke(
     app_state = state(ctx)
     as_json = app_state.wants_json(json_output)
     config = app_state.load_config()
-    single = one_host(config, names or [], all_hosts)
-    engine = names[0] if names and len(names) == 1 and names[0] in config.inventory.engines else None
-    if single is not None or engine is not None:
-        target = _engine_rank0(config, engine, profile) if engine else config.resolve(str(single), profile)
+    single = _single_target(config, names or [], all_hosts, profile)
+    if single is not None:
+        target, shown, engine = single
         with app_state.connect(target.host) as host:
             result = smoke_running(host, target.host, target.profile)
-        shown = target.host.name if engine is None else f"{engine} (rank 0: {target.host.name})"
         if as_json:
             print_json({"host": target.host.name, "engine": engine, "profile": target.profile.name,
                         **result.to_json()})  # fmt: skip
@@ -86,19 +84,38 @@ def smoke(
            HostSmoke.row, HostSmoke.notes)  # fmt: skip
 
 
+def _single_target(config: Config, names: list[str], all_hosts: bool, profile: str | None
+                   ) -> tuple[Target, str, str | None] | None:  # fmt: skip
+    """(target, its name on screen, its engine) when one host or one engine was named; None for a fleet. A host
+    that is a rank of a multi-node engine stands for its engine, smoked through rank 0 (a worker has no HTTP)."""
+    host = one_host(config, names, all_hosts)
+    engine = names[0] if len(names) == 1 and names[0] in config.inventory.engines else None
+    if host is not None and (engine := config.inventory.engine_of(host)) is None:
+        return config.resolve(host, profile), host, None
+    if engine is None:
+        return None
+    target = _engine_rank0(config, engine, profile)
+    shown = f"{engine} (rank 0: {target.host.name})"
+    return target, shown + (f"; {host} is one of its ranks" if host not in (None, target.host.name) else ""), engine
+
+
 def fleet_targets(
     config: Config, names: list[str], all_hosts: bool, profile: str | None
 ) -> dict[str, tuple[str, Target]]:
     """Each host to smoke -> (its row's name, its target): a plain host as itself; a multi-node engine (named, in a
-    group, or under --all) through its rank 0 with the engine's profile, its row named after the engine; the
-    workers, which serve no HTTP, are not smoked."""
+    group, under --all, or one of its hosts named) through its rank 0 with the engine's profile, its row named
+    after the engine; the workers, which serve no HTTP, are not smoked."""
     from specops.cli.engine_rows import select_with_engines
 
     selection = select_with_engines(config, names, all_hosts)
-    ranks = {host for hosts in selection.engines.values() for host in hosts}
+    engines = dict.fromkeys(selection.engines)
+    for spec in selection.specs:  # a rank named by its host (or a group listing it): its engine, smoked once
+        if (engine := config.inventory.engine_of(spec.name)) is not None:
+            engines.setdefault(engine)
+    ranks = {host for engine in engines for host in config.inventory.engines[engine].hosts}
     rows = {spec.name: (spec.name, config.resolve(spec.name, profile)) for spec in selection.specs
             if spec.name not in ranks}  # fmt: skip
-    for engine in selection.engines:
+    for engine in engines:
         first = _engine_rank0(config, engine, profile)
         rows[first.host.name] = (engine, first)
     return rows

@@ -210,6 +210,10 @@ class Inventory(BaseModel):
             raise UsageError(engine_unsupported(engine, self.engines[engine]), hint="see docs/multinode.md")
         return [spec for key, spec in self.hosts.items() if key in wanted]
 
+    def engine_of(self, host: str) -> str | None:
+        """The multi-node engine whose rank `host` is (the loader lets a host be a rank of one engine at most)."""
+        return next((name for name, engine in self.engines.items() if host in engine.hosts), None)
+
     def members(self, group: str) -> set[str]:
         """The hosts of a group, through the groups it contains (the loader has refused cycles)."""
         hosts: set[str] = set()

@@ -130,6 +130,10 @@ def test_status_and_logs_of_an_engine_show_both_ranks(
         f"ds rank 0 ({rank0.name})", f"ds rank 1 ({rank1.name})"], releases.out  # fmt: skip
     smoke = scene.cli("smoke", "ds")
     assert smoke.code == 0 and f"ds (rank 0: {rank0.name})" in smoke.out, smoke.out + smoke.err
+    worker = scene.cli("smoke", rank1.name)  # a worker serves no HTTP: its engine is smoked, through rank 0
+    assert worker.code == 0 and f"ds (rank 0: {rank0.name}); {rank1.name} is one of its ranks" in worker.out, (
+        worker.out + worker.err
+    )
     every = scene.cli("smoke", "--all", "--json")  # both hosts are ranks: one row, the engine's, through rank 0
     assert every.code == 0, every.out + every.err
     assert [(name, row["profile"], row["passed"]) for name, row in json.loads(every.out)["hosts"].items()] == [

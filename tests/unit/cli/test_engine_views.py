@@ -154,3 +154,22 @@ def test_logs_follow_prints_the_merged_first_screen_then_each_new_batch_tagged(
     assert result.code == 0, result
     assert result.out.splitlines()[:4] == ["r0 ds-a | store up", "r1 ds-b | worker up", "r0 ds-a | serving",
                                            "r1 ds-b | NCCL error: unhandled system error"]  # fmt: skip
+
+
+def test_smoke_takes_a_rank_named_by_its_host_as_its_engine_smoked_through_rank_0(tmp_path: Path) -> None:
+    """A worker serves no HTTP: `smoke ds-b` (or a list naming it) smokes engine ds through rank 0, once."""
+    from specops.cli.cmd_smoke import _single_target, fleet_targets
+    from specops.config.loader import load_config
+
+    (tmp_path / "specops.toml").write_text(TOML)
+    config = load_config(tmp_path / "specops.toml", tmp_path)
+    found = _single_target(config, ["ds-b"], False, "nextn")
+    assert found is not None and (found[0].host.name, found[1], found[2]) == (
+        "ds-a", "ds (rank 0: ds-a); ds-b is one of its ranks", "ds")  # fmt: skip
+    assert found[0].rank is not None and found[0].rank.serves_http
+    assert [_single_target(config, [name], False, "nextn")[1:] for name in ("ds-a", "ds", "solo")] == [  # type: ignore[index]
+        ("ds (rank 0: ds-a)", "ds"), ("ds (rank 0: ds-a)", "ds"), ("solo", None)]  # fmt: skip
+    assert _single_target(config, ["plain"], False, "nextn") is None
+    rows = fleet_targets(config, ["ds-b", "solo", "ds-a"], False, "nextn")
+    assert {host: (row, target.host.name) for host, (row, target) in rows.items()} == {
+        "solo": ("solo", "solo"), "ds-a": ("ds", "ds-a")}  # fmt: skip
