@@ -133,7 +133,8 @@ def _release_each(
 ) -> NoReturn:
     """Every host's lock in `order`; a refusal or an unreachable host is said and the rest go on. Exits with the
     most severe host's code."""
-    from specops.deploy.survey import most_severe
+    from specops.cli.fleet_view import reading_json
+    from specops.deploy.survey import Reading, most_severe
     from specops.errors import SpecopsError
 
     documents: dict[str, dict[str, object]] = {}
@@ -143,7 +144,8 @@ def _release_each(
             outcome = _release(app_state, config.host(name), force, stale_after)
         except SpecopsError as error:
             codes.append(error.exit_code)
-            documents[name] = {"error": error.message, "hint": error.hint, "exit_code": int(error.exit_code)}
+            refused: Reading[Released] = Reading(name, None, error.exit_code, error.message, error.hint or "")
+            documents[name] = reading_json(refused, lambda _: {})  # the keys every fleet command's --json has
             if not as_json:
                 report_error(error, as_json=False)
             continue

@@ -79,13 +79,15 @@ def finish(
     from specops.deploy.survey import survey_exit_code
 
     if as_json:
-        print_json({"hosts": {name: _reading_json(reading, to_json) for name, reading in readings.items()}})
+        print_json({"hosts": {name: reading_json(reading, to_json) for name, reading in readings.items()}})
     else:
         _print_table(readings, columns, row, notes)
     raise typer.Exit(int(survey_exit_code(readings)))
 
 
-def _reading_json(reading: Reading[T], to_json: Callable[[T], dict[str, Any]]) -> dict[str, Any]:
+def reading_json(reading: Reading[T], to_json: Callable[[T], dict[str, Any]]) -> dict[str, Any]:
+    """One host's entry of a fleet command's --json document: its answer, or why there is none (the same keys
+    for every command: error, hint, unreachable, exit_code)."""
     if reading.value is None:
         return {"error": reading.error, "hint": reading.hint, "unreachable": reading.unreachable,
                 "exit_code": int(reading.exit_code)}  # fmt: skip

@@ -185,6 +185,7 @@ def test_release_of_a_group_goes_on_past_a_refusal_and_an_unreachable_host(
     assert list(hosts) == ["llm-off", "llm-two"]
     assert (hosts["llm-off"]["exit_code"], hosts["llm-off"]["error"]) == (4, "llm-off: cannot connect to llm-off:22: "
                                                                               "Connection refused")  # fmt: skip
+    assert hosts["llm-off"]["unreachable"] is True  # the keys of every fleet command's host entry
     assert (hosts["llm-two"]["released"], hosts["llm-two"]["exit_code"]) == (True, 0)
     assert hosts["llm-two"]["lock"]["holder"]["user"] == "alice"
     assert not Path(root).exists()  # released on the host that could be reached
