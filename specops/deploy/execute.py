@@ -278,6 +278,7 @@ class _HostDeploy(FixedSteps, PreflightStep, EngineSteps):
         assert self.gates is not None and self.steps.rollback_to is not None
         blame = failed_gates_blame(self.host, self.spec, self.steps.config, self.gates, self.steps.rollback_to,
                                    self.facts_record)  # fmt: skip
+        self.outcome.culprit = blame.culprit
         if not blame.roll_back:  # the host's fault, and the target would meet it too: nothing is marked
             self.outcome.blame = blame.reason
             self.outcome.hint = environment_hint(self.spec.name, self.gates)

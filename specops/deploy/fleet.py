@@ -120,8 +120,9 @@ def _rollout(hosts: list[M], run: Callable[[M], HostOutcome], options: FleetOpti
              results: dict[str, HostOutcome]) -> None:  # fmt: skip
     """Fills `results` as hosts finish: an interruption leaves in it every outcome so far."""
     rest = _canaries(hosts, run, options.canary, results)
-    if any(not r.ok and r.outcome is not Outcome.LOCKED for r in results.values()):
-        _skip(results, rest, "the canary failed")
+    failed = [r for r in results.values() if not r.ok and r.outcome is not Outcome.LOCKED]
+    if failed:
+        _skip(results, rest, canary_failed(failed[0]))
         return
     for start in range(0, len(rest), max(1, options.parallel)):
         batch = rest[start : start + max(1, options.parallel)]
@@ -149,6 +150,16 @@ def _canaries(hosts: list[M], run: Callable[[M], HostOutcome], count: int,
         if not outcome.ok:
             break
     return queue
+
+
+def canary_failed(canary: HostOutcome) -> str:
+    """Why the other hosts were not started. A canary that failed on its host's environment (deploy/blame.py)
+    still stops the fleet: the others often share that environment (the same image, the same FFmpeg), and each
+    would go through the same stop, failed start and rollback. But it says nothing about the release, and the
+    skipped hosts say so."""
+    if canary.culprit == "host":
+        return f"the canary {canary.host} failed on its host, not on the release: the release was not judged"
+    return f"the canary {canary.host} failed"
 
 
 def run_batch(batch: Sequence[M], run: Callable[[M], HostOutcome], cancel: threading.Event | None,

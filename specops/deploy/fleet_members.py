@@ -78,4 +78,14 @@ def engine_outcome(name: str, ranks: dict[str, HostOutcome]) -> HostOutcome:
               for index, (host, outcome) in enumerate(ranks.items()) if outcome.cause and not outcome.ok]  # fmt: skip
     return HostOutcome(name, worst.outcome, code, release=first.release if len(releases) == 1 else None,
                        attempted=first.attempted, previous=first.previous, cause="; ".join(causes),
-                       phases=dict(first.phases), gates=first.gates)  # fmt: skip
+                       phases=dict(first.phases), gates=first.gates, culprit=_culprit(ranks))  # fmt: skip
+
+
+def _culprit(ranks: dict[str, HostOutcome]) -> str:
+    """The engine's culprit: the build or the configuration when a failed rank blamed it, the host only when
+    every failed rank blamed its host (the release is then not judged), else none."""
+    blamed = [outcome.culprit for outcome in ranks.values() if not outcome.ok]
+    for culprit in ("build", "configuration"):
+        if culprit in blamed:
+            return culprit
+    return "host" if blamed and all(culprit == "host" for culprit in blamed) else ""

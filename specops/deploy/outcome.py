@@ -67,6 +67,7 @@ class HostOutcome:
     previous: str | None = None
     cause: str = ""
     blame: str = ""  # failed gates blamed on the host, not rolled back: why, with the evidence (deploy/blame.py)
+    culprit: str = ""  # whom deploy/blame.py blamed for failed gates: build, configuration or host ("" when none)
     hint: str = ""
     phases: dict[str, float] = field(default_factory=dict)
     gates: GateResult | None = None
@@ -155,7 +156,8 @@ class HostOutcome:
         return {
             "host": self.host, "outcome": str(self.outcome), "exit_code": int(self.exit_code),
             "release": self.release, "attempted": self.attempted, "previous": self.previous, "cause": self.cause,
-            "blame": self.blame or None, "hint": self.hint, "phases": {k: round(v, 3) for k, v in self.phases.items()},
+            "blame": self.blame or None, "culprit": self.culprit or None, "hint": self.hint,
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
             "push": self.push.to_json() if self.push else {}, "lock_taken_over": self.lock_taken_over or None,
             "gates": self.gates.to_json() if self.gates else None,
             "rollback": self.rollback.to_json() if self.rollback else None,

@@ -192,6 +192,7 @@ def test_a_broken_env_value_with_a_new_build_rolls_back_with_the_old_env_and_bla
     assert isinstance(rollback, dict) and rollback["ok"] is True and rollback["to"] == good["release"]
     assert rollback["marked_bad"] is None
     assert "configuration changed: env (SGLANG_TESTENGINE_LOAD_SECONDS)" in str(rollback["not_marked"])
+    assert failed["culprit"] == "configuration"
     assert 'SGLANG_TESTENGINE_LOAD_SECONDS="0.5"\n' in scene.host.read_file(live).decode()  # the old release's own env
     assert scene.host.exec(["stat", "-c", "%a %U", live]).stdout.decode().split() == ["600", "root"]
     status = json.loads(scene.cli("status", scene.host.name, "--json").out)

@@ -136,7 +136,7 @@ def test_failing_canary_skips_the_rest(
     outcomes = json.loads(result.out)["hosts"]
     assert outcomes[hosts[0].name]["outcome"] == "preflight-failed"
     assert outcomes[hosts[1].name]["outcome"] == "skipped"
-    assert outcomes[hosts[1].name]["cause"] == "the canary failed"
+    assert outcomes[hosts[1].name]["cause"] == f"the canary {hosts[0].name} failed"
     listing = hosts[1].exec(["ls", "/opt/specops/sglang/releases"], check=False)
     assert listing.returncode != 0 or listing.stdout.strip() == b""  # nothing was pushed to the skipped host
 

@@ -104,6 +104,7 @@ def test_a_start_that_fails_because_the_gpu_fell_off_the_bus_blames_the_host_not
     assert "GPU 2 (0000:3a:00.0) fell off the bus (Xid 79) at " in cause and ": the host, not the release" in cause
     rollback = failed["rollback"]
     assert (failed["outcome"], rollback["to"], rollback["marked_bad"]) == ("rolled-back", good["release"], None)
+    assert failed["culprit"] == "host"
     assert str(rollback["not_marked"]).startswith("the host, not the release: GPU 2 (0000:3a:00.0) fell off the bus")
     releases = json.loads(scene.cli("releases", scene.host.name, "--json").out)["releases"]
     assert [release["bad"] for release in releases] == [None] * len(releases) and len(releases) == 2

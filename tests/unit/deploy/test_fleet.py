@@ -45,7 +45,7 @@ def test_failing_canary_skips_every_other_host(plans: list[HostPlan]) -> None:
     results = run_fleet(plans, _runner({"a"}, calls), FleetOptions(canary=1, parallel=2))
     assert calls == ["a"]
     assert [results[name].outcome for name in HOSTS] == ["rolled-back", "skipped", "skipped", "skipped"]
-    assert results["b"].cause == "the canary failed"
+    assert results["b"].cause == "the canary a failed"
     assert fleet_exit_code(results) == ExitCode.CHECKS_FAILED
 
 
@@ -103,3 +103,22 @@ def test_a_lost_lock_is_its_own_outcome_with_the_lock_exit_code(plans: list[Host
     assert (lost["a"].outcome, lost["a"].exit_code, lost["a"].cause) == ("lock-lost", ExitCode.LOCK_HELD,
                                                                           "a: lost the lock")  # fmt: skip
     assert lost["a"].to_json()["outcome"] == "lock-lost"
+
+
+def test_a_canary_failed_on_its_host_still_stops_the_fleet_and_the_skipped_hosts_say_the_release_was_not_judged(
+    plans: list[HostPlan],
+) -> None:
+    """An environment fault on the canary is often the whole fleet's (the same image): the others are not started,
+    but what they say does not blame the release."""
+    calls: list[str] = []
+
+    def run(host_plan: HostPlan) -> HostOutcome:
+        calls.append(host_plan.name)
+        return HostOutcome(host_plan.name, Outcome.ROLLED_BACK, ExitCode.CHECKS_FAILED, culprit="host",
+                           cause="readiness: torchcodec cannot load its FFmpeg libraries")  # fmt: skip
+
+    results = run_fleet(plans, run, FleetOptions(canary=1, parallel=2))
+    assert calls == ["a"]
+    assert [results[name].outcome for name in HOSTS] == ["rolled-back", "skipped", "skipped", "skipped"]
+    assert results["c"].cause == "the canary a failed on its host, not on the release: the release was not judged"
+    assert results["a"].to_json()["culprit"] == "host" and results["c"].to_json()["culprit"] is None

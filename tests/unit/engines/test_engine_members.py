@@ -86,7 +86,7 @@ def test_an_engine_is_one_canary_and_a_failed_rank_fails_it(members: list[Member
     assert (engine.outcome, engine.exit_code) == (Outcome.ROLLED_BACK, ExitCode.CHECKS_FAILED)
     assert engine.cause == "rank 1 (ds-b): smoke gate failed"
     assert [hosts[name].outcome for name in ("solo", "spare")] == [Outcome.SKIPPED, Outcome.SKIPPED]
-    assert hosts["solo"].cause == "the canary failed"
+    assert hosts["solo"].cause == "the canary ds failed"
     assert fleet_exit_code(hosts) == ExitCode.CHECKS_FAILED
 
 
@@ -110,4 +110,18 @@ def test_an_engine_skipped_leaves_every_rank_skipped_with_the_reason(members: li
     reordered = [members[1], members[0], members[2]]  # solo first, as the canary
     hosts = MemberFleet(reordered, Runs(failing={"solo"}), None).run(FleetOptions(canary=1))
     assert hosts["ds-a"].outcome is hosts["ds-b"].outcome is Outcome.SKIPPED
-    assert hosts["ds-b"].cause == "the canary failed"
+    assert hosts["ds-b"].cause == "the canary solo failed"
+
+
+def test_an_engine_blames_its_hosts_only_when_every_failed_rank_does() -> None:
+    from specops.deploy.fleet_members import engine_outcome
+
+    def rank(host: str, culprit: str, ok: bool = False) -> HostOutcome:
+        if ok:
+            return HostOutcome(host, Outcome.DEPLOYED)
+        return HostOutcome(host, Outcome.ROLLED_BACK, ExitCode.CHECKS_FAILED, cause="gates failed", culprit=culprit)
+
+    assert engine_outcome("ds", {"ds-a": rank("ds-a", "host"), "ds-b": rank("ds-b", "host")}).culprit == "host"
+    assert engine_outcome("ds", {"ds-a": rank("ds-a", "", ok=True), "ds-b": rank("ds-b", "host")}).culprit == "host"
+    assert engine_outcome("ds", {"ds-a": rank("ds-a", "host"), "ds-b": rank("ds-b", "build")}).culprit == "build"
+    assert engine_outcome("ds", {"ds-a": rank("ds-a", "host"), "ds-b": rank("ds-b", "")}).culprit == ""
