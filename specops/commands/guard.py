@@ -156,6 +156,7 @@ def watch_argv(spec: HostSpec, release_id: str, lock_dir: str, watch: WatchSetti
         str(watch.failures),
         str(watch.interval_s),
         rollback_to,
+        *([spec.gpus] if spec.gpus else []),  # the engine's GPUs: another GPU's fault does not blame the host
     ]
 
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.e2e.deployscene import PATCH, Scene
+from tests.e2e.deployscene import PATCH, Scene, watch_for, watch_until
 from tests.testbed.engine import copy_build
 from tests.testbed.kernel_journal import JOURNAL_REMOTE, PACKAGE, inject_kernel_lines
 from tests.testbed.testhost.sudo import add_sudo_user
@@ -137,3 +137,27 @@ def test_diagnose_of_a_crash_loop_names_the_gpu_that_fell_off_the_bus_not_the_re
     assert diagnosis["headline"].startswith("environment: the host's GPU failed: GPU 2 (0000:3a:00.0) fell off ")
     assert diagnosis["failure"]["source"] == "kernel"
     assert diagnosis["cleared"] == [f"the release is cleared: {good['release']} did not cause a GPU fault of the host"]
+
+
+def test_the_guards_watch_does_not_blame_the_host_for_a_fault_on_a_gpu_its_engine_does_not_use(scene: Scene) -> None:
+    """The engine runs on GPU 0 (`gpus = "0"`) and hangs after "verified"; meanwhile GPU 2 falls off the bus. That
+    GPU is another engine's: the watch rolls the hung release back and marks it bad, as for any hang. (With any GPU
+    counting, it would have left the hung release serving, blaming the host.)"""
+    toml = scene.folder / "specops.toml"
+    toml.write_text(toml.read_text().replace("limit_nofile = 20000\n", 'limit_nofile = 20000\ngpus = "0"\n', 1))
+    watch_for(scene, 60)
+    first, good = scene.deploy()
+    assert first.code == 0, first.out + first.err
+    build = copy_build(scene.folder / "hangs" / "python", [PATCH])
+    (build / "sglang" / "testengine_env.json").write_text(json.dumps({"SGLANG_TESTENGINE_HANG_AFTER_SECONDS": "30"}))
+    result = scene.cli("deploy", scene.host.name, "--build", str(build), "--json")
+    assert result.code == 0, result.out + result.err
+    hung = json.loads(result.out)["hosts"][scene.host.name]
+    assert (hung["outcome"], hung["watch_s"]) == ("deployed", 60)
+    inject_kernel_lines(scene.host, [FELL_OFF])  # GPU 2, during the watch
+    found = watch_until(scene, "rolled-back", timeout=90)
+    watch = found["watch"]
+    assert isinstance(watch, dict) and found["current"] == good["release"], found
+    assert "/health_generate did not answer" in str(watch["reason"]) and "the host" not in str(watch["reason"])
+    listed = {r["id"]: r["bad"] for r in json.loads(scene.cli("releases", scene.host.name, "--json").out)["releases"]}
+    assert listed[hung["release"]] is not None and listed[good["release"]] is None

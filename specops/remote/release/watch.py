@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from specops.remote.release.boot import SHUTDOWN_REASON, process_mark, shutting_down
-from specops.remote.release.hostblame import host_fault_since
+from specops.remote.release.hostblame import engine_gpus, host_fault_since
 from specops.remote.release.hostdata import SCHEMA_KEY, WATCH_SCHEMA, Refused, checked_release_id, utc_text
 from specops.remote.release.hostlock import HeldLock, lock_token, take_lock
 from specops.remote.release.notify import notify_from_host
@@ -71,9 +71,11 @@ class Watch:
     """One window: its record (what .specops-watch.json holds), the probe settings, and the loop."""
 
     def __init__(self, service_dir: str, unit: str, release: str, window_s: str, url: str, lock_dir: str,
-                 timeout_s: str, failures: str, interval_s: str, rollback_to: str = "") -> None:  # fmt: skip
+                 timeout_s: str, failures: str, interval_s: str, rollback_to: str = "",
+                 gpus: str = "") -> None:  # fmt: skip
         self.service_dir, self.unit, self.release, self.url, self.lock_dir = service_dir, unit, release, url, lock_dir
         self.rollback_to = checked_release_id(rollback_to, empty_ok=True)
+        self.gpus = engine_gpus(gpus)  # the engine's GPUs: only their faults blame the host (hostblame.py)
         self.timeout, self.limit, self.interval = float(timeout_s), int(failures), float(interval_s)
         self.started = time.time()
         self.deadline = self.started + float(window_s)
@@ -154,7 +156,7 @@ class Watch:
                 into = int(time.time() - self.started)
                 reason = ("guard: release " + self.release + " failed its watch " + str(into) + " s after verified: "
                           + self.what() + " " + failed + " (" + str(misses) + " times in a row)")  # fmt: skip
-                host_fault = host_fault_since(self.unit, self.started)
+                host_fault = host_fault_since(self.unit, self.started, self.gpus)
                 if host_fault is not None:  # hostblame.py: no mark, no rollback into the same fault
                     return "no-rollback", (reason + "; the host, not the release: " + host_fault + "; nothing "
                                            "marked bad, NOT rolled back: no release is known to work on this "

@@ -63,6 +63,17 @@ def test_the_hand_over_disarms_then_starts_the_watch(tmp_path: Path, monkeypatch
     assert (service / ".specops-watch-stop").exists() and not (service / ".specops-guard.json").exists()
 
 
+def test_the_watch_is_given_the_engines_gpus_when_the_host_names_them(tmp_path: Path) -> None:
+    """`gpus` (the unit's CUDA_VISIBLE_DEVICES) ends the watch's arguments, so that a fault on another engine's
+    GPU does not blame the host (remote/release/hostblame.py); without it the arguments end at the target."""
+    settings = WatchSettings(window_s=300, timeout_s=30, failures=3, url="http://127.0.0.1:30000/health_generate")
+    for gpus, tail in ((None, ["5", "R1"]), ("0,1", ["5", "R1", "0,1"])):
+        spec = HostSpec(name="gpu1", ssh="gpu1", python="/opt/venv/bin/python", model_path="/m", gpus=gpus,
+                        base_dir=str(tmp_path / "opt"))  # fmt: skip
+        (command,) = watch_commands(spec, "R2", settings, "R1")
+        assert list(command.argv[-len(tail) :]) == tail
+
+
 def test_the_guard_and_the_watch_are_given_the_plans_target_not_the_newest_verified(world: World) -> None:
     """An older build redeployed: A serves, verified, while B was created later. The dry run names A, and A is
     what the guard's state (written when it is armed) and the watch are given."""

@@ -158,3 +158,21 @@ def test_the_testbeds_recorded_driver_logs_parse_to_their_faults(name: str) -> N
     if not RECORDINGS.is_dir():  # the recordings come with the testbed's GPU recordings; until then nothing to read
         pytest.skip(f"{RECORDINGS} is not in this checkout")
     assert [(e.code, e.bus_id) for e in parse_kernel_log(path.read_text(encoding="utf-8"))] == RECORDED_FAULTS[name]
+
+
+def test_the_guard_counts_a_gpu_fault_on_the_engines_gpus_or_on_one_it_cannot_place() -> None:
+    asked: list[int] = []
+
+    def bus_table() -> dict[str, int]:
+        asked.append(1)
+        return {"0000:3a:00": 2, "0000:9b:00": 5}
+
+    on_gpu_2 = "NVRM: Xid (PCI:0000:3a:00): 79, pid=0, name=, GPU has fallen off the bus."
+    assert kernel_fault_line([on_gpu_2], {0, 1}, bus_table) is None  # another engine's GPU
+    assert kernel_fault_line([on_gpu_2], {2, 3}, bus_table) == "a GPU failed (kernel journal): " + on_gpu_2
+    assert kernel_fault_line([on_gpu_2], None, bus_table) is not None and asked == [1, 1]  # every GPU: no table
+    assert kernel_fault_line(["NVRM: GPU 0000:44:00.0: GPU has fallen off the bus."], {0}, bus_table) is not None
+    assert kernel_fault_line(["NVRM: GPU has fallen off the bus."], {0}, bus_table) is not None  # no bus id
+    assert kernel_fault_line([on_gpu_2, "NVRM: Xid (PCI:0000:9b:00): 119, pid=1, name=x, Timeout"], {5},
+                             bus_table) is not None  # fmt: skip
+    assert kernel_fault_line(["NVRM: Xid (PCI:0000:9b:00): 31, pid=1, name=x, MMU Fault"], {0}, bus_table) is None

@@ -215,3 +215,37 @@ def test_a_stopped_watch_says_whether_a_deploy_replaced_it_or_it_was_cut_short(
     assert record["state"] == ("stopped" if announced else "cut-short")
     assert str(record["reason"]).startswith("stopped before its deadline" if announced else "cut short by a stop")
     assert not (service / watch.WATCH_STOP_FILE).exists()
+
+
+XID_79_ON_GPU_2 = ("2026-12-03T13:52:46.118000+0000 h100-a kernel: NVRM: Xid (PCI:0000:3a:00): 79, pid=0, name=, "
+                   "GPU has fallen off the bus.")  # fmt: skip
+BUS_TABLE = b"0, 00000000:18:00.0\n1, 00000000:2A:00.0\n2, 00000000:3A:00.0\n3, 00000000:5D:00.0\n"
+
+
+@pytest.mark.parametrize(("gpus", "state"), [("0,1", "rolled-back"), ("2,3", "no-rollback"), ("", "no-rollback")])
+def test_a_gpu_fault_blames_the_host_only_on_a_gpu_the_engine_uses(
+    service: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpus: str, state: str
+) -> None:
+    """GPU 2 fell off the bus while the watched engine failed: with the engine on GPUs 0 and 1 that is another
+    engine's GPU, so the failure is the release's (rolled back); on GPUs 2 and 3, or with no `gpus` setting
+    (every GPU), the host's (not rolled back, nothing marked)."""
+    calls: list[list[str]] = []
+
+    def host(argv: list[str], **_: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(list(argv))
+        kernel = argv[:2] == ["journalctl", "-k"]
+        out = XID_79_ON_GPU_2.encode() + b"\n" if kernel else BUS_TABLE if argv[0] == "nvidia-smi" else b""
+        return subprocess.CompletedProcess(argv, 0, out)
+
+    monkeypatch.setattr(subprocess, "run", host)
+    reply = watch.op_watch(str(service), "sglang.service", NEW, "30", "http://127.0.0.1:9/health_generate",
+                           str(tmp_path / "lock"), "0.3", "2", "0.1", OLD, gpus)  # fmt: skip
+    assert reply["state"] == state, reply
+    listed = {r["id"]: r for r in op_list(str(service))["releases"]}
+    if state == "rolled-back":
+        assert current(service) == OLD and listed[NEW]["bad"] is not None
+        assert ["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"] in calls
+    else:
+        assert "the host, not the release: a GPU failed (kernel journal): " in str(reply["reason"])
+        assert current(service) == NEW and listed[NEW]["bad"] is None
+        assert any(argv[0] == "nvidia-smi" for argv in calls) == bool(gpus)  # no setting: no table needed
