@@ -22,13 +22,17 @@ ACTIVE_STATES = ("active", "activating", "deactivating", "reloading")  # somethi
 # that invocation for this unit; empty: neither); `@end`. Why NUL: no value can hold one (argv's own NULs become
 # spaces), so nothing a process puts in its argv, cwd or name can read as another process's record.
 # POSIX sh, coreutils, GNU sed.
+# The two nvidia-smi queries run side by side (each can take a second on a driver without persistence mode): the
+# GPUs' lines go straight to stdout (fd 3) while the command substitution collects the compute apps.
 INSPECT_SCRIPT = r"""
 unit=$1; user=${2:-root}
 if command -v nvidia-smi >/dev/null 2>&1; then
+  exec 3>&1
   echo @gpus
-  nvidia-smi --query-gpu=index,uuid,memory.used --format=csv,noheader,nounits 2>/dev/null
+  apps=$( { nvidia-smi --query-gpu=index,uuid,memory.used --format=csv,noheader,nounits 2>/dev/null >&3 & }
+          nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader,nounits 2>/dev/null
+          wait )
   echo @apps
-  apps=$(nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader,nounits 2>/dev/null)
   [ -n "$apps" ] && printf '%s\n' "$apps"
 else
   echo @nogpu

@@ -185,3 +185,33 @@ def test_the_host_scripts_really_inspect_and_reap_on_this_machine(tmp_path: Path
     finally:
         holder.kill()
         holder.wait()
+
+
+RENDEZVOUS_SMI = r"""#!/bin/sh
+# Each query marks that it started, then waits (up to 5 s) for the other one's mark: run one after the other,
+# the first never sees the second and says so.
+query=${1%%=*}; marks=$(dirname "$0")/marks
+touch "$marks/${query#--}"
+other=query-compute-apps; [ "$query" = --query-compute-apps ] && other=query-gpu
+i=0; while [ ! -e "$marks/$other" ] && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e "$marks/$other" ] || { echo "$query ran alone"; exit 0; }
+case $query in
+  --query-gpu) echo "0, GPU-aaaa, 100" ;;
+  *) echo "4242, 100, GPU-aaaa" ;;
+esac
+"""
+
+
+def test_the_inspection_asks_nvidia_smi_its_two_questions_side_by_side(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Each nvidia-smi call can take a second on a driver without persistence mode: the GPUs and the compute apps
+    are asked for at once, and each answer still lands in its own section."""
+    (tmp_path / "marks").mkdir()
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(RENDEZVOUS_SMI)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    text = LocalHost().run(inspect_argv(UNIT), timeout=30).text
+    assert text.split("@unit")[0] == "@gpus\n0, GPU-aaaa, 100\n@apps\n4242, 100, GPU-aaaa\n", text
+    snapshot = parse_inspect(text)
+    assert snapshot.apps == [(4242, 100, "GPU-aaaa")] and snapshot.uuids == {"GPU-aaaa": 0}
