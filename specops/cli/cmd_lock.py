@@ -122,7 +122,7 @@ def release_order(config: Config, name: str) -> list[str]:
     deploy takes rank 0's lock first), a group's members by name, each host once."""
     inventory = config.inventory
     order: list[str] = []
-    for member in sorted(inventory.members(name)) if name in inventory.groups else [name]:
+    for member in inventory.opened([name]):
         ranks = inventory.engines[member].hosts if member in inventory.engines else [member]
         order += [*ranks[1:], ranks[0]]
     return list(dict.fromkeys(order))

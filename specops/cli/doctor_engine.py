@@ -36,9 +36,8 @@ def split_names(config: Config, names: list[str]) -> tuple[list[str], list[str]]
     inventory = config.inventory
     engines: list[str] = []
     plain: list[str] = []
-    for name in names:
-        for member in sorted(inventory.members(name)) if name in inventory.groups else [name]:
-            (engines if member in inventory.engines else plain).append(member)
+    for member in inventory.opened(names):
+        (engines if member in inventory.engines else plain).append(member)
     if not engines:
         return [], list(names)
     return list(dict.fromkeys(engines)), plain

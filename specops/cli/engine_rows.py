@@ -46,12 +46,11 @@ def select_with_engines(config: Config, names: Sequence[str], all_hosts: bool) -
         return Selection(selected(config, names, True), {name: list(e.hosts) for name, e in inventory.engines.items()})
     engines: dict[str, list[str]] = {}
     plain: list[str] = []
-    for name in names:
-        for member in sorted(inventory.members(name)) if name in inventory.groups else [name]:
-            if member in inventory.engines:
-                engines[member] = list(inventory.engines[member].hosts)
-            else:
-                plain.append(member)
+    for member in inventory.opened(names):
+        if member in inventory.engines:
+            engines[member] = list(inventory.engines[member].hosts)
+        else:
+            plain.append(member)
     specs = selected(config, plain, False) if plain or not engines else []  # unknown names: a usage error
     hosts = {spec.name for spec in specs} | {host for ranks in engines.values() for host in ranks}
     return Selection([spec for key, spec in inventory.hosts.items() if key in hosts], engines)

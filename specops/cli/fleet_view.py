@@ -52,7 +52,7 @@ def engine_ranks(config: Config, names: Sequence[str]) -> list[str]:
     acting on a rank alone is refused elsewhere, reading one is not."""
     inventory, engines = config.inventory, config.inventory.engines
     opened = [member for name in names
-              for member in (sorted(inventory.members(name)) if _holds_engine(config, name) else [name])]  # fmt: skip
+              for member in (inventory.opened([name]) if _holds_engine(config, name) else [name])]  # fmt: skip
     return [host for name in opened for host in (engines[name].hosts if name in engines else [name])]
 
 

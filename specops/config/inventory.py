@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -209,6 +210,14 @@ class Inventory(BaseModel):
 
             raise UsageError(engine_unsupported(engine, self.engines[engine]), hint="see docs/multinode.md")
         return [spec for key, spec in self.hosts.items() if key in wanted]
+
+    def opened(self, names: Sequence[str]) -> list[str]:
+        """The names with each group replaced by its members (hosts and engines, by name, through the groups it
+        holds), each once: how the commands that take engines open a group."""
+        found: list[str] = []
+        for name in names:
+            found += sorted(self.members(name)) if name in self.groups else [name]
+        return list(dict.fromkeys(found))
 
     def engine_of(self, host: str) -> str | None:
         """The multi-node engine whose rank `host` is (the loader lets a host be a rank of one engine at most)."""
