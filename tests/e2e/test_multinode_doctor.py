@@ -81,6 +81,10 @@ def test_the_doctor_names_a_rank_that_differs_and_a_blocked_dist_port(
     assert f"dist port {DIST_PORT} on rank 0 ({rank0.name}) is held by pid " in text.out, text.out
     assert "squatter.service" in text.out, text.out
 
+    ranks = scene.cli("diff", "ds")  # the ranks side by side: the torch that differs, named by rank
+    assert ranks.code == 0 and f"ds: rank 0 ({rank0.name}) and rank 1 ({rank1.name})" in ranks.out, ranks.out
+    assert "2.12.0+cu128" in ranks.out and "2.13.0+cu130" in ranks.out, ranks.out
+
     rank0.exec(["systemctl", "stop", "squatter"])
     rank1.exec(["ip", "route", "del", f"10.200.{rank0.index}.0/30"])
     lost = engine_checks(scene, (rank0, rank1))["engine.dist_reach"]
@@ -138,6 +142,11 @@ def test_status_and_logs_of_an_engine_show_both_ranks(
     assert every.code == 0, every.out + every.err
     assert [(name, row["profile"], row["passed"]) for name, row in json.loads(every.out)["hosts"].items()] == [
         ("ds", "ddtree", True)], every.out  # fmt: skip
+    since = scene.cli("diff", "ds", "--release", "last-verified", "--json")  # each rank against its own record
+    assert since.code == 0, since.out + since.err
+    assert [(found["ranks"], found["left"]) for found in json.loads(since.out)["comparisons"]] == [
+        (f"rank 0 ({rank0.name})", f"{rank0.name} (release {release})"),
+        (f"rank 1 ({rank1.name})", f"{rank1.name} (release {release})")], since.out  # fmt: skip
     verdicts = json.loads(scene.cli("diagnose", "ds", "--json").out)
     assert verdicts["verdict"] == "no failure", verdicts
     assert [found["host"] for found in verdicts["rank_verdicts"]] == [rank0.name, rank1.name]

@@ -173,3 +173,13 @@ def test_smoke_takes_a_rank_named_by_its_host_as_its_engine_smoked_through_rank_
     rows = fleet_targets(config, ["ds-b", "solo", "ds-a"], False, "nextn")
     assert {host: (row, target.host.name) for host, (row, target) in rows.items()} == {
         "solo": ("solo", "solo"), "ds-a": ("ds", "ds-a")}  # fmt: skip
+
+
+def test_diff_of_an_engine_takes_no_second_host_and_says_so_before_connecting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specops.toml").write_text(TOML)
+    result = run_cli(capsys, "diff", "ds", "solo")
+    assert result.code == 2, result
+    assert "error: 'ds' is a multi-node engine: `specops diff ds` compares its ranks with rank 0" in result.err

@@ -96,7 +96,7 @@ def test_a_usage_error_without_a_hint_of_its_own_names_the_commands_help(
         (["deploy"], "Missing argument 'HOST|GROUP'.", "specops deploy --help"),
         (["diagnose"], "Missing argument 'HOST|ENGINE'.", "specops diagnose --help"),
         (["deploy", "llm-two", "--build", ".", "--forse"], "No such option: --forse", "specops deploy --help"),
-        (["diff"], "Missing argument 'HOST'.", "specops diff --help"),
+        (["diff"], "Missing argument 'HOST|ENGINE'.", "specops diff --help"),
         (
             ["deploy", "llm-two", "--build", ".", "--canary", "x"],
             "Invalid value for '--canary'",
@@ -170,7 +170,7 @@ def test_the_help_shows_the_metavars(capsys: pytest.CaptureFixture[str]) -> None
         assert shown in deploy
     assert "Usage: specops rollback [OPTIONS] [HOST]\n" in run_cli(capsys, "rollback", "--help").out
     assert "--only ID[,ID]" in run_cli(capsys, "doctor", "--help").out
-    assert "Usage: specops diff [OPTIONS] HOST [OTHER]\n" in run_cli(capsys, "diff", "--help").out
+    assert "Usage: specops diff [OPTIONS] HOST|ENGINE [OTHER]\n" in run_cli(capsys, "diff", "--help").out
     assert "--config PATH" in run_cli(capsys, "--help").out
 
 

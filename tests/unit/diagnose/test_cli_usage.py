@@ -10,14 +10,15 @@ import pytest
 from tests.unit.clirun import run_cli
 
 
-@pytest.mark.parametrize("args", [["diff", "llm-one"], ["diff", "llm-one", "llm-two", "--release", "x"]])
 def test_diff_needs_exactly_one_of_a_second_host_or_a_release(
-    args: list[str], capsys: pytest.CaptureFixture[str], config_dir: Path
+    capsys: pytest.CaptureFixture[str], write_config: Callable[[str], Path]
 ) -> None:
-    result = run_cli(capsys, *args)
-    assert result.code == 2
-    assert "give either a second host or --release ID" in result.err
-    assert "Traceback" not in result.err
+    both = run_cli(capsys, "diff", "llm-one", "llm-two", "--release", "x")  # refused before any config is read
+    assert both.code == 2 and "give either a second host or --release ID" in both.err, both
+    write_config('[hosts.llm-one]\nssh = "root@llm-one"\npython = "/opt/venv/bin/python"\nmodel_path = "/m"\n')
+    neither = run_cli(capsys, "diff", "llm-one")  # a host (an engine alone compares its own ranks)
+    assert neither.code == 2 and "give either a second host or --release ID" in neither.err, neither
+    assert "Traceback" not in both.err + neither.err
 
 
 def test_diagnose_of_an_unknown_host_is_a_usage_error(
