@@ -17,7 +17,8 @@ start (engine/gpu_fault.py), only a fault on one of those counts: another engine
 says nothing about this release, and a watch that blamed the host for it would leave a failed release serving,
 not rolled back. nvidia-smi's index/bus-id table names the GPU of a fault's bus id; a GPU the table no longer
 lists (one that fell off the bus is gone from it), a line without a bus id, or no `gpus` setting: the fault
-counts, as before.
+counts, as before. The bus ids, the nvidia-smi query and the reading of `gpus` are stdlib twins of the client's
+(commands/kernel_log.py, engine/gpu_fault.py); a unit test keeps them in step on the recorded driver lines.
 """
 
 from __future__ import annotations

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from specops.commands.kernel_log import bus_key, kernel_log_argv, parse_gpu_bus_ids, parse_kernel_log
+from specops.commands.kernel_log import GPU_FAULT_SCRIPT, bus_key, kernel_log_argv, parse_gpu_bus_ids, parse_kernel_log
 from specops.commands.xid_catalog import APPLICATION, HOST, INFORMATIONAL, host_codes, xid_info
+from specops.config.inventory import HostSpec
+from specops.engine.gpu_fault import engine_gpus
 from specops.probe.facts_kernel import parse_kernel_log_facts
 from specops.remote.probe.kernel import _nvrm_entries
+from specops.remote.release import hostblame
 from specops.remote.release.hostblame import HOST_XIDS, kernel_fault_line
 
 RECORDED = (Path(__file__).parent / "data" / "xid_recorded.txt").read_text(encoding="utf-8")
@@ -176,3 +179,17 @@ def test_the_guard_counts_a_gpu_fault_on_the_engines_gpus_or_on_one_it_cannot_pl
     assert kernel_fault_line([on_gpu_2, "NVRM: Xid (PCI:0000:9b:00): 119, pid=1, name=x, Timeout"], {5},
                              bus_table) is not None  # fmt: skip
     assert kernel_fault_line(["NVRM: Xid (PCI:0000:9b:00): 31, pid=1, name=x, MMU Fault"], {0}, bus_table) is None
+
+
+def test_the_guard_reads_bus_ids_gpu_tables_and_gpus_as_the_client_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard's stdlib twins (remote/release/hostblame.py cannot import the client): the same bus id from every
+    recorded driver line, the same nvidia-smi query and table, the same reading of `gpus`."""
+    guard_keys = {hostblame.bus_key(line[line.index("NVRM:") :]) for line in RECORDED.splitlines() if "NVRM:" in line}
+    assert guard_keys - {None} == {event.bus_id for event in parse_kernel_log(RECORDED)} - {None}
+    assert " ".join(hostblame.BUS_TABLE_ARGV) in GPU_FAULT_SCRIPT
+    monkeypatch.setattr(hostblame, "_lines", lambda argv: SMI_BUS_IDS.splitlines())
+    assert hostblame.gpu_bus_table() == parse_gpu_bus_ids(SMI_BUS_IDS)
+    for setting in ("0,1", "3", "0,1,2,3"):  # what specops.toml's `gpus` accepts
+        spec = HostSpec(name="h", ssh="h", python="/usr/bin/python3", model_path="/m", gpus=setting)
+        assert hostblame.engine_gpus(setting) == engine_gpus(spec), setting
+    assert hostblame.engine_gpus("") is None
