@@ -20,15 +20,19 @@ from typing import Any
 
 from bench import execcount
 from bench.cases import Case, CaseFailed, console_script
+from bench.cpuwindows import CpuWindows
 from bench.crashcase import crash_latency
 from bench.deployscene import CHANGED_FILE, MANUAL_DIR, MANUAL_UNIT, Scene, set_change_line
 from bench.deployscene import UNIT as SPECOPS_UNIT
+from tests.testbed.testhost.layout import cgroup_dir
 
 DEPLOYED = "deployed"
 ENGINE_EXIT = "old engine's exit (drain seconds)"
 WATCH_UNIT = "specops-watch-sglang.service"
 ENGINE_UP = "The server is fired up and ready to roll!"
 ENGINE_UP_WAIT_S = 180.0
+GOAL_CPU_OPERATOR = "operator CPU in the goal's windows (CPU-s)"
+GOAL_CPU_HOST = "host CPU outside the engine in the goal's windows (CPU-s)"
 
 
 @dataclass
@@ -113,17 +117,23 @@ def operator_env(scene: Scene) -> Iterator[None]:
 
 def specops_in_process(scene: Scene, extras: Extras) -> float:
     """The same through `specops.cli.main.main([...])` (no interpreter start, imports already done), with every
-    SSH channel it opens counted."""
+    SSH channel it opens counted and the CPU of the goal's windows measured (bench/cpuwindows.py)."""
     from specops.cli.main import main
 
     set_change_line(scene.build, scene.next_change())
     out, err = io.StringIO(), io.StringIO()
-    with operator_env(scene), execcount.counting() as count:
+    windows = CpuWindows(cgroup_dir(scene.host.name))
+    with operator_env(scene), execcount.counting(on_phase=windows.mark) as count:
+        windows.mark(execcount.BEFORE)
         started = time.perf_counter()
         with redirect_stdout(out), redirect_stderr(err):
             code = main(scene.deploy_argv(scene.build))
         wall = time.perf_counter() - started
+        windows.mark("(ended)")
     overhead = _overhead(scene, extras, "in", wall, check_deploy(scene, code, out.getvalue(), err.getvalue()))
+    operator_cpu, host_cpu = windows.in_goal()
+    extras.add("in", GOAL_CPU_OPERATOR, operator_cpu)
+    extras.add("in", GOAL_CPU_HOST, host_cpu)
     extras.add("in", "execs", len(count.execs))
     extras.add("in", "tunnels", len(count.tunnels))
     extras.add("in", "connections", count.connections)

@@ -6,12 +6,13 @@ when they are missing), so the figures in the docs are always a pasted run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench import execcount
 from bench.cases import Case
-from bench.deploycases import ENGINE_EXIT, Extras
+from bench.deploycases import ENGINE_EXIT, GOAL_CPU_HOST, GOAL_CPU_OPERATOR, Extras
 from bench.report import RunInfo
 from bench.rounds import Samples, Summary
 
@@ -102,6 +103,39 @@ def goal_table(samples: Samples, extras: Extras) -> list[str]:
     return lines
 
 
+def floor_section(samples: Samples, extras: Extras, cores: int | None = None) -> list[str]:
+    """The CPU floor under the goal's figure (bench/cpuwindows.py): the in-process run's CPU in the goal's
+    windows (operator + host outside the engine), plus, for the console script, its start-up share of operator
+    CPU (same round), spread over this machine's cores. A figure near its floor is work to cut; far above it,
+    waiting (round trips, steps one after another)."""
+    found = extras.values.get("in", {})
+    if GOAL_CPU_OPERATOR not in found:
+        return []
+    cores = cores or os.cpu_count() or 1
+    operator, host = found[GOAL_CPU_OPERATOR], found[GOAL_CPU_HOST]
+    start_up = [a - b for a, b in zip(samples.operator_cpu["cli"], samples.operator_cpu["in"], strict=True)]
+    in_floor = [(a + b) / cores for a, b in zip(operator, host, strict=True)]
+    cli_floor = [floor + extra / cores for floor, extra in zip(in_floor, start_up, strict=True)]
+    cli_figure = goal_values(GOALS[0], samples, extras)
+    in_figure = goal_values(Goal("", "in", 0), samples, extras)
+    rows = [
+        ("in-process: operator CPU in the goal's windows", operator, " CPU-s"),
+        ("in-process: the host's CPU outside the engine in the goal's windows", host, " CPU-s"),
+        (f"floor of the in-process figure: (operator + host) / {cores} cores", in_floor, " s"),
+        ("the in-process figure / its floor (same round)", _per_round(in_figure, in_floor), "×"),
+        (f"floor of the goal's figure: the in-process floor + the console script's start-up share / {cores} cores",
+         cli_floor, " s"),
+        ("the goal's figure / its floor (same round)", _per_round(cli_figure, cli_floor), "×"),
+    ]  # fmt: skip
+    lines = ["", f"CPU under the goal's figure, on this machine's {cores} cores shared by the operator and the test "
+             "host (windows: before the drain, and after the smoke's verdict):", "",
+             "| figure | median | min–max |", "|---|---:|---:|"]  # fmt: skip
+    for label, values, unit in rows:
+        median, spread = _range(values, unit, 2)
+        lines.append(f"| {label} | {median} | {spread} |")
+    return lines
+
+
 def figure_table(extras: Extras) -> list[str]:
     names = {"cli": "console script", "in": "in-process", "hand": "by hand", "crash": "crashing build"}
     lines = ["", "Parts of the cases (seconds unless said otherwise):", "", "| case | figure | median | min–max |",
@@ -155,5 +189,6 @@ def excluded(samples: Samples, extras: Extras) -> list[str]:
 
 def render(info: RunInfo, cases: list[Case], samples: Samples, extras: Extras) -> str:
     lines = [*header(info), *case_table(cases, samples), *goal_table(samples, extras), *excluded(samples, extras)]
+    lines += floor_section(samples, extras)
     lines += [*figure_table(extras), *exec_section(extras)]
     return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,8 +119,9 @@ def words_label(words: list[str]) -> str:
 
 
 @contextmanager
-def counting() -> Iterator[ExecCount]:
-    """Count channels, connections and phase events until the block ends (patches undone afterwards)."""
+def counting(on_phase: Callable[[str], None] | None = None) -> Iterator[ExecCount]:
+    """Count channels, connections and phase events until the block ends (patches undone afterwards).
+    `on_phase(label)`: called at each phase event, with the label the counts use (cpuwindows marks its CPU)."""
     found = ExecCount()
     open_channel = paramiko.Transport.open_channel
     exec_command = paramiko.Channel.exec_command
@@ -162,8 +163,11 @@ def counting() -> Iterator[ExecCount]:
     def noted_event(reporter: events.NullReporter, event: events.Event) -> None:
         if event.phase != events.DONE_PHASE:
             verdict = event.phase == "smoke" and not event.message.startswith("running")
+            label = AFTER_GATES if verdict else event.phase
             with found._lock:
-                found.phase_events.append((event.at, AFTER_GATES if verdict else event.phase))
+                found.phase_events.append((event.at, label))
+            if on_phase is not None:
+                on_phase(label)
         null_event(reporter, event)
 
     patches: list[tuple[object, str, object]] = [
