@@ -32,7 +32,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.cpuwindows import cgroup_usage
 from bench.report import write_section
+from bench.rounds import operator_cpu_seconds
 from specops.build.stage import StagedBuild, stage_build
 from specops.commands.release import ReleaseInfo, newest_complete
 from specops.config.inventory import HostSpec
@@ -40,6 +42,7 @@ from specops.host.ssh.channels import SshHost
 from specops.host.ssh.connection import connect
 from specops.ops import release as push
 from tests.testbed.testhost import TestHost, start_host, stop_host
+from tests.testbed.testhost.layout import cgroup_dir
 
 PUSH_BEGIN, PUSH_END = "<!-- BEGIN push-bench -->", "<!-- END push-bench -->"
 ALIAS = "push-bench"
@@ -89,6 +92,22 @@ def _timed(action: Callable[[], object]) -> float:
     started = time.monotonic()
     action()
     return time.monotonic() - started
+
+
+class Measured:
+    """Per case: wall seconds, and the CPU seconds of the operator (this process and its finished children:
+    rsync, ssh, tar) and of the test host (its cgroup: sshd, the login shell, the receiving side)."""
+
+    def __init__(self, host: TestHost) -> None:
+        self.cgroup = cgroup_dir(host.name)
+        self.wall: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}  # operator + host, per case
+
+    def run(self, name: str, action: Callable[[], object]) -> None:
+        operator, host = operator_cpu_seconds(), cgroup_usage(self.cgroup)
+        self.wall.setdefault(name, []).append(_timed(action))
+        spent = operator_cpu_seconds() - operator + cgroup_usage(self.cgroup) - host
+        self.cpu.setdefault(name, []).append(spent)
 
 
 class Bench:
@@ -192,47 +211,56 @@ class Bench:
         self.host.exec(["sh", "-c", "rm -rf /opt/specops/plain/* /opt/specops/full"])
 
 
-def run_rounds(bench: Bench, rounds: int) -> dict[str, list[float]]:
+def run_rounds(bench: Bench, rounds: int) -> Measured:
     cases = {"full_specops": bench.full_specops, "full_tar_ssh": bench.full_tar_ssh}
     delta_cases = {"patch_specops": bench.patch_specops, "patch_rsync": bench.patch_rsync}
-    times: dict[str, list[float]] = {name: [] for name in [*cases, *delta_cases]}
+    measured = Measured(bench.host)
     for round_index in range(rounds):
         order = list(cases)[round_index % 2 :] + list(cases)[: round_index % 2]
         for name in order:
             bench.cleanup_untimed()
             subprocess.run(["sync"], check=True)
-            times[name].append(_timed(cases[name]))
+            measured.run(name, cases[name])
         delta_order = list(delta_cases)[round_index % 2 :] + list(delta_cases)[: round_index % 2]
         for name in delta_order:
             subprocess.run(["sync"], check=True)
-            times[name].append(_timed(delta_cases[name]))
+            measured.run(name, delta_cases[name])
         bench.turn = 1 - bench.turn  # both targets now hold the other tree
-        log(f"round {round_index + 1}/{rounds}: " + ", ".join(f"{n} {t[-1]:.3f}s" for n, t in times.items()))
-    return times
+        log(f"round {round_index + 1}/{rounds}: " + ", ".join(f"{n} {t[-1]:.3f}s" for n, t in measured.wall.items()))
+    return measured
 
 
-def report(times: dict[str, list[float]], bench: Bench, load_before: tuple[float, ...]) -> str:
-    staged = bench.staged[0]
+def report(measured: Measured, bench: Bench, load_before: tuple[float, ...]) -> str:
+    times, staged, cores = measured.wall, bench.staged[0], os.cpu_count() or 1
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     loads = " / ".join(f"{value:.2f}" for value in load_before), " / ".join(f"{v:.2f}" for v in os.getloadavg())
     lines = [
         f"Run `python -m bench.push_bench --rounds {len(times['full_specops'])}` on {when}; load average "
-        f"(1/5/15 min) {loads[0]} before, {loads[1]} after, on {os.cpu_count()} cores.",
+        f"(1/5/15 min) {loads[0]} before, {loads[1]} after, on {cores} cores.",
         "",
         f"Tree: {len(staged.files):,} files, {staged.total_bytes:,} B; {len(times['full_specops'])} rounds, "
-        "destination tmpfs inside one test host, loopback veth, every case with its own connection setup.",
+        "destination tmpfs inside one test host, loopback veth, every case with its own connection setup. CPU: the "
+        f"operator's (this process, rsync, ssh, tar) and the test host's, together; floor: that CPU over the {cores} "
+        "cores they share.",
         "",
-        "| case | median s | min–max s |",
-        "|---|---|---|",
+        "| case | median s | min–max s | CPU-s (operator + host) | floor s |",
+        "|---|---|---|---|---|",
     ]
     for name, values in times.items():
-        lines.append(f"| {name} | {statistics.median(values):.3f} | {min(values):.3f}–{max(values):.3f} |")
-    lines += ["", "| ratio (per round, median) | value | goal |", "|---|---|---|"]
+        cpu = statistics.median(measured.cpu[name])
+        lines.append(f"| {name} | {statistics.median(values):.3f} | {min(values):.3f}–{max(values):.3f} | "
+                     f"{cpu:.3f} | {cpu / cores:.3f} |")  # fmt: skip
+    lines += ["", "| ratio (per round, median) | value | CPU ratio | goal |", "|---|---|---|---|"]
     for case, baseline, goal in (("patch_specops", "patch_rsync", 0.75), ("full_specops", "full_tar_ssh", 0.8)):
-        ratio = statistics.median(a / b for a, b in zip(times[case], times[baseline], strict=True))
+        ratio = _median_ratio(times[case], times[baseline])
+        cpu_ratio = _median_ratio(measured.cpu[case], measured.cpu[baseline])
         verdict = "met" if ratio <= goal else "NOT met"
-        lines.append(f"| {case} / {baseline} | {ratio:.2f}× | ≤ {goal}× ({verdict}) |")
+        lines.append(f"| {case} / {baseline} | {ratio:.2f}× | {cpu_ratio:.2f}× | ≤ {goal}× ({verdict}) |")
     return "\n".join(lines)
+
+
+def _median_ratio(tops: list[float], bottoms: list[float]) -> float:
+    return statistics.median(a / b for a, b in zip(tops, bottoms, strict=True))
 
 
 def run_breakdown(bench: Bench, rounds: int) -> str:
