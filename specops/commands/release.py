@@ -190,15 +190,24 @@ def files_to_send(files: dict[str, dict[str, Any]], base_files: dict[str, Any] |
     """The manifest first, then every file that is new or differs from the base (size, mode or sha256);
     symlinks are always sent (they are a few bytes, and hard-linking a link is not portable)."""
     changed = []
+    base = base_files or {}
     for relpath, entry in sorted(files.items()):
-        before = (base_files or {}).get(relpath)
+        before = base.get(relpath)
         if not isinstance(before, dict) or "link" in entry or "link" in before or _differs(before, entry):
             changed.append(relpath)
     return [*SEND_ALWAYS, *changed]
 
 
 def _differs(before: dict[str, Any], entry: dict[str, Any]) -> bool:
-    return any(before.get(key) != entry.get(key) for key in ("size", "mode", "sha256"))
+    """Size, mode or sha256 differ. Equal entries (nearly every file of a patch) are settled by one dict
+    comparison in C; only entries that differ somewhere compare the three keys."""
+    if before == entry:
+        return False
+    return (before.get("size"), before.get("mode"), before.get("sha256")) != (
+        entry.get("size"),
+        entry.get("mode"),
+        entry.get("sha256"),
+    )
 
 
 def parse_reply(stdout: str) -> dict[str, Any]:
