@@ -30,11 +30,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from bench.cpuwindows import cgroup_usage
 from bench.report import write_section
-from bench.rounds import operator_cpu_seconds
+from bench.rounds import Measured
 from specops.build.stage import StagedBuild, stage_build
 from specops.commands.release import ReleaseInfo, newest_complete
 from specops.config.inventory import HostSpec
@@ -92,22 +92,6 @@ def _timed(action: Callable[[], object]) -> float:
     started = time.monotonic()
     action()
     return time.monotonic() - started
-
-
-class Measured:
-    """Per case: wall seconds, and the CPU seconds of the operator (this process and its finished children:
-    rsync, ssh, tar) and of the test host (its cgroup: sshd, the login shell, the receiving side)."""
-
-    def __init__(self, host: TestHost) -> None:
-        self.cgroup = cgroup_dir(host.name)
-        self.wall: dict[str, list[float]] = {}
-        self.cpu: dict[str, list[float]] = {}  # operator + host, per case
-
-    def run(self, name: str, action: Callable[[], object]) -> None:
-        operator, host = operator_cpu_seconds(), cgroup_usage(self.cgroup)
-        self.wall.setdefault(name, []).append(_timed(action))
-        spent = operator_cpu_seconds() - operator + cgroup_usage(self.cgroup) - host
-        self.cpu.setdefault(name, []).append(spent)
 
 
 class Bench:
@@ -214,17 +198,17 @@ class Bench:
 def run_rounds(bench: Bench, rounds: int) -> Measured:
     cases = {"full_specops": bench.full_specops, "full_tar_ssh": bench.full_tar_ssh}
     delta_cases = {"patch_specops": bench.patch_specops, "patch_rsync": bench.patch_rsync}
-    measured = Measured(bench.host)
+    measured = Measured(cgroup_dir(bench.host.name))
     for round_index in range(rounds):
         order = list(cases)[round_index % 2 :] + list(cases)[: round_index % 2]
         for name in order:
             bench.cleanup_untimed()
             subprocess.run(["sync"], check=True)
-            measured.run(name, cases[name])
+            measured.run(name, partial(_timed, cases[name]))
         delta_order = list(delta_cases)[round_index % 2 :] + list(delta_cases)[: round_index % 2]
         for name in delta_order:
             subprocess.run(["sync"], check=True)
-            measured.run(name, delta_cases[name])
+            measured.run(name, partial(_timed, delta_cases[name]))
         bench.turn = 1 - bench.turn  # both targets now hold the other tree
         log(f"round {round_index + 1}/{rounds}: " + ", ".join(f"{n} {t[-1]:.3f}s" for n, t in measured.wall.items()))
     return measured

@@ -82,6 +82,22 @@ def hosts_cpu_seconds(cgroups: Sequence[Path]) -> float:
     return total_usec / 1e6
 
 
+class Measured:
+    """Per case: wall seconds (what `timed` returns), and the CPU seconds of the operator (this process and its
+    finished children) and of one test host (its cgroup), added together."""
+
+    def __init__(self, cgroup: Path) -> None:
+        self.cgroup = cgroup
+        self.wall: dict[str, list[float]] = {}
+        self.cpu: dict[str, list[float]] = {}
+
+    def run(self, name: str, timed: Callable[[], float]) -> None:
+        operator, host = operator_cpu_seconds(), hosts_cpu_seconds([self.cgroup])
+        self.wall.setdefault(name, []).append(timed())
+        spent = operator_cpu_seconds() - operator + hosts_cpu_seconds([self.cgroup]) - host
+        self.cpu.setdefault(name, []).append(spent)
+
+
 def measure_case(case: Case, cgroups: Sequence[Path], samples: Samples) -> None:
     cpu_before, hosts_before = operator_cpu_seconds(), hosts_cpu_seconds(cgroups)
     wall = case.run()
