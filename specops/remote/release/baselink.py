@@ -20,7 +20,7 @@ from typing import Any
 
 from specops.remote.release.hostdata import Refused
 from specops.remote.release.script import file_kind, host_mode
-from specops.remote.release.untar import is_plain_relpath, safe_member_path
+from specops.remote.release.untar import safe_member_path
 
 
 class Linked:
@@ -43,35 +43,26 @@ def link_unchanged(
 ) -> Linked:
     """Hard-link every manifest file that was not sent from the base (copy across filesystems), and vouch for
     each by the verified record (`verified`: "dev:ino" -> [size, mtime_ns, sha256]). Each folder is checked
-    once not to be a symlink (a link must never be written through one, out of root). The loop runs ~5,800
-    times for a one-line patch: its per-file work stays inline (one link, one lstat, a few lookups)."""
+    once not to be a symlink (a link must never be written through one, out of root)."""
     linked = Linked()
     folders = {root}
-    voucher = Voucher(verified, schema, linked) if verified else None
-    files = manifest.get("files") or {}
-    linked_count = 0
-    for name in sorted(files):
+    kinds: dict[int, str] = {}
+    for name, entry in sorted((manifest.get("files") or {}).items()):
         if name in received:
             continue
-        entry = files[name]
         if base_dir is None or "link" in entry:
             raise Refused("incomplete", "file " + repr(name) + " was neither sent nor available in a base release")
-        destination = root + "/" + name if is_plain_relpath(name) else safe_member_path(root, name)
+        destination = safe_member_path(root, name)
         folder = destination[: destination.rindex("/")]
         if folder not in folders:
             real_folder(root, folder, folders)
-        if not link_one(base_dir, name, destination, linked.counts):
-            continue
-        linked_count += 1
-        if voucher is not None:
-            voucher.vouch(name, destination, entry)
-    linked.counts["linked"] += linked_count
+        if link_one(base_dir, name, destination, linked.counts) and verified:
+            vouch(name, destination, entry, verified, linked, kinds, schema)
     return linked
 
 
 def link_one(base_dir: str, name: str, destination: str, counts: dict[str, int]) -> bool:
-    """Link (or, across filesystems, copy) one base file; True when it is a hard link (shares the inode); the
-    caller counts the links, `counts["copied"]` the copies."""
+    """Link (or, across filesystems, copy) one base file; True when it is a hard link (shares the inode)."""
     source = base_dir + "/" + name
     try:
         os.link(source, destination)
@@ -81,40 +72,36 @@ def link_one(base_dir: str, name: str, destination: str, counts: dict[str, int])
         shutil.copy2(source, destination)
         counts["copied"] += 1
         return False
+    counts["linked"] += 1
     return True
 
 
-class Voucher:
-    """Takes a linked file's tree-hash entry from the verified record when the inode just linked is a regular
-    file with its host mode and the record of that inode matches its size, its mtime and the manifest's sha256;
-    else leaves it to the final scan. What each mode means (its host mode, its kind in the tree hash) is worked
-    out once per mode: a tree has only a few."""
-
-    def __init__(self, verified: dict[str, Any], schema: int, linked: Linked) -> None:
-        self.verified, self.schema, self.linked = verified, schema, linked
-        self.kinds: dict[int, str | None] = {}  # mode -> its kind, None when it is not a host-mode regular file
-
-    def vouch(self, name: str, path: str, entry: Any) -> None:
-        info = os.lstat(path)
-        mode = info.st_mode
-        kind = self.kinds.get(mode, "")
-        if kind == "":
-            kind = self.kinds[mode] = self._kind(mode)
-        if kind is None:
-            return
-        sha = entry.get("sha256") if isinstance(entry, dict) else None
-        key = inode_key(info)
-        record = self.verified.get(key)
-        if not vouches(record, info, sha):
-            return
-        self.linked.entries[name] = (kind, str(sha))
-        self.linked.stats[name] = info
-        self.linked.records[key] = [info.st_size, info.st_mtime_ns, sha]  # the record that vouched (equal to it)
-
-    def _kind(self, mode: int) -> str | None:
-        if not stat.S_ISREG(mode) or stat.S_IMODE(mode) != host_mode(mode):
-            return None
-        return file_kind(mode, self.schema)
+def vouch(
+    name: str,
+    path: str,
+    entry: Any,
+    verified: dict[str, Any],
+    linked: Linked,
+    kinds: dict[int, str],
+    schema: int,
+) -> None:
+    """Take `name`'s entry from the record when the inode just linked is a regular file with its host mode and
+    the record of that inode matches its size, its mtime and the manifest's sha256; else leave it to the scan."""
+    info = os.lstat(path)
+    mode = info.st_mode
+    sha = entry.get("sha256") if isinstance(entry, dict) else None
+    if not stat.S_ISREG(mode) or stat.S_IMODE(mode) != host_mode(mode):
+        return
+    key = inode_key(info)
+    record = verified.get(key)
+    if not vouches(record, info, sha):
+        return
+    kind = kinds.get(mode)
+    if kind is None:
+        kind = kinds[mode] = file_kind(mode, schema)
+    linked.entries[name] = (kind, str(sha))
+    linked.stats[name] = info
+    linked.records[key] = [info.st_size, info.st_mtime_ns, sha]  # the record that vouched (equal to it)
 
 
 def inode_key(info: os.stat_result) -> str:
