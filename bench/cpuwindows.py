@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.execcount import AFTER_GATES, BEFORE
+from bench.rounds import cgroup_cpu_seconds
 
 GOAL_WINDOWS = frozenset({BEFORE, "lock", "push", "preflight", "unit", "switch", AFTER_GATES})
 ENGINE_UNITS = "system.slice/sglang*.service"  # the specops unit's engine and the by-hand case's
@@ -29,15 +30,11 @@ ENGINE_UNITS = "system.slice/sglang*.service"  # the specops unit's engine and t
 
 def cgroup_usage(cgroup: Path) -> float:
     """CPU seconds used inside a cgroup and its descendants; 0 for a cgroup that does not exist (a unit that is
-    not running has none)."""
+    not running has none, and a stopping one's may go between the glob and the read)."""
     try:
-        text = (cgroup / "cpu.stat").read_text()
+        return cgroup_cpu_seconds(cgroup)
     except OSError:
         return 0.0
-    for line in text.splitlines():
-        if line.startswith("usage_usec "):
-            return int(line.split()[1]) / 1e6
-    return 0.0
 
 
 @dataclass(frozen=True)

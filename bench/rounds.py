@@ -74,12 +74,15 @@ def operator_cpu_seconds() -> float:
 
 def hosts_cpu_seconds(cgroups: Sequence[Path]) -> float:
     """CPU used inside the test hosts (their cgroups' cpu.stat): sshd, the login shell, the probe, nvidia-smi."""
-    total_usec = 0
-    for cgroup in cgroups:
-        for line in (cgroup / "cpu.stat").read_text().splitlines():
-            if line.startswith("usage_usec "):
-                total_usec += int(line.split()[1])
-    return total_usec / 1e6
+    return sum(cgroup_cpu_seconds(cgroup) for cgroup in cgroups)
+
+
+def cgroup_cpu_seconds(cgroup: Path) -> float:
+    """CPU seconds used inside one cgroup (v2) and its descendants: its cpu.stat's usage_usec."""
+    for line in (cgroup / "cpu.stat").read_text().splitlines():
+        if line.startswith("usage_usec "):
+            return int(line.split()[1]) / 1e6
+    return 0.0
 
 
 class Measured:
