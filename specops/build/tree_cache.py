@@ -46,3 +46,16 @@ def cached_tree(tree_hash: str | None) -> dict[str, Any] | None:
         if isinstance(cached, dict):
             return cached
     return None
+
+
+def newest_tree() -> tuple[str, dict[str, Any]] | None:
+    """(tree hash, files map) of the tree pushed last from this machine: the likeliest base of the next push to
+    a host, diffed against before the host has named its base (ops/release.py: BaseGuess). None: none kept."""
+    with contextlib.suppress(OSError, ValueError):
+        trees = (default_cache_file().parent / "trees").glob("*.json")
+        newest = max(trees, key=lambda path: path.stat().st_mtime_ns, default=None)
+        if newest is not None:
+            files = json.loads(newest.read_text(encoding="utf-8"))
+            if isinstance(files, dict):
+                return newest.stem, files
+    return None

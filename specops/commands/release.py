@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from specops.commands.guard_record import GuardRecord, parse_watch
 from specops.commands.hostdata import check_release_id as check_release_id  # re-exported: the one id rule
 from specops.commands.manifest import BadMark, GatesRecord, parse_bad, parse_gates
-from specops.remote.bundle import release_script
+from specops.remote.bundle import cached_release_script, release_script
 from specops.remote.release.script import BUILD_ID as BUILD_ID  # re-exported: a build id, as commands accept it
 from specops.remote.release.script import MANIFEST, RELEASE_ENV, order_key
 from specops.remote.release.script import build_part as build_part  # re-exported: the build a release id names
@@ -90,7 +90,9 @@ def session_argv(spec: HostSpec, on_request: bool = False) -> list[str]:
 
 
 def plain_session_argv(python: str, service_dir: str, on_request: bool = False) -> list[str]:
-    return plain_script_argv(python, service_dir, "session", *(["on-request"] if on_request else []))
+    """An exec of its own, so the script goes through the host's compiled-code cache (bundle.cached_script)."""
+    waits = ["on-request"] if on_request else []
+    return [python, "-IS", "-c", cached_release_script(), "session", service_dir, *waits]
 
 
 def push_session_timeout(max_bytes: int, wait_s: float) -> float:

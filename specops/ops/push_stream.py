@@ -30,6 +30,8 @@ BLOCK = 512
 RECORD = 20 * BLOCK  # GNU tar pads its output to whole records of 20 blocks
 READ_BYTES = PIPE_BYTES
 TAR_FILE_CHANGED = 1  # GNU tar's exit status for "some files changed while being archived"
+SMALL_TAR_NAMES = 16  # a stream this small (a patch's few files) is written here: starting GNU tar costs more
+SMALL_TAR_BYTES = 2**20
 
 
 def expected_tar_bytes(files: dict[str, dict[str, Any]], names: list[str]) -> int:
@@ -62,11 +64,13 @@ def send_tar(
 ) -> int:  # fmt: skip
     """Write an uncompressed tar of `names` (relative to root) through `write`, after the ready-made members in
     `first` (see member_bytes); returns the bytes written. Stops early, without an error, when `write` says the
-    receiver stopped reading."""
+    receiver stopped reading. GNU tar writes it, unless the push is small (a few files, `expected` under
+    SMALL_TAR_BYTES) or this machine has no tar: then Python's tarfile, in GNU format with the same owners."""
     counter = _Counter(write, on_bytes, expected)
     if first and not counter(first):
         return counter.sent
-    if shutil.which("tar"):
+    small = len(names) <= SMALL_TAR_NAMES and 0 < expected <= SMALL_TAR_BYTES  # ~0.3 ms, against ~4 ms for tar
+    if shutil.which("tar") and not small:
         _send_gnu_tar(root, names, counter)
     else:
         _send_tarfile(root, names, counter)

@@ -27,6 +27,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.base import Host
 from specops.host.process import RunningCommand
+from specops.ops.base_guess import BaseGuess
 from specops.ops.hostfiles import read_document
 from specops.ops.lock import DEFAULT_STALE_AFTER_S
 from specops.ops.push_stream import OnBytes, expected_tar_bytes, member_bytes, send_tar
@@ -82,6 +83,7 @@ class PushSession:
         self._listing: Listing | None = None
         self._prepared: tuple[StagedBuild, str, bytes] | None = None  # (stage, release id, manifest member)
         self._base_files: dict[str, dict[str, Any]] = {}
+        self._guess: BaseGuess | None = None
 
     @property
     def listing(self) -> Listing:
@@ -110,11 +112,14 @@ class PushSession:
         manifest = staged.manifest(release_id, now, **fields)
         manifest_text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))  # the C encoder: ~10x
         self._prepared = (staged, release_id, member_bytes(MANIFEST, manifest_text.encode()))
+        self._guess = BaseGuess.of(staged)
         return release_id
 
     def base_files(self, base: ReleaseInfo) -> dict[str, Any] | None:
         """The base release's files map: from the local tree cache when its tree hash is known there (content-
         addressed, and the host verifies the result anyway), else from its manifest; None means a full push."""
+        if self._guess is not None and self._guess.tree_hash == base.tree_hash:
+            return self._guess.files
         cached = cached_tree(base.tree_hash) or self._base_files.get(base.id)
         if cached is not None:
             return cached
@@ -147,7 +152,8 @@ class PushSession:
         if base is not None and files is None:
             say(f"cannot read the manifest of base release {base.id}: sending the whole tree")
         base_id = base.id if base is not None and files is not None else None
-        names = cmd.files_to_send(staged.files, files)  # the manifest first, then the files that differ
+        guess = self._guess  # the manifest first, then the files that differ:
+        names = guess.names if guess is not None and files is guess.files else cmd.files_to_send(staged.files, files)
         tar_names = names[1:]
         expected = len(manifest_member) + expected_tar_bytes(staged.files, tar_names)
         linked = len(staged.files) - (len(names) - 1)

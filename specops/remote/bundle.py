@@ -108,9 +108,10 @@ def _build_probe_source() -> str:
 
 
 def build_script(request: dict[str, Any]) -> str:
-    """The whole probe text for one request; the request travels as a JSON literal parsed on the host."""
+    """The whole probe text for one request; the request travels as a JSON literal parsed on the host. The
+    probe itself goes through the host's compiled-code cache (cached_script): only this last line differs."""
     literal = json.dumps(json.dumps(request, sort_keys=True))
-    return f"{probe_source()}\n\nmain(json.loads({literal}))\n"
+    return cached_script(probe_source(), f"main(json.loads({literal}))\n")
 
 
 @lru_cache(maxsize=1)
@@ -134,9 +135,38 @@ def one_space_indents(source: str) -> str:
 
 @lru_cache(maxsize=1)
 def runner_script() -> str:
-    """The command conversation's host side (remote/runner.py), docstrings stripped: one argv word."""
+    """The command conversation's host side (remote/runner.py) after the compiled-code cache it compiles the
+    release script with (remote/codecache.py), docstrings stripped: one argv word."""
     source = resources.files("specops.remote").joinpath("runner.py").read_text(encoding="utf-8")
+    source = source.replace("from specops.remote.codecache import load_code\n", "")
+    return codecache_source() + "\n" + ast.unparse(without_docstrings(ast.parse(source)))
+
+
+@lru_cache(maxsize=1)
+def codecache_source() -> str:
+    """remote/codecache.py as the host runs it: docstrings, annotations and the `__future__` line stripped."""
+    source = resources.files("specops.remote").joinpath("codecache.py").read_text(encoding="utf-8")
     return ast.unparse(without_docstrings(ast.parse(source)))
+
+
+def cached_script(text: str, tail: str = "") -> str:
+    """A script that runs `text` as its own first part, compiled through the host's compiled-code cache
+    (remote/codecache.py: ~0.3 ms instead of compiling ~40-55 kB on every exec), then `tail`. The text
+    travels whole, as a string literal (which costs the host next to nothing to compile), and the cache
+    gives back only code compiled from exactly that text."""
+    return f"{codecache_source()}\nexec(load_code({text!r}))\n{tail}"
+
+
+def cached_release_script() -> str:
+    """The release script through the compiled-code cache: for the execs that start with it (the push
+    session); requests on a command conversation send release_script() itself, which the runner compiles
+    through the same cache once per conversation."""
+    return _cached_release_script(release_script())
+
+
+@lru_cache(maxsize=2)
+def _cached_release_script(text: str) -> str:
+    return cached_script(text)
 
 
 def preflight_source() -> str:

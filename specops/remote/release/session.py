@@ -24,7 +24,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specops.remote.release.catalog import op_list, op_prune, op_update_manifest, room_reply
 from specops.remote.release.hostdata import Refused, checked_release_id
@@ -33,6 +33,9 @@ from specops.remote.release.receive import op_receive
 from specops.remote.release.relconfig import op_restore_config
 from specops.remote.release.rollback import op_rollback
 from specops.remote.release.script import LAZY_IMPORTS, op_switch, read_manifest
+
+if TYPE_CHECKING:
+    import threading
 
 
 def say(reply: dict[str, Any]) -> None:
@@ -51,10 +54,22 @@ def files_reply(service_dir: str, release_id: str) -> dict[str, Any]:
 
 
 def op_session(service_dir: str, when: str = "") -> dict[str, Any]:
-    if when == "on-request" and not _listing_requested():
-        return {"ended": True}
+    if when == "on-request":
+        warm_up()  # while the client takes the host's lock
+        if not _listing_requested():
+            return {"ended": True}
+        say({"ok": True, **op_list(service_dir)})
+        return serve(service_dir)
     say({"ok": True, **op_list(service_dir)})
-    warm_up()
+    aside = warm_up_aside()
+    try:
+        return serve(service_dir)
+    finally:
+        aside.join()  # the interpreter never ends while a module is half imported
+
+
+def serve(service_dir: str) -> dict[str, Any]:
+    """The session's requests after its listing, until a receive or the end."""
     while True:
         line = sys.stdin.buffer.readline()
         request = json.loads(line) if line.strip() else {"op": "end"}
@@ -76,10 +91,21 @@ def op_session(service_dir: str, when: str = "") -> dict[str, Any]:
 
 
 def warm_up() -> None:
-    """Import what a receive needs (script.LAZY_IMPORTS) while the client reads the listing and plans its push,
-    not on the receive's own time: the listing went out without them."""
+    """Import what a receive needs (script.LAZY_IMPORTS, ~10 ms), not on the receive's own time: the listing
+    goes out without them."""
     for name in LAZY_IMPORTS:
         __import__(name)
+
+
+def warm_up_aside() -> threading.Thread:
+    """warm_up in a thread, once the listing is out: a client that planned its push before the listing came (a
+    guessed base) asks for room and sends the tar at once, and this loop answers beside the imports. A request
+    that needs a module still loading waits for it (Python's import lock)."""
+    import threading
+
+    thread = threading.Thread(target=warm_up, name="warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def tar_error() -> type[Exception]:

@@ -22,6 +22,13 @@ def host_spec(python: str, **fields: object) -> HostSpec:
     return HostSpec.model_validate(values)
 
 
+@pytest.fixture(autouse=True)
+def private_code_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe runs through the host's compiled-code cache ($XDG_CACHE_HOME/specops/host-code): each test
+    keeps its own, never this machine's ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
 def smi_output(scenario: str, *args: str) -> str:
     """What the nvidia-smi test double prints for this scenario (the recorded formats of driver 570/580)."""
     import subprocess

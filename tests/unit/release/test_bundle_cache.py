@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 from collections.abc import Iterator
@@ -102,9 +103,15 @@ EVIL = "import os; os.system('id > /tmp/pwned')\n"
 
 
 def sent_script() -> str:
-    """The script text a deploy sends (`python -IS -c TEXT`), as a new process would build or read it."""
+    """The release script a deploy sends (`python -IS -c TEXT`, TEXT running it through the host's compiled-code
+    cache), as a new process would build or read it."""
     bundle.release_script.cache_clear()
-    return plain_session_argv("/opt/venv/bin/python", "/opt/specops/sglang")[3]
+    sent = plain_session_argv("/opt/venv/bin/python", "/opt/specops/sglang")[3]
+    head, _, literal = sent.partition("\nexec(load_code(")
+    assert head == bundle.codecache_source() and literal.endswith("))\n")
+    inner = ast.literal_eval(literal[: -len("))\n")])
+    assert isinstance(inner, str)
+    return inner
 
 
 def release_file(folder: Path) -> Path:

@@ -17,7 +17,7 @@ from specops.config.inventory import HostSpec
 from specops.errors import ReleaseError
 from specops.host.local import LocalHost
 from specops.ops import release as push
-from specops.ops.push_stream import build_tar, expected_tar_bytes
+from specops.ops.push_stream import build_tar, expected_tar_bytes, send_tar
 from tests.testbed.engine import DDTREE_PATCH
 
 
@@ -189,3 +189,39 @@ def test_a_session_started_before_the_lock_lists_only_when_asked(
     assert json.loads(ended.stdout) == {"ok": True, "ended": True}
     with push.open_push(host, spec, on_request=True) as session:
         assert [r.id for r in session.listing.releases] == ["r-01"]
+
+
+def test_a_push_over_an_older_base_diffs_against_that_base_not_the_tree_pushed_last(
+    host: LocalHost, spec: HostSpec, build: Path, tmp_path: Path
+) -> None:
+    """The session diffs against the tree pushed last while the host starts (base_guess.py); a fleet host whose
+    base is another release still gets exactly the files that differ from its own base."""
+    push.push_release(host, spec, stage_build(build, [], tmp_path / "w1"), base=None, release_id="r-01")
+    other = tmp_path / "other" / "python"
+    shutil.copytree(build, other)
+    edited = sorted(path for path in other.rglob("*.py") if path.stat().st_size)[:3]
+    for path in edited:
+        path.write_text(path.read_text() + "\n# edited\n")
+    push.push_release(host, spec, stage_build(other, [], tmp_path / "w2"), base=None, release_id="r-02")
+    patched = stage_build(build, [DDTREE_PATCH], tmp_path / "w3")
+    with push.open_push(host, spec) as session:
+        session.prepare(patched, release_id="r-03")  # guesses r-02's tree, pushed last
+        base = next(release for release in session.listing.releases if release.id == "r-01")
+        result = session.push(patched, base=base)
+    assert (result.base_id, result.sent_files, result.linked_files) == ("r-01", 1, len(patched.files) - 1)
+
+
+def test_a_small_push_written_by_python_has_the_size_the_progress_bar_expects(tmp_path: Path) -> None:
+    """A patch's few files go through Python's tarfile (GNU tar costs more to start): same stream size."""
+    tree = tmp_path / "python"
+    deep = tree / "sglang" / ("folder_" * 12)
+    deep.mkdir(parents=True)
+    (deep / ("long_module_name_" * 7 + ".py")).write_text("x = 1\n" * 100)
+    (tree / "sglang" / "__init__.py").write_text("")
+    (tree / "sglang" / "link.py").symlink_to("__init__.py")
+    staged = stage_build(tree, [], tmp_path / "work")
+    names = sorted(staged.files)
+    expected = expected_tar_bytes(staged.files, names)
+    written: list[bytes] = []
+    assert send_tar(staged.root, names, lambda chunk: written.append(chunk) or True, expected=expected) == expected
+    assert len(b"".join(written)) == expected == len(build_tar(staged.root, names))  # build_tar: GNU tar
