@@ -20,17 +20,20 @@ from tests.unit.needs import need_root
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the key that tags what specops built
-    bundle.probe_source.cache_clear()
-    bundle.release_script.cache_clear()
+    for cached in (bundle.probe_source, bundle.release_script, bundle.codecache_source, bundle.runner_script):
+        cached.cache_clear()
     yield tmp_path / "cache" / "specops" / "bundles"
-    bundle.probe_source.cache_clear()
-    bundle.release_script.cache_clear()
+    for cached in (bundle.probe_source, bundle.release_script, bundle.codecache_source, bundle.runner_script):
+        cached.cache_clear()
 
 
 def test_the_cached_scripts_are_exactly_what_a_fresh_build_gives(cache_home: Path) -> None:
     assert bundle.release_script() == bundle._build_release_script()
     assert bundle.probe_source() == bundle._build_probe_source()
-    assert sorted(path.name.split("-")[0] for path in cache_home.iterdir()) == ["probe", "release"]
+    assert bundle.runner_script() == bundle._build_runner_script()  # builds the code cache's text inside: no wait
+    assert bundle.runner_script().startswith(bundle.codecache_source() + "\n")
+    kinds = sorted(path.name.split("-")[0] for path in cache_home.iterdir())
+    assert kinds == ["codecache", "probe", "release", "runner"]
     assert oct(cache_home.stat().st_mode & 0o777) == "0o700"  # the text runs on hosts: only this user writes it
 
 
@@ -170,4 +173,4 @@ def test_a_symlink_in_the_cache_is_not_followed(cache_home: Path, tmp_path: Path
 def test_the_cached_scripts_are_private_files(cache_home: Path) -> None:
     sent_script()
     assert stat.S_IMODE(cache_home.stat().st_mode) == 0o700
-    assert [stat.S_IMODE(path.stat().st_mode) for path in cache_home.iterdir()] == [0o600]
+    assert [stat.S_IMODE(path.stat().st_mode) for path in cache_home.iterdir()] == [0o600, 0o600]  # and its loader
