@@ -17,14 +17,16 @@ The host-side guard applies the same rule with what the host alone can read (rem
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from specops.commands.config_change import ConfigChange
 from specops.config.inventory import HostSpec
-from specops.diagnose.diff import diff_fingerprints
-from specops.diagnose.fingerprint import Fingerprint, read_fingerprint
+from specops.diagnose.fingerprint import read_fingerprint
 from specops.engine.gates import GateResult
 from specops.host.base import Host
+
+if TYPE_CHECKING:
+    from specops.diagnose.fingerprint import Fingerprint
 
 # signature families that say "the code is fine, the host is not" (specops/engine/signatures/env.py, torchcodec;
 # gpu-host: signatures/hardware.py and a GPU fault the kernel journal showed after a failed start, engine/gpu_fault.py)
@@ -61,6 +63,8 @@ def environment_changes(target: Fingerprint | None, now: Fingerprint | None) -> 
     the two fingerprints was never recorded (then nothing is known about the target on this environment)."""
     if target is None or now is None:
         return None
+    from specops.diagnose.diff import diff_fingerprints  # only a failed deploy compares environments
+
     return [change.text for change in diff_fingerprints(target, now).environment]
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specops.deploy.outcome import OK_OUTCOMES, HostOutcome, Outcome
-from specops.deploy.rollback import RollbackResult
-from specops.deploy.trial import TrialReport
 from specops.ops import notify
+
+if TYPE_CHECKING:  # a deploy imports this module on every run; a trial's machinery loads only for a trial
+    from specops.deploy.rollback import RollbackResult
+    from specops.deploy.trial import TrialReport
 
 SILENT = (Outcome.UNCHANGED, Outcome.SKIPPED)  # nothing happened on the host: only the fleet's summary counts it
 
