@@ -37,7 +37,10 @@ def load_code(text: str, filename: str = "<string>") -> CodeType:
     if folder is None:
         return compile(text, filename, "exec")
     try:
-        name = code_file_name(text, filename)
+        try:
+            name = code_file_name(text, filename)
+        except ImportError:  # a Python built without zlib: nothing to name the files by, so no cache
+            return compile(text, filename, "exec")
         code = kept_code(folder, name, text, filename)
         if code is None:
             code = compile(text, filename, "exec")
@@ -71,9 +74,12 @@ def code_folder() -> int | None:
         folder = _walk(os.path.realpath(root).split("/"), uid)
     except (OSError, ValueError):
         return None  # _step closed every folder it opened
-    info = os.fstat(folder)
-    if info.st_uid == uid and not info.st_mode & 0o077:
-        return folder
+    try:
+        info = os.fstat(folder)
+        if info.st_uid == uid and not info.st_mode & 0o077:
+            return folder
+    except OSError:
+        pass
     os.close(folder)
     return None
 

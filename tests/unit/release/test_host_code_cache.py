@@ -123,6 +123,16 @@ def test_no_usable_cache_still_runs_the_script(tmp_path: Path) -> None:
     assert marshal.loads(kept_file(cache).read_bytes())[0] == TEXT  # rewritten whole
 
 
+def test_a_python_without_zlib_runs_the_script_without_the_cache(tmp_path: Path) -> None:
+    """zlib names the kept files; an interpreter built without it compiles every time, as before the cache."""
+    cache = tmp_path / "cache"
+    no_zlib = "import sys\nsys.modules['zlib'] = None\n" + cached_script(TEXT)
+    done = subprocess.run([sys.executable, "-IS", "-c", no_zlib, "a1"], env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "sent text ran ['a1']\n", "")
+    assert list(folder(cache).iterdir()) == []
+
+
 def test_the_oldest_kept_files_go(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     for number in range(codecache.KEEP_CODE_FILES + 2):
